@@ -1,0 +1,11 @@
+import type { Command } from "commander";
+import { register as validate } from "./validate.js";
+import { register as render } from "./render.js";
+import { register as plan } from "./plan.js";
+import { register as diff } from "./diff.js";
+import { register as schema } from "./schema.js";
+
+/** Each command module exports `register(program)`. Order = order in `reins --help`. */
+export function registerCommands(program: Command): void {
+  for (const r of [validate, render, plan, diff, schema]) r(program);
+}

@@ -1,0 +1,66 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Command } from "commander";
+import { compilePlan, type Plan } from "../../compiler/index.js";
+import { EXIT } from "../exit-codes.js";
+import { errorCount, printJson, reportDiagnostics } from "../io.js";
+import { attachManifests } from "../manifests.js";
+
+export function summarizePlan(plan: Plan, out?: string) {
+  const rollouts = plan.steps.reduce((n, s) => n + s.rollouts.length, 0);
+  return {
+    hash: plan.hash,
+    kind: plan.kind,
+    name: plan.name,
+    tasks: plan.tasks.length,
+    harnesses: plan.harnesses.map((h) => h.name),
+    pairs: plan.pairs.length,
+    steps: plan.steps.length,
+    rollouts,
+    estimate: plan.estimate,
+    ...(out ? { out } : {}),
+  };
+}
+
+export function register(program: Command): void {
+  program
+    .command("plan")
+    .description("Compile specs into a content-hashed execution plan.")
+    .argument("<paths...>", "spec files or directories")
+    .option("--out <file>", "write plan.json here")
+    .option("--target <name>", "the Experiment or Evaluation to plan when several are given")
+    .option("--json", "print the summary as JSON")
+    .action((paths: string[], opts: { out?: string; target?: string; json?: boolean }) => {
+      const r = compilePlan(paths, opts.target ? { target: opts.target } : {});
+      const ok = errorCount(r.diagnostics) === 0 && r.value !== undefined;
+      if (!ok || !r.value) {
+        if (opts.json) printJson({ ok: false, diagnostics: r.diagnostics });
+        else reportDiagnostics(r.diagnostics, false);
+        process.exitCode = EXIT.failed;
+        return;
+      }
+      const plan = attachManifests(r.value);
+      if (opts.out) {
+        mkdirSync(dirname(opts.out), { recursive: true });
+        writeFileSync(opts.out, `${JSON.stringify(plan, null, 2)}\n`);
+      }
+      const summary = summarizePlan(plan, opts.out);
+      if (opts.json) printJson({ ok: true, ...summary, diagnostics: r.diagnostics });
+      else {
+        reportDiagnostics(r.diagnostics, false);
+        const lines = [
+          `plan ${summary.hash}`,
+          `  ${summary.kind} ${summary.name}`,
+          `  tasks      ${summary.tasks}`,
+          `  harnesses  ${summary.harnesses.join(", ")}`,
+          `  pairs      ${summary.pairs}`,
+          `  steps      ${summary.steps}`,
+          `  rollouts   ${summary.rollouts}`,
+          `  estimate   ~${summary.estimate.sandboxMinutes} sandbox-minutes, ~${summary.estimate.tokens} tokens (rough)`,
+        ];
+        if (opts.out) lines.push(`  written to ${opts.out}`);
+        process.stdout.write(`${lines.join("\n")}\n`);
+      }
+      process.exitCode = EXIT.ok;
+    });
+}

@@ -1,0 +1,40 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Command } from "commander";
+import { generateJsonSchemas, serializeSchema } from "../../compiler/index.js";
+import { EXIT } from "../exit-codes.js";
+import { printJson, say } from "../io.js";
+
+export function register(program: Command): void {
+  program
+    .command("schema")
+    .description("Write the JSON Schemas (draft-07) generated from the spec language.")
+    .option("--out <dir>", "output directory", "schemas")
+    .option("--check", "exit 1 if the files under --out differ from the generated ones")
+    .option("--json", "print the list of files as JSON")
+    .action((opts: { out: string; check?: boolean; json?: boolean }) => {
+      const schemas = generateJsonSchemas();
+      const stale: string[] = [];
+      for (const s of schemas) {
+        const file = join(opts.out, s.path);
+        const text = serializeSchema(s.json);
+        if (opts.check) {
+          let current = "";
+          try {
+            current = readFileSync(file, "utf8");
+          } catch {
+            /* missing counts as stale */
+          }
+          if (current !== text) stale.push(file);
+        } else {
+          mkdirSync(dirname(file), { recursive: true });
+          writeFileSync(file, text);
+        }
+      }
+      const files = schemas.map((s) => join(opts.out, s.path));
+      if (opts.json) printJson({ ok: stale.length === 0, files, stale });
+      else if (opts.check) say(stale.length === 0 ? "schemas are up to date" : `stale schemas:\n  ${stale.join("\n  ")}\nrun: reins schema --out ${opts.out}`);
+      else say(`wrote ${files.length} schemas to ${opts.out}`);
+      process.exitCode = stale.length === 0 ? EXIT.ok : EXIT.failed;
+    });
+}

@@ -1,0 +1,47 @@
+/** Human rendering of diagnostics: `file:line:col`, severity and code, message, code frame, hint. */
+import { readFileSync } from "node:fs";
+import pc from "picocolors";
+import type { Diagnostic } from "../../compiler/diagnostics.js";
+
+export function useColor(stream: NodeJS.WriteStream = process.stderr): boolean {
+  if ("NO_COLOR" in process.env && process.env.NO_COLOR !== "") return false;
+  if (process.argv.includes("--no-color")) return false;
+  if ("FORCE_COLOR" in process.env) return true;
+  return Boolean(stream.isTTY) && process.env.TERM !== "dumb";
+}
+
+export function renderDiagnostics(diagnostics: readonly Diagnostic[], color = useColor()): string {
+  const c = pc.createColors(color);
+  const cache = new Map<string, string[] | null>();
+  const lines = (file: string) => {
+    if (!cache.has(file)) {
+      try {
+        cache.set(file, readFileSync(file, "utf8").split("\n"));
+      } catch {
+        cache.set(file, null);
+      }
+    }
+    return cache.get(file);
+  };
+  const out: string[] = [];
+  for (const d of diagnostics) {
+    const sev = d.severity === "error" ? c.red(c.bold("error")) : d.severity === "warning" ? c.yellow(c.bold("warning")) : c.blue("info");
+    out.push(`${c.bold(`${d.file}:${d.line}:${d.column}`)}: ${sev}[${d.code}]: ${d.message}`);
+    const src = lines(d.file);
+    if (src && d.line >= 1 && d.line <= src.length) {
+      const text = src[d.line - 1]!.replace(/\t/g, " ");
+      if (text.length <= 300) {
+        const num = String(d.line);
+        out.push(`${c.dim(`${num} |`)} ${text}`);
+        out.push(`${" ".repeat(num.length)} ${c.dim("|")} ${" ".repeat(Math.max(0, d.column - 1))}${c.red("^")}`);
+      }
+    }
+    for (const n of d.notes ?? []) out.push(`  ${c.dim("note:")} ${n}`);
+    out.push(`  ${c.cyan("hint:")} ${d.hint}`);
+    out.push("");
+  }
+  const errors = diagnostics.filter((d) => d.severity === "error").length;
+  const warnings = diagnostics.filter((d) => d.severity === "warning").length;
+  if (errors + warnings > 0) out.push(`${errors} error(s), ${warnings} warning(s)`);
+  return out.join("\n") + (out.length > 0 ? "\n" : "");
+}

@@ -1,0 +1,132 @@
+/**
+ * The compiler's public API: load → validate → resolve → plan. Every function returns
+ * `{value, diagnostics}`; nothing here prints, reads argv, or touches the runtime.
+ */
+import { hasErrors, sortDiagnostics, makeDiagnostic, type Diagnostic, type Result } from "./diagnostics.js";
+import { loadSpecs, type LoadOptions, type LoadedSpecs } from "./load.js";
+import { resolveWorld, type World } from "./resolve/world.js";
+import { buildPlan } from "./plan/build.js";
+import type { Plan, ResolvedTask } from "./plan/types.js";
+import { positionAt } from "./source/yaml.js";
+
+export type { Diagnostic, Result } from "./diagnostics.js";
+export type { Plan } from "./plan/types.js";
+export { diffPlans, type PlanDiff } from "./plan/diff.js";
+export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
+export { canonicalJson, digestOf } from "./plan/hash.js";
+
+export interface Loaded {
+  loaded: LoadedSpecs;
+  world: World;
+}
+
+/** Load and resolve everything under `paths`; all problems are reported, none thrown. */
+export function loadAndResolve(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {
+  const loaded = loadSpecs(paths, opts);
+  const world = resolveWorld(loaded.value.documents, loaded.value.builtins);
+  return { value: { loaded: loaded.value, world: world.value }, diagnostics: sortDiagnostics([...loaded.diagnostics, ...world.diagnostics]) };
+}
+
+export interface CompileOptions extends LoadOptions {
+  /** Name of the Experiment/Evaluation to plan when several are given. */
+  target?: string;
+}
+
+/** Validate: load, resolve, and plan every Experiment/Evaluation found (to surface their problems). */
+export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {
+  const r = loadAndResolve(paths, opts);
+  const diagnostics = [...r.diagnostics];
+  for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
+    diagnostics.push(...buildPlan(r.value.world, target).diagnostics);
+  }
+  return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
+}
+
+export function compilePlan(paths: readonly string[], opts: CompileOptions = {}): Result<Plan | undefined> {
+  const r = loadAndResolve(paths, opts);
+  const diagnostics: Diagnostic[] = [...r.diagnostics];
+  const targets = [...r.value.world.experiments, ...r.value.world.evaluations];
+  const chosen = opts.target ? targets.filter((t) => t.name === opts.target) : targets;
+  const file = paths[0] ?? ".";
+  if (chosen.length === 0) {
+    diagnostics.push(
+      makeDiagnostic(
+        opts.target ? "UnknownReference" : "NoPlanTarget",
+        { file, line: 1, column: 1 },
+        opts.target ? `No Experiment or Evaluation named "${opts.target}".` : "There is no Experiment or Evaluation to plan.",
+        opts.target ? `Known: ${targets.map((t) => t.name).join(", ") || "none"}.` : "Add an Experiment or Evaluation document, or pass the file that has one.",
+      ),
+    );
+    return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
+  }
+  if (chosen.length > 1) {
+    const second = chosen[1]!;
+    diagnostics.push(
+      makeDiagnostic("AmbiguousPlanTarget", positionAt(second.source, ["metadata", "name"]), `Several Experiments/Evaluations were found (${chosen.map((t) => t.name).join(", ")}).`, "Choose one with --target NAME."),
+    );
+    return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
+  }
+  if (hasErrors(diagnostics)) {
+    diagnostics.push(...buildPlan(r.value.world, chosen[0]!).diagnostics);
+    return { value: undefined, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
+  }
+  const plan = buildPlan(r.value.world, chosen[0]!, r.value.loaded.sources);
+  diagnostics.push(...plan.diagnostics);
+  return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
+}
+
+/** The expanded documents (families rendered into Tasks), as plain objects for YAML output. */
+export function renderTasks(world: World): Record<string, unknown>[] {
+  return [...world.tasks.values()].map(({ value }) => taskDocument(value));
+}
+
+export function taskDocument(t: ResolvedTask): Record<string, unknown> {
+  const metadata: Record<string, unknown> = { name: t.name };
+  if (Object.keys(t.labels).length > 0) metadata.labels = t.labels;
+  if (Object.keys(t.annotations).length > 0) metadata.annotations = t.annotations;
+  const fileOut = (f: ResolvedTask["files"][number]) => {
+    const o: Record<string, unknown> = { path: f.path };
+    if (f.encoding === "utf8") o.content = f.content;
+    else o.base64 = f.content;
+    if (f.mode & 0o111) o.executable = true;
+    return o;
+  };
+  const spec: Record<string, unknown> = { instruction: t.instruction, category: t.category };
+  if (t.files.length > 0) spec.workspace = { files: t.files.map(fileOut) };
+  if (t.hiddenFiles.length > 0) spec.hidden = { files: t.hiddenFiles.map(fileOut) };
+  spec.verifier = verifierSpecOf(t.verifier);
+  spec.timeoutSeconds = t.timeoutSeconds;
+  return { apiVersion: "reins/v1alpha1", kind: "Task", metadata, spec };
+}
+
+function verifierSpecOf(v: ResolvedTask["verifier"]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (v.checks.length > 0) {
+    out.checks = v.checks.map((c) => {
+      const { type, name, weight, ...rest } = c as Record<string, unknown> & { type: string };
+      const o: Record<string, unknown> = { [type]: rest };
+      if (name !== undefined) o.name = name;
+      if (weight !== undefined) o.weight = weight;
+      return o;
+    });
+  }
+  if (v.script) out.script = v.script;
+  if (v.rubric) {
+    const r: Record<string, unknown> = { items: v.rubric.items, files: v.rubric.files };
+    if (v.rubric.judge !== undefined) r.judge = v.rubric.judge;
+    out.rubric = r;
+  }
+  if (Object.keys(v.combine.weights).length > 0 || v.combine.mode !== "weighted") out.combine = v.combine;
+  out.passThreshold = v.passThreshold;
+  return out;
+}
+
+function dedupe(ds: Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  return ds.filter((d) => {
+    const k = `${d.code}|${d.file}|${d.line}|${d.column}|${d.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}

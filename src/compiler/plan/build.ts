@@ -1,0 +1,213 @@
+/**
+ * Plan building (pure): an Experiment or Evaluation over the resolved world → Plan.
+ * Pairs are task × harness; rollouts get deterministic ids and seeds; every step and the
+ * whole plan are content-addressed. Settings that do not change results (concurrency,
+ * retries) stay out of the hashes.
+ */
+import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
+import { CODES } from "../codes.js";
+import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedSandbox, ResolvedTrainer } from "./types.js";
+import { digestOf, seedOf } from "./hash.js";
+import { selectTasks } from "./select.js";
+import { checkAlgorithm, type World } from "../resolve/world.js";
+import { resolveAlgorithm, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
+import { suggest, type TypedDocument } from "../schema/validate.js";
+import { positionAt } from "../source/yaml.js";
+import { rng } from "../resolve/matrix.js";
+
+export function buildPlan(world: World, target: TypedDocument, sources: Plan["sources"] = []): Result<Plan | undefined> {
+  const diagnostics: Diagnostic[] = [];
+  const spec = target.doc.spec;
+  const at = (...p: (string | number)[]) => positionAt(target.source, ["spec", ...p]);
+  const isExperiment = target.kind === "Experiment";
+
+  const selected = selectTasks(world, spec.tasks, target, ["spec", "tasks"]);
+  diagnostics.push(...selected.diagnostics);
+  const heldOut = isExperiment && spec.heldOut ? selectTasks(world, spec.heldOut, target, ["spec", "heldOut"]) : { names: [], diagnostics: [] };
+  diagnostics.push(...heldOut.diagnostics);
+  const heldSet = new Set(heldOut.names);
+  const training = selected.names.filter((n) => !heldSet.has(n));
+  if (isExperiment && heldOut.names.some((n) => selected.names.includes(n))) {
+    diagnostics.push(makeDiagnostic("HeldOutOverlap", at("heldOut"), "Some held-out tasks are also selected for training; they are used for evaluation only.", CODES.HeldOutOverlap, "warning"));
+  }
+  if (selected.names.length === 0 && !selected.diagnostics.some((d) => d.severity === "error")) {
+    diagnostics.push(makeDiagnostic("NoTasksSelected", at("tasks"), "The task selection is empty.", CODES.NoTasksSelected));
+  }
+
+  const harnesses = (spec.harnesses as { name: string; weight?: number }[]).map((h, i) => {
+    const e = world.harnesses.get(h.name);
+    if (!e) {
+      const guess = suggest(h.name, [...world.harnesses.keys()]);
+      diagnostics.push(makeDiagnostic("UnknownReference", at("harnesses", i, "name"), `No Harness named "${h.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+    }
+    return { use: h, harness: e?.value };
+  });
+
+  let model = undefined as Plan["model"];
+  if (spec.model) {
+    const m = world.models.get(spec.model.name);
+    if (!m) {
+      const guess = suggest(spec.model.name, [...world.models.keys()]);
+      diagnostics.push(makeDiagnostic("UnknownReference", at("model", "name"), `No Model named "${spec.model.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+    } else model = m.value;
+  }
+  const needsModel = harnesses.find((h) => h.harness?.dialect);
+  if (needsModel && !spec.model) {
+    diagnostics.push(makeDiagnostic("ModelRequired", at("harnesses"), `Harness "${needsModel.use.name}" calls a model (${needsModel.harness!.dialect}), but no model is given.`, CODES.ModelRequired));
+  }
+
+  const sandbox = refOrInline<ResolvedSandbox>(spec.sandbox, world.sandboxes, resolveSandbox, "Sandbox", () => at("sandbox", "name"), diagnostics) ?? resolveSandbox(undefined);
+  let algorithm: ResolvedAlgorithm | undefined;
+  let trainer: ResolvedTrainer | undefined;
+  if (isExperiment) {
+    algorithm = refOrInline<ResolvedAlgorithm>(spec.algorithm, world.algorithms, resolveAlgorithm, "Algorithm", () => at("algorithm", "name"), diagnostics);
+    if (algorithm && !("name" in spec.algorithm)) diagnostics.push(...checkAlgorithm(algorithm, target, ["spec", "algorithm"]));
+    trainer = refOrInline<ResolvedTrainer>(spec.trainer, world.trainers, resolveTrainer, "Trainer", () => at("trainer", "name"), diagnostics) ?? resolveTrainer(undefined);
+  }
+
+  if (diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
+
+  const seed: number = spec.seed ?? 0;
+  const harnessList = harnesses.map((h) => ({ name: h.use.name, weight: h.use.weight ?? 1 }));
+  const pairIndex = new Map<string, number>();
+  const pairs: PlanPair[] = [];
+  const addPair = (task: string, h: { name: string; weight: number }) => {
+    const id = `${task}@${h.name}`;
+    if (!pairIndex.has(id)) {
+      pairIndex.set(id, pairs.length);
+      pairs.push({ id, task, harness: h.name, weight: h.weight });
+    }
+    return pairIndex.get(id)!;
+  };
+
+  const steps: PlanStep[] = [];
+  const makeStep = (kind: PlanStep["kind"], tasks: string[], perPair: number): void => {
+    const index = steps.length;
+    const rollouts: PlanRollout[] = [];
+    for (const task of tasks) {
+      for (const h of harnessList) {
+        const p = addPair(task, h);
+        for (let a = 0; a < perPair; a++) {
+          const id = `s${index}-p${p}-a${a}`;
+          rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
+        }
+      }
+    }
+    steps.push({ index, kind, rollouts, hash: "" });
+  };
+
+  let attempts: number;
+  if (isExperiment) {
+    const evalEvery: number = spec.eval?.everySteps ?? 0;
+    const evalAttempts: number = spec.eval?.attempts ?? 1;
+    attempts = evalAttempts;
+    const perStep: number = Math.min(spec.tasksPerStep ?? training.length, training.length);
+    const order = shuffled(training, seed);
+    if (heldOut.names.length > 0) makeStep("eval", heldOut.names, evalAttempts);
+    for (let s = 0; s < spec.steps; s++) {
+      const pick: string[] = [];
+      for (let i = 0; i < perStep; i++) pick.push(order[(s * perStep + i) % order.length]!);
+      makeStep("sample", pick, algorithm!.groupSize);
+      const last = s === spec.steps - 1;
+      if (heldOut.names.length > 0 && (last || (evalEvery > 0 && (s + 1) % evalEvery === 0))) makeStep("eval", heldOut.names, evalAttempts);
+    }
+  } else {
+    attempts = spec.attempts ?? 1;
+    makeStep("eval", selected.names, attempts);
+  }
+
+  const usedTasks = new Set(steps.flatMap((s) => s.rollouts.map((r) => r.task)));
+  const tasks = [...usedTasks].map((n) => world.tasks.get(n)!.value);
+  const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
+  const usedHarnesses = harnessList.map((h) => world.harnesses.get(h.name)!.value);
+  const common = { model: model ?? null, algorithm: algorithm ?? null, harnesses: usedHarnesses, sandbox: hashedSandbox(sandbox) };
+  const commonDigest = digestOf(common);
+  for (const step of steps) {
+    step.hash = digestOf({ common: commonDigest, kind: step.kind, rollouts: step.rollouts, tasks: [...new Set(step.rollouts.map((r) => r.task))].map((t) => [t, taskDigest.get(t)]) });
+  }
+
+  const rolloutCount = steps.reduce((n, s) => n + s.rollouts.length, 0);
+  const plan: Plan = {
+    planVersion: 1,
+    kind: target.kind as Plan["kind"],
+    name: target.name,
+    hash: "",
+    seed,
+    sandbox,
+    tasks,
+    heldOutTasks: heldOut.names,
+    harnesses: usedHarnesses,
+    pairs,
+    steps,
+    attempts,
+    manifests: [],
+    estimate: estimate(steps, world),
+    sources,
+  };
+  if (model) plan.model = model;
+  if (algorithm) plan.algorithm = algorithm;
+  if (trainer) plan.trainer = trainer;
+  plan.hash = hashPlan(plan);
+  void rolloutCount;
+  return { value: plan, diagnostics };
+}
+
+/** The plan hash: everything that changes results; not concurrency, retries, sources or manifests. */
+export function hashPlan(plan: Plan): string {
+  const { hash: _h, sources: _s, manifests: _m, sandbox, ...rest } = plan;
+  return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
+}
+
+function hashedSandbox(s: ResolvedSandbox): Omit<ResolvedSandbox, "concurrency" | "retries"> {
+  const { concurrency: _c, retries: _r, ...rest } = s;
+  return rest;
+}
+
+function refOrInline<T>(
+  value: { name: string } | Record<string, unknown> | undefined,
+  table: Map<string, { value: T }>,
+  resolveInline: (spec: any) => T,
+  kind: string,
+  pos: () => ReturnType<typeof positionAt>,
+  diagnostics: Diagnostic[],
+): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof (value as { name?: unknown }).name === "string" && Object.keys(value).length === 1) {
+    const name = (value as { name: string }).name;
+    const e = table.get(name);
+    if (!e) {
+      const guess = suggest(name, [...table.keys()]);
+      diagnostics.push(makeDiagnostic("UnknownReference", pos(), `No ${kind} named "${name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+      return undefined;
+    }
+    return e.value;
+  }
+  return resolveInline(value);
+}
+
+function shuffled<T>(list: readonly T[], seed: number): T[] {
+  const out = [...list];
+  const random = rng(seedOf("task-order", seed));
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** A rough estimate: documented as such in the plan summary. */
+function estimate(steps: PlanStep[], world: World): Plan["estimate"] {
+  let rollouts = 0;
+  let seconds = 0;
+  let tokens = 0;
+  for (const s of steps) {
+    for (const r of s.rollouts) {
+      rollouts++;
+      const h = world.harnesses.get(r.harness)?.value;
+      const t = world.tasks.get(r.task)?.value;
+      seconds += (h?.startupSeconds ?? 0) + Math.min(t?.timeoutSeconds ?? 600, h?.dialect ? 60 : 5);
+      if (h?.dialect) tokens += 16_000;
+    }
+  }
+  return { rollouts, sandboxMinutes: Math.round((seconds / 60) * 10) / 10, tokens };
+}

@@ -1,0 +1,152 @@
+/** Spec → Resolved* with defaults applied and units normalized. Pure. */
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type {
+  ResolvedAlgorithm,
+  ResolvedHarness,
+  ResolvedModel,
+  ResolvedSandbox,
+  ResolvedTrainer,
+  ScriptedTurn,
+} from "../plan/types.js";
+import type { AlgorithmSpec } from "../schema/algorithm.js";
+import type { HarnessSpec } from "../schema/harness.js";
+import type { ModelSpec } from "../schema/model.js";
+import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
+
+export function toNumber(v: number | string | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  return typeof v === "number" ? v : Number(v);
+}
+
+export function resolveHarness(name: string, spec: HarnessSpec): ResolvedHarness {
+  const out: ResolvedHarness = {
+    name,
+    command: [...spec.command],
+    env: { ...(spec.env ?? {}) },
+    homeFiles: (spec.homeFiles ?? []).map((f) => ({ ...f })),
+    optOuts: { ...(spec.optOuts ?? {}) },
+    model: spec.model ?? "policy",
+    callClasses: (spec.callClasses ?? []).map((r) => ({ class: r.class, match: { ...r.match } })),
+    mcpServers: (spec.mcpServers ?? []).map((m) => ({ name: m.name, command: [...m.command] })),
+    startupSeconds: spec.startupSeconds ?? (spec.dialect ? 2 : 0),
+  };
+  if (spec.dialect) out.dialect = spec.dialect;
+  if (spec.install) out.install = { ...spec.install };
+  return out;
+}
+
+/** `specFile` resolves tokenizer/template/model files relative to the Model document. */
+export function resolveModel(name: string, spec: ModelSpec, specFile: string): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
+  const problems: { path: string[]; message: string }[] = [];
+  const base = dirname(specFile);
+  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: resolve(base, spec.tokenizer.path) } : { type: "qwen3" as const };
+  let chatTemplate = spec.chatTemplate;
+  if (spec.chatTemplateFile !== undefined) {
+    try {
+      chatTemplate = readFileSync(resolve(base, spec.chatTemplateFile), "utf8");
+    } catch (err) {
+      problems.push({ path: ["chatTemplateFile"], message: `Cannot read ${spec.chatTemplateFile}: ${(err as Error).message}.` });
+    }
+  }
+  const e = spec.engine;
+  const engine: ResolvedModel["engine"] =
+    e.type === "scripted"
+      ? { type: "scripted", script: e.script.map((t) => ({ ...t }) as ScriptedTurn) }
+      : e.type === "openai-compatible"
+        ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}) }
+        : {
+            type: "onnx",
+            modelPath: resolve(base, e.modelPath),
+            threads: e.threads ?? 2,
+            seed: e.seed ?? 0,
+            ...(e.weightsDir ? { weightsDir: resolve(base, e.weightsDir) } : {}),
+          };
+  const model: ResolvedModel = {
+    name,
+    tokenizer,
+    toolCallFormat: spec.toolCallFormat ?? "qwen3",
+    reasoning: spec.reasoning === undefined ? { start: "<think>", end: "</think>" } : spec.reasoning,
+    stopTokens: spec.stopTokens ?? ["<|im_end|>"],
+    maxContextTokens: spec.maxContextTokens ?? 32768,
+    sampling: {
+      temperature: spec.sampling?.temperature ?? 1,
+      topP: spec.sampling?.topP ?? 1,
+      maxTokens: spec.sampling?.maxTokens ?? 2048,
+    },
+    engine,
+  };
+  if (chatTemplate !== undefined) model.chatTemplate = chatTemplate;
+  return { model, problems };
+}
+
+export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
+  const c = spec.correction;
+  const correction: ResolvedAlgorithm["correction"] =
+    !c || c.type === "none"
+      ? { type: "none" }
+      : c.type === "TIS"
+        ? { type: "TIS", level: c.level === "sequence" ? "sequence" : "token", cap: c.cap ?? 2 }
+        : { type: "MIS", level: c.level ?? "token", low: c.low ?? 0.5, high: c.high ?? 2 };
+  return {
+    type: spec.type,
+    groupSize: spec.groupSize ?? 8,
+    advantage: {
+      normalizeStd: spec.advantage?.normalizeStd ?? true,
+      dropZeroVariance: spec.advantage?.dropZeroVariance ?? false,
+      gamma: spec.advantage?.gamma ?? 1,
+      lambda: spec.advantage?.lambda ?? 1,
+    },
+    clip: { low: spec.clip?.low ?? 0.2, high: spec.clip?.high ?? 0.28 },
+    klCoef: toNumber(spec.klCoef, 0),
+    entropyCoef: toNumber(spec.entropyCoef, 0),
+    learningRate: toNumber(spec.learningRate, 1e-6),
+    correction,
+    filters: {
+      dropDeadLeaves: spec.filters?.dropDeadLeaves ?? true,
+      dropClasses: spec.filters?.dropClasses ?? ["compaction", "subagent", "title", "auxiliary"],
+      maxBranches: spec.filters?.maxBranches ?? 0,
+    },
+    lossAggregation: spec.lossAggregation ?? "token-mean",
+  };
+}
+
+export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
+  const s = spec ?? {};
+  const provider = s.provider ?? "local";
+  const out: ResolvedSandbox = {
+    provider,
+    resources: { cpu: s.resources?.cpu ?? "1", memoryMiB: s.resources?.memoryMiB ?? 2048 },
+    network: s.network ?? "proxy-only",
+    concurrency: s.concurrency ?? 4,
+    timeoutSeconds: s.timeoutSeconds ?? 600,
+    retries: s.retries ?? 2,
+    warmPool: s.warmPool ?? 0,
+  };
+  if (s.image !== undefined) out.image = s.image;
+  if (provider === "kubernetes" || s.kubernetes) {
+    out.kubernetes = {
+      namespace: s.kubernetes?.namespace ?? "default",
+      useSandboxClaims: s.kubernetes?.useSandboxClaims ?? false,
+      ttlSeconds: s.kubernetes?.ttlSeconds ?? 3600,
+      ...(s.kubernetes?.runtimeClassName ? { runtimeClassName: s.kubernetes.runtimeClassName } : {}),
+    };
+  }
+  return out;
+}
+
+export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
+  const s = spec ?? {};
+  const out: ResolvedTrainer = {
+    type: "torch",
+    mode: s.mode ?? "local",
+    device: s.device ?? "cpu",
+    gpus: s.gpus ?? 0,
+    nodes: s.nodes ?? 1,
+    checkpointDir: s.checkpointDir ?? "checkpoints",
+    weightsFormat: s.weightsFormat ?? ["onnx", "safetensors"],
+    python: s.python ?? "/usr/bin/python3",
+  };
+  if (s.image !== undefined) out.image = s.image;
+  return out;
+}

@@ -1,0 +1,205 @@
+/**
+ * TaskFamily expansion: matrix cells and/or seeded generation → parameter sets → rendered Task
+ * specs (every string of the template is a Handlebars template) → validated again → ResolvedTask.
+ * Tasks are named `<family>-<slug>-<hash6>`; a diagnostic names the template line and the cell.
+ */
+import type { z } from "zod";
+import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
+import { CODES } from "../codes.js";
+import { canonicalJson, seedOf, shortHash } from "../plan/hash.js";
+import type { ResolvedTask, ResolvedVerifier } from "../plan/types.js";
+import { TaskSpecSchema, type TaskSpec } from "../schema/task.js";
+import type { TaskFamilySpec } from "../schema/task-family.js";
+import { issuesToDiagnostics, type TypedDocument } from "../schema/validate.js";
+import { positionAt, type PathSegment } from "../source/yaml.js";
+import { expandMatrix, generateValues, generatorForms, rng, type Cell, type Generator } from "./matrix.js";
+import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
+import { resolveTask } from "./tasks.js";
+
+export const MAX_FAMILY_TASKS = 2_000_000;
+
+export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, ResolvedVerifier>): Result<ResolvedTask[]> {
+  const diagnostics: Diagnostic[] = [];
+  const spec = fam.doc.spec as TaskFamilySpec;
+  const src = fam.source;
+  const famName = fam.name;
+  const at = (path: PathSegment[], key = false) => positionAt(src, ["spec", ...path], { key });
+
+  const cellsResult = parameterSets(spec, famName);
+  for (const p of cellsResult.problems) diagnostics.push(makeDiagnostic(p.code, at(p.path), p.message, CODES[p.code]));
+  if (cellsResult.problems.length > 0) return { value: [], diagnostics };
+
+  const templateRaw = (src.value as any)?.spec?.template as unknown;
+  const params = spec.parameters ?? [];
+  const tasks: ResolvedTask[] = [];
+  const seenTemplateErrors = new Map<string, { d: Diagnostic; count: number }>();
+  const names = new Set<string>();
+
+  for (const rawCell of cellsResult.cells) {
+    const cell = withDefaults(rawCell, params);
+    const cellNote = `in matrix cell ${describeCell(rawCell)}`;
+    const paramProblems = checkParameters(cell, params);
+    if (paramProblems.length > 0) {
+      for (const p of paramProblems) recordOnce(seenTemplateErrors, makeDiagnostic(p.code, at(["parameters"]), p.message, CODES[p.code], "error", [cellNote]));
+      continue;
+    }
+    const failures: { path: PathSegment[]; error: TemplateFailure }[] = [];
+    const rendered = renderValue(templateRaw, cell, [], failures) as TaskSpec;
+    if (failures.length > 0) {
+      for (const f of failures) {
+        const code = f.error.kind === "syntax" ? "TemplateSyntax" : f.error.kind === "unknown-parameter" ? "TemplateUnknownParameter" : f.error.kind === "unknown-helper" ? "TemplateUnknownHelper" : "TemplateRender";
+        const pos = at(["template", ...f.path]);
+        const line = f.error.line !== undefined ? templateLine(src, ["spec", "template", ...f.path], f.error.line) : pos.line;
+        const notes = [cellNote];
+        if (f.error.line !== undefined) notes.unshift(`template line ${f.error.line}`);
+        recordOnce(seenTemplateErrors, makeDiagnostic(code, { ...pos, line }, f.error.message, CODES[code], "error", notes));
+      }
+      continue;
+    }
+    const name = taskName(famName, rawCell, cell);
+    if (names.has(name)) continue; // identical parameter sets render identical tasks
+    names.add(name);
+    const parsed = TaskSpecSchema.safeParse(rendered);
+    if (!parsed.success) {
+      const ds = issuesToDiagnostics(src, TaskSpecSchema as unknown as z.ZodType, parsed.error.issues as any, ["spec", "template"]);
+      for (const d of ds) recordOnce(seenTemplateErrors, { ...d, notes: [...(d.notes ?? []), `rendered ${cellNote}`] });
+      continue;
+    }
+    const hash = shortHash(cell, 6);
+    const labels = { ...(fam.doc.metadata.labels ?? {}), "reins.dev/family": famName };
+    const res = resolveTask(parsed.data, {
+      name,
+      labels,
+      annotations: { ...(fam.doc.metadata.annotations ?? {}), "reins.dev/parameters": canonicalJson(cell), "reins.dev/hash": hash },
+      category: spec.category,
+      specFile: src.absPath,
+      positionOf: (p) => at(["template", ...p]),
+      verifiers,
+      provenance: { family: famName, parameters: cell, hash },
+      notes: [cellNote],
+    });
+    for (const d of res.diagnostics) recordOnce(seenTemplateErrors, d);
+    if (res.value) tasks.push(res.value);
+  }
+  for (const { d, count } of seenTemplateErrors.values()) {
+    diagnostics.push(count > 1 ? { ...d, notes: [...(d.notes ?? []), `and ${count - 1} more cell(s)`] } : d);
+  }
+  return { value: tasks, diagnostics };
+}
+
+function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagnostic): void {
+  const key = `${d.code}|${d.file}|${d.line}|${d.column}|${d.message}`;
+  const prev = map.get(key);
+  if (prev) prev.count++;
+  else map.set(key, { d, count: 1 });
+}
+
+interface Problem {
+  code: "MatrixEmpty" | "MatrixTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue";
+  path: PathSegment[];
+  message: string;
+}
+
+/** The parameter sets of a family: matrix cells, each expanded by `generate` when present. */
+export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: Cell[]; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const { cells, tooLarge } = expandMatrix(spec.matrix as Record<string, unknown> | undefined);
+  if (tooLarge) return { cells: [], problems: [{ code: "MatrixTooLarge", path: ["matrix"], message: "The matrix has more than 5,000,000 cells." }] };
+  let base = spec.matrix ? cells : [{}];
+  if (spec.matrix && base.length === 0) return { cells: [], problems: [{ code: "MatrixEmpty", path: ["matrix"], message: "The matrix expands to no cells." }] };
+  if (spec.generate) {
+    const gens = spec.generate.values as Generator[];
+    gens.forEach((g, i) => {
+      const forms = generatorForms(g);
+      if (forms.length !== 1) problems.push({ code: "InvalidValue", path: ["generate", "values", i], message: `Generator "${g.name}" must use exactly one of pick, sample, int, float, bool, template (it uses ${forms.length === 0 ? "none" : forms.join(", ")}).` });
+      if (g.int && g.int.min > g.int.max) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "int"], message: `Generator "${g.name}" has min > max.` });
+      if (g.float && g.float.min > g.float.max) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "float"], message: `Generator "${g.name}" has min > max.` });
+      if (g.pick && g.pick.length === 0) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "pick"], message: `Generator "${g.name}" picks from an empty list.` });
+    });
+    const total = base.length * spec.generate.count;
+    if (total > MAX_FAMILY_TASKS) problems.push({ code: "MatrixTooLarge", path: ["generate", "count"], message: `The family would expand to ${total} tasks; the limit is ${MAX_FAMILY_TASKS}.` });
+    if (problems.length > 0) return { cells: [], problems };
+    const seed = spec.generate.seed ?? 0;
+    const out: Cell[] = [];
+    for (const cell of base) {
+      const cellKey = canonicalJson(cell);
+      for (let i = 0; i < spec.generate.count; i++) {
+        const random = rng(seedOf(famName, seed, cellKey, i));
+        out.push(generateValues(gens, random, cell, (source, ctx) => {
+          const r = renderTemplate(source, ctx);
+          return r.ok ? r.value : "";
+        }));
+      }
+    }
+    base = out;
+  }
+  return { cells: base, problems };
+}
+
+function withDefaults(cell: Cell, params: NonNullable<TaskFamilySpec["parameters"]>): Cell {
+  const out: Cell = {};
+  for (const p of params) if (p.default !== undefined) out[p.name] = p.default;
+  return Object.assign(out, cell);
+}
+
+function checkParameters(cell: Cell, params: NonNullable<TaskFamilySpec["parameters"]>): Problem[] {
+  const out: Problem[] = [];
+  for (const p of params) {
+    const v = cell[p.name];
+    if (v === undefined) {
+      out.push({ code: "MissingParameter", path: ["parameters"], message: `Parameter "${p.name}" has no value.` });
+      continue;
+    }
+    const type = p.type ?? "string";
+    const ok =
+      (type === "string" && typeof v === "string") ||
+      (type === "integer" && Number.isInteger(v)) ||
+      (type === "number" && typeof v === "number" && Number.isFinite(v)) ||
+      (type === "boolean" && typeof v === "boolean") ||
+      (type === "list" && Array.isArray(v)) ||
+      (type === "object" && typeof v === "object" && v !== null && !Array.isArray(v));
+    if (!ok) out.push({ code: "InvalidParameter", path: ["parameters"], message: `Parameter "${p.name}" should be ${type}, not ${JSON.stringify(v)}.` });
+    else if (p.enum && !p.enum.some((e) => e === v)) out.push({ code: "InvalidParameter", path: ["parameters"], message: `Parameter "${p.name}" is ${JSON.stringify(v)}, not one of ${p.enum.map((e) => JSON.stringify(e)).join(", ")}.` });
+  }
+  return out;
+}
+
+/** Render every string in a plain value; keys are left alone. */
+function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { path: PathSegment[]; error: TemplateFailure }[]): unknown {
+  if (typeof v === "string") {
+    const r = renderTemplate(v, ctx);
+    if (r.ok) return r.value;
+    failures.push({ path, error: r.error });
+    return v;
+  }
+  if (Array.isArray(v)) return v.map((x, i) => renderValue(x, ctx, [...path, i], failures));
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = renderValue(x, ctx, [...path, k], failures);
+    return out;
+  }
+  return v;
+}
+
+function taskName(family: string, rawCell: Cell, cell: Cell): string {
+  const hash = shortHash(cell, 6);
+  const scalars = Object.values(rawCell).filter((x) => typeof x === "string" || typeof x === "number" || typeof x === "boolean");
+  let slug = slugify(scalars.join("-"));
+  const room = 63 - family.length - hash.length - 2;
+  if (room <= 0) return `${family.slice(0, 63 - hash.length - 1)}-${hash}`.replace(/-+/g, "-");
+  slug = slug.slice(0, room).replace(/-+$/, "");
+  return slug ? `${family}-${slug}-${hash}` : `${family}-${hash}`;
+}
+
+function describeCell(cell: Cell): string {
+  const s = canonicalJson(cell);
+  return s.length > 120 ? `${s.slice(0, 117)}…` : s;
+}
+
+/** Line in the YAML file of line `n` of a template string (block scalars start one line below the key). */
+function templateLine(src: TypedDocument["source"], path: PathSegment[], n: number): number {
+  const pos = positionAt(src, path);
+  const text = src.doc.getIn(path, true) as { type?: string } | undefined;
+  const block = text?.type === "BLOCK_LITERAL" || text?.type === "BLOCK_FOLDED";
+  return pos.line + (block ? n : n - 1);
+}

@@ -1,0 +1,109 @@
+/**
+ * Matrix expansion with GitHub Actions semantics, and seeded parameter generation.
+ * Pure functions.
+ *  - cells = cartesian product of the axes, in declaration order;
+ *  - `exclude`: a cell is removed when every key of an exclude entry matches it;
+ *  - `include`: an entry is merged into every cell where it overwrites no original axis value;
+ *    if it can be merged nowhere, it becomes a new cell.
+ */
+import { canonicalJson } from "../plan/hash.js";
+
+export type Cell = Record<string, unknown>;
+
+export const MAX_CELLS = 5_000_000;
+
+export function expandMatrix(matrix: Record<string, unknown> | undefined): { cells: Cell[]; tooLarge: boolean } {
+  if (!matrix) return { cells: [{}], tooLarge: false };
+  const { include, exclude, ...axes } = matrix as { include?: Cell[]; exclude?: Cell[] } & Record<string, unknown[]>;
+  const names = Object.keys(axes);
+  let size = 1;
+  for (const n of names) {
+    size *= (axes[n] as unknown[]).length;
+    if (size > MAX_CELLS) return { cells: [], tooLarge: true };
+  }
+  let cells: Cell[] = names.length === 0 ? [] : [{}];
+  for (const n of names) {
+    const next: Cell[] = [];
+    for (const c of cells) for (const v of axes[n] as unknown[]) next.push({ ...c, [n]: v });
+    cells = next;
+  }
+  if (exclude && exclude.length > 0) {
+    cells = cells.filter((c) => !exclude.some((ex) => Object.entries(ex).every(([k, v]) => equal(c[k], v))));
+  }
+  const axisNames = new Set(names);
+  for (const inc of include ?? []) {
+    let merged = false;
+    for (const c of cells) {
+      const conflicts = Object.entries(inc).some(([k, v]) => axisNames.has(k) && k in c && !equal(c[k], v));
+      if (!conflicts) {
+        // Merge only into cells that came from the product (original axis values are kept).
+        Object.assign(c, Object.fromEntries(Object.entries(inc).filter(([k]) => !(axisNames.has(k) && k in c))));
+        merged = true;
+      }
+    }
+    if (!merged) cells.push({ ...inc });
+  }
+  return { cells, tooLarge: false };
+}
+
+function equal(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+/** mulberry32: small, fast, deterministic PRNG. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Generator {
+  name: string;
+  pick?: unknown[];
+  sample?: { from: unknown[]; count: number };
+  int?: { min: number; max: number };
+  float?: { min: number; max: number; decimals?: number };
+  bool?: { p?: number };
+  template?: string;
+}
+
+/** Generate one set of values; `renderTemplate` renders `template` generators over earlier values. */
+export function generateValues(
+  generators: readonly Generator[],
+  random: () => number,
+  base: Cell,
+  renderTemplate: (source: string, ctx: Cell) => string,
+): Cell {
+  const out: Cell = { ...base };
+  for (const g of generators) {
+    if (g.pick) out[g.name] = g.pick[Math.floor(random() * g.pick.length)];
+    else if (g.sample) {
+      const pool = [...g.sample.from];
+      const picked: unknown[] = [];
+      for (let i = 0; i < Math.min(g.sample.count, pool.length); i++) {
+        const j = Math.floor(random() * pool.length);
+        picked.push(pool.splice(j, 1)[0]);
+      }
+      out[g.name] = picked;
+    } else if (g.int) out[g.name] = g.int.min + Math.floor(random() * (g.int.max - g.int.min + 1));
+    else if (g.float) {
+      const d = g.float.decimals ?? 2;
+      const v = g.float.min + random() * (g.float.max - g.float.min);
+      out[g.name] = Number(v.toFixed(d));
+    } else if (g.bool) out[g.name] = random() < (g.bool.p ?? 0.5);
+    else if (g.template !== undefined) out[g.name] = renderTemplate(g.template, out);
+  }
+  return out;
+}
+
+/** Which single generator form a generator uses; more or fewer than one is a mistake. */
+export function generatorForms(g: Generator): string[] {
+  return (["pick", "sample", "int", "float", "bool", "template"] as const).filter((k) => g[k] !== undefined);
+}

@@ -1,0 +1,88 @@
+/** Task spec → ResolvedTask: workspace and hidden files, verifier (inline or by reference), digest. */
+import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
+import { CODES } from "../codes.js";
+import { digestOf } from "../plan/hash.js";
+import type { ResolvedTask, ResolvedVerifier } from "../plan/types.js";
+import type { TaskSpec } from "../schema/task.js";
+import { resolveVerifierSpec, validateCheck, type VerifierSpec } from "../schema/checks.js";
+import { resolveWorkspace } from "./workspace.js";
+import { suggest } from "../schema/validate.js";
+
+export const DEFAULT_TASK_TIMEOUT_SECONDS = 600;
+
+export interface TaskContext {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  category?: string;
+  /** Absolute spec file path (for `from` / `fromDir`). */
+  specFile: string;
+  /** Position of a path under the task spec (e.g. ["workspace","files",0,"path"]). */
+  positionOf: (path: (string | number)[]) => SourcePosition;
+  verifiers: ReadonlyMap<string, ResolvedVerifier>;
+  provenance?: ResolvedTask["provenance"];
+  notes?: string[];
+}
+
+export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTask | undefined> {
+  const diagnostics: Diagnostic[] = [];
+  const ws = resolveWorkspace(spec.workspace, {
+    specFile: ctx.specFile,
+    positionOfFile: (i, field) => ctx.positionOf(field ? ["workspace", "files", i, field] : ["workspace", "files", i]),
+    positionOfDir: () => ctx.positionOf(["workspace", "fromDir"]),
+    notes: ctx.notes,
+  });
+  diagnostics.push(...ws.diagnostics);
+  const hidden = resolveWorkspace(spec.hidden, {
+    specFile: ctx.specFile,
+    positionOfFile: (i, field) => ctx.positionOf(field ? ["hidden", "files", i, field] : ["hidden", "files", i]),
+    positionOfDir: () => ctx.positionOf(["hidden", "fromDir"]),
+    notes: ctx.notes,
+  });
+  diagnostics.push(...hidden.diagnostics);
+
+  let verifier: ResolvedVerifier | undefined;
+  const v = spec.verifier as { ref?: string } & VerifierSpec;
+  if (typeof v.ref === "string") {
+    verifier = ctx.verifiers.get(v.ref);
+    if (!verifier) {
+      const guess = suggest(v.ref, [...ctx.verifiers.keys()]);
+      diagnostics.push(
+        makeDiagnostic("UnknownReference", ctx.positionOf(["verifier", "ref"]), `No Verifier named "${v.ref}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference, "error", ctx.notes),
+      );
+    }
+  } else {
+    verifier = resolveVerifierSpec(v, "inline");
+    verifier.checks.forEach((check, i) => {
+      for (const p of validateCheck(check)) {
+        const typeKey = check.type;
+        diagnostics.push(makeDiagnostic("InvalidCheck", ctx.positionOf(["verifier", "checks", i, typeKey, p.field]), p.message, p.hint, "error", ctx.notes));
+      }
+    });
+  }
+
+  if (diagnostics.some((d) => d.severity === "error") || !verifier) return { value: undefined, diagnostics };
+  const category = spec.category ?? ctx.category ?? ctx.labels.category ?? "uncategorized";
+  const timeoutSeconds = spec.timeoutSeconds ?? DEFAULT_TASK_TIMEOUT_SECONDS;
+  const digest = digestOf({
+    instruction: spec.instruction,
+    files: ws.value.map((f) => [f.path, f.digest, f.mode]),
+    hidden: hidden.value.map((f) => [f.path, f.digest, f.mode]),
+    verifier,
+    timeoutSeconds,
+  });
+  const task: ResolvedTask = {
+    name: ctx.name,
+    category,
+    labels: ctx.labels,
+    annotations: ctx.annotations,
+    instruction: spec.instruction,
+    files: ws.value,
+    hiddenFiles: hidden.value,
+    verifier,
+    timeoutSeconds,
+    digest,
+  };
+  if (ctx.provenance) task.provenance = ctx.provenance;
+  return { value: task, diagnostics };
+}

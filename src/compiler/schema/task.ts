@@ -1,0 +1,46 @@
+/** Task: an instruction, a workspace, a verifier, a timeout. */
+import { z } from "zod";
+import { Name, PositiveInt, documentSchema } from "./common.js";
+import { VerifierSpecSchema } from "./checks.js";
+
+const FilePath = z.string().min(1).max(4096).describe("Relative path inside the workspace (no leading '/', no '..').");
+
+export const WorkspaceFileSpec = z
+  .strictObject({
+    path: FilePath,
+    content: z.string().optional().describe("UTF-8 text content."),
+    base64: z.string().optional().describe("Binary content, base64-encoded."),
+    from: z.string().optional().describe("Copy from this file, relative to the spec file."),
+    json: z.unknown().optional().describe("Any value, written as pretty JSON."),
+    yaml: z.unknown().optional().describe("Any value, written as YAML."),
+    executable: z.boolean().optional().describe("Mark the file executable (mode 0755)."),
+  })
+  .describe("One workspace file: exactly one of content, base64, from, json, yaml.");
+
+export const WorkspaceSpec = z
+  .strictObject({
+    files: z.array(WorkspaceFileSpec).optional(),
+    fromDir: z.string().optional().describe("Copy every file under this directory (relative to the spec file)."),
+  })
+  .describe("Files the harness starts with.");
+
+export const VerifierRefOrInline = z.union([
+  z.strictObject({ ref: Name.describe("Name of a Verifier document.") }),
+  VerifierSpecSchema,
+]);
+
+export const TaskSpecSchema = z
+  .strictObject({
+    instruction: z.string().min(1).describe("What the agent is asked to do."),
+    category: z.string().optional().describe("Category for reports (defaults to the `category` label)."),
+    workspace: WorkspaceSpec.optional(),
+    hidden: WorkspaceSpec.optional().describe("Files only the verifier sees (expected outputs, checkers)."),
+    verifier: VerifierRefOrInline.describe("How the final workspace is scored."),
+    timeoutSeconds: PositiveInt.max(86400).optional().describe("Wall-clock limit for the whole rollout, sandbox creation included (default 600)."),
+  })
+  .describe("A task: instruction, workspace, verifier.");
+
+export const TaskDocument = documentSchema("Task", TaskSpecSchema, "A Task: one instruction over one workspace, scored by a verifier.");
+
+export type TaskSpec = z.input<typeof TaskSpecSchema>;
+export type WorkspaceFile = z.input<typeof WorkspaceFileSpec>;

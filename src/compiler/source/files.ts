@@ -1,0 +1,134 @@
+/**
+ * Finding and reading spec files. The only I/O of the compiler besides workspace directories.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { extname, join, relative, resolve } from "node:path";
+import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
+import { CODES } from "../codes.js";
+
+export const MAX_SPEC_BYTES = 8 * 1024 * 1024;
+
+export interface SourceText {
+  /** Path as shown to the user. */
+  file: string;
+  /** Absolute path. */
+  absPath: string;
+  text: string;
+}
+
+const SPEC_EXTENSIONS = new Set([".yaml", ".yml"]);
+
+/** Expand files and directories (recursively, *.yaml / *.yml, sorted) into a file list. */
+export function listSpecFiles(paths: readonly string[], cwd = process.cwd()): Result<string[]> {
+  const diagnostics: Diagnostic[] = [];
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const p of paths) {
+    const abs = resolve(cwd, p);
+    let st;
+    try {
+      st = statSync(abs);
+    } catch {
+      diagnostics.push(
+        makeDiagnostic("FileNotFound", { file: p, line: 1, column: 1 }, `No such file or directory: ${p}.`, CODES.FileNotFound),
+      );
+      continue;
+    }
+    const files = st.isDirectory() ? walkSpecDir(abs) : [abs];
+    for (const f of files) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      out.push(f);
+    }
+  }
+  if (out.length === 0 && diagnostics.length === 0) {
+    diagnostics.push(
+      makeDiagnostic("NoSpecFiles", { file: paths[0] ?? ".", line: 1, column: 1 }, "No spec files were found.", CODES.NoSpecFiles),
+    );
+  }
+  return { value: out.map((f) => displayPath(f, cwd)), diagnostics };
+}
+
+function walkSpecDir(dir: string): string[] {
+  const out: string[] = [];
+  const stack = [dir];
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (e.name.startsWith(".") || e.name === "node_modules") continue;
+      const full = join(d, e.name);
+      if (e.isDirectory()) stack.push(full);
+      else if (e.isFile() && SPEC_EXTENSIONS.has(extname(e.name))) out.push(full);
+    }
+  }
+  return out.sort();
+}
+
+export function displayPath(abs: string, cwd = process.cwd()): string {
+  const rel = relative(cwd, abs);
+  return rel.startsWith("..") || rel === "" ? abs : rel;
+}
+
+/** Read a spec file as UTF-8 text; binary or oversized files become diagnostics. */
+export function readSpecFile(file: string, cwd = process.cwd()): Result<SourceText | undefined> {
+  const absPath = resolve(cwd, file);
+  const at = { file, line: 1, column: 1 };
+  let buf: Buffer;
+  try {
+    const st = statSync(absPath);
+    if (st.size > MAX_SPEC_BYTES) {
+      return {
+        value: undefined,
+        diagnostics: [makeDiagnostic("FileTooLarge", at, `The file is ${st.size} bytes; the limit is ${MAX_SPEC_BYTES}.`, CODES.FileTooLarge)],
+      };
+    }
+    buf = readFileSync(absPath);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code === "ENOENT" ? "FileNotFound" : "FileUnreadable";
+    return {
+      value: undefined,
+      diagnostics: [makeDiagnostic(code, at, `Cannot read ${file}: ${(err as Error).message}.`, CODES[code])],
+    };
+  }
+  const binaryAt = findBinary(buf);
+  if (binaryAt >= 0) {
+    const line = countLines(buf, binaryAt);
+    return {
+      value: undefined,
+      diagnostics: [
+        makeDiagnostic("BinaryFile", { file, line, column: 1 }, `The file contains binary data (byte ${binaryAt}).`, CODES.BinaryFile),
+      ],
+    };
+  }
+  let text = buf.toString("utf8");
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  return { value: { file, absPath, text }, diagnostics: [] };
+}
+
+/** Index of the first NUL byte or invalid UTF-8 sequence, or -1. */
+function findBinary(buf: Buffer): number {
+  const nul = buf.indexOf(0);
+  if (nul >= 0) return nul;
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(buf);
+    return -1;
+  } catch {
+    // Locate roughly: first byte >= 0x80 that fails to round-trip.
+    for (let i = 0; i < buf.length; i++) {
+      if (buf[i]! >= 0x80) return i;
+    }
+    return 0;
+  }
+}
+
+function countLines(buf: Buffer, upto: number): number {
+  let n = 1;
+  for (let i = 0; i < upto && i < buf.length; i++) if (buf[i] === 10) n++;
+  return n;
+}
