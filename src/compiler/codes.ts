@@ -49,7 +49,7 @@ export const CODES = {
   NoTasksSelected: "Select at least one task: by name, by family, or by labels.",
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
-  HeldOutOverlap: "A held-out task is also a training task; held-out tasks must be disjoint from training tasks.",
+  HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
   DuplicateDocument: "The same file was given twice; it is read once.",
 } as const;
 

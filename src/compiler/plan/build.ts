@@ -143,6 +143,7 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
     manifests: [],
     estimate: estimate(steps, world),
     sources,
+    root: process.cwd(),
   };
   if (model) plan.model = model;
   if (algorithm) plan.algorithm = algorithm;
@@ -154,7 +155,7 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
 
 /** The plan hash: everything that changes results; not concurrency, retries, sources or manifests. */
 export function hashPlan(plan: Plan): string {
-  const { hash: _h, sources: _s, manifests: _m, sandbox, ...rest } = plan;
+  const { hash: _h, sources: _s, manifests: _m, root: _r, sandbox, ...rest } = plan;
   return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
 }
 

@@ -85,6 +85,7 @@ export interface ResolvedHarness {
 
 export interface ResolvedModel {
   name: string;
+  /** File paths (tokenizer, onnx model) are relative to Plan.root (or the cwd outside a plan). */
   tokenizer: { type: "qwen3" } | { type: "file"; path: string };
   /** Jinja chat template text; when absent the tokenizer package's own template is used. */
   chatTemplate?: string;
@@ -99,7 +100,14 @@ export interface ResolvedModel {
 
 export type ResolvedEngine =
   | { type: "scripted"; script: ScriptedTurn[] }
-  | { type: "openai-compatible"; baseUrl: string; apiKeyEnv?: string; model: string }
+  | {
+      type: "openai-compatible";
+      baseUrl: string;
+      apiKeyEnv?: string;
+      model: string;
+      /** Wire API: vLLM/SGLang `/v1/completions` (default) or llama-server `/completion`. */
+      api?: "completions" | "llama-server";
+    }
   | { type: "onnx"; modelPath: string; weightsDir?: string; threads: number; seed: number };
 
 /** One scripted model turn: rendered in the model's output format, then tokenized. */
@@ -210,4 +218,6 @@ export interface Plan {
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };
   sources: { file: string; digest: string }[];
+  /** Absolute directory the plan was made in; relative paths in the plan resolve against it. Not hashed. */
+  root: string;
 }

@@ -1,6 +1,6 @@
 /** Spec → Resolved* with defaults applied and units normalized. Pure. */
 import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { dirname, relative, resolve } from "node:path";
 import type {
   ResolvedAlgorithm,
   ResolvedHarness,
@@ -37,10 +37,15 @@ export function resolveHarness(name: string, spec: HarnessSpec): ResolvedHarness
 }
 
 /** `specFile` resolves tokenizer/template/model files relative to the Model document. */
-export function resolveModel(name: string, spec: ModelSpec, specFile: string): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
+/**
+ * File paths in a resolved model are relative to `root` (the directory the plan was made in,
+ * recorded as plan.root), so the plan hash is the same on every machine.
+ */
+export function resolveModel(name: string, spec: ModelSpec, specFile: string, root = process.cwd()): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
   const problems: { path: string[]; message: string }[] = [];
   const base = dirname(specFile);
-  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: resolve(base, spec.tokenizer.path) } : { type: "qwen3" as const };
+  const rel = (p: string) => relative(root, resolve(base, p)).split("\\").join("/") || ".";
+  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: rel(spec.tokenizer.path) } : { type: "qwen3" as const };
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
     try {
@@ -57,10 +62,10 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string): {
         ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}) }
         : {
             type: "onnx",
-            modelPath: resolve(base, e.modelPath),
+            modelPath: rel(e.modelPath),
             threads: e.threads ?? 2,
             seed: e.seed ?? 0,
-            ...(e.weightsDir ? { weightsDir: resolve(base, e.weightsDir) } : {}),
+            ...(e.weightsDir ? { weightsDir: rel(e.weightsDir) } : {}),
           };
   const model: ResolvedModel = {
     name,

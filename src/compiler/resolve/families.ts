@@ -49,10 +49,14 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
       for (const f of failures) {
         const code = f.error.kind === "syntax" ? "TemplateSyntax" : f.error.kind === "unknown-parameter" ? "TemplateUnknownParameter" : f.error.kind === "unknown-helper" ? "TemplateUnknownHelper" : "TemplateRender";
         const pos = at(["template", ...f.path]);
-        const line = f.error.line !== undefined ? templateLine(src, ["spec", "template", ...f.path], f.error.line) : pos.line;
+        const tpl = valueAtPath(templateRaw, f.path);
+        const maxLine = typeof tpl === "string" ? tpl.replace(/\n+$/, "").split("\n").length : 1;
+        const tline = f.error.line !== undefined ? Math.min(f.error.line, maxLine) : undefined;
+        const line = tline !== undefined ? templateLine(src, ["spec", "template", ...f.path], tline) : pos.line;
+        const column = line === pos.line ? pos.column : firstColumn(src.text, line);
         const notes = [cellNote];
-        if (f.error.line !== undefined) notes.unshift(`template line ${f.error.line}`);
-        recordOnce(seenTemplateErrors, makeDiagnostic(code, { ...pos, line }, f.error.message, CODES[code], "error", notes));
+        if (tline !== undefined) notes.unshift(`template line ${tline}`);
+        recordOnce(seenTemplateErrors, makeDiagnostic(code, { file: pos.file, line, column }, f.error.message, CODES[code], "error", notes));
       }
       continue;
     }
@@ -66,7 +70,17 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
       continue;
     }
     const hash = shortHash(cell, 6);
-    const labels = { ...(fam.doc.metadata.labels ?? {}), "reins.dev/family": famName };
+    const labels: Record<string, string> = { ...(fam.doc.metadata.labels ?? {}), "reins.dev/family": famName };
+    let labelFailed = false;
+    for (const [k, tpl] of Object.entries(spec.taskLabels ?? {})) {
+      const r = renderTemplate(tpl, cell);
+      if (r.ok) labels[k] = r.value;
+      else {
+        labelFailed = true;
+        recordOnce(seenTemplateErrors, makeDiagnostic("TemplateRender", at(["taskLabels", k]), r.error.message, CODES.TemplateRender, "error", [cellNote]));
+      }
+    }
+    if (labelFailed) continue;
     const res = resolveTask(parsed.data, {
       name,
       labels,
@@ -202,4 +216,25 @@ function templateLine(src: TypedDocument["source"], path: PathSegment[], n: numb
   const text = src.doc.getIn(path, true) as { type?: string } | undefined;
   const block = text?.type === "BLOCK_LITERAL" || text?.type === "BLOCK_FOLDED";
   return pos.line + (block ? n : n - 1);
+}
+
+function valueAtPath(root: unknown, path: PathSegment[]): unknown {
+  let v = root;
+  for (const p of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<string | number, unknown>)[p as string];
+  }
+  return v;
+}
+
+function firstColumn(text: string, line: number): number {
+  let start = 0;
+  for (let i = 1; i < line; i++) {
+    const nl = text.indexOf("\n", start);
+    if (nl < 0) return 1;
+    start = nl + 1;
+  }
+  let col = 1;
+  while (text[start + col - 1] === " ") col++;
+  return col;
 }

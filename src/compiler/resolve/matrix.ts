@@ -31,9 +31,10 @@ export function expandMatrix(matrix: Record<string, unknown> | undefined): { cel
     cells = cells.filter((c) => !exclude.some((ex) => Object.entries(ex).every(([k, v]) => equal(c[k], v))));
   }
   const axisNames = new Set(names);
+  const original = [...cells];
   for (const inc of include ?? []) {
     let merged = false;
-    for (const c of cells) {
+    for (const c of original) {
       const conflicts = Object.entries(inc).some(([k, v]) => axisNames.has(k) && k in c && !equal(c[k], v));
       if (!conflicts) {
         // Merge only into cells that came from the product (original axis values are kept).

@@ -10,8 +10,17 @@ import type { ResolvedCheck, ResolvedVerifier } from "../plan/types.js";
 
 const FilePath = z.string().min(1).max(4096).describe("Path of a file relative to the workspace root.");
 const Text = z.union([z.string(), z.array(z.string()).min(1)]);
-const Tolerance = z.number().nonnegative().describe("Absolute tolerance for numeric comparisons (default 1e-9).");
-const Count = z.number().int().nonnegative();
+/**
+ * Numbers in checks may also be written as numeric strings: a TaskFamily template renders
+ * `equals: "{{total}}"` to the string "42". `normalizeCheck` turns them back into numbers.
+ */
+const NUMERIC_STRING = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
+const INTEGER_STRING = /^\s*\+?\d+\s*$/;
+const Num = z.union([z.number(), z.string().regex(NUMERIC_STRING, "a number")]);
+const Tolerance = z
+  .union([z.number().nonnegative(), z.string().regex(NUMERIC_STRING, "a number")])
+  .describe("Absolute tolerance for numeric comparisons (default 1e-9).");
+const Count = z.union([z.number().int().nonnegative(), z.string().regex(INTEGER_STRING, "a whole number")]);
 const JsonPathQuery = z
   .string()
   .min(1)
@@ -19,7 +28,10 @@ const JsonPathQuery = z
 const PathQuery = {
   path: FilePath,
   query: JsonPathQuery,
-  equals: z.unknown().optional().describe("Expected value (deep equality; numbers within `tolerance`). With a wildcard query, the list of matches."),
+  equals: z
+    .unknown()
+    .optional()
+    .describe("Expected value (deep equality; numbers within `tolerance`; a numeric or true/false string also matches that number or boolean). With a wildcard query, the list of matches."),
   exists: z.boolean().optional().describe("Whether the query must match (default true)."),
   length: Count.optional().describe("Expected length of the matched array or string, or key count of an object."),
   tolerance: Tolerance.optional(),
@@ -39,7 +51,7 @@ const CsvCell = z
     row: Count.optional().describe("0-based data row (header excluded)."),
     where: z.record(z.string(), z.string()).optional().describe("Select the first row whose columns have these values."),
     column: z.union([z.string(), Count]).describe("Column name (with a header) or 0-based index."),
-    equals: z.union([z.string(), z.number()]).describe("Expected value; numbers compare within `tolerance`."),
+    equals: z.union([z.string(), z.number()]).describe("Expected value; numeric values (and numeric strings) compare as numbers within `tolerance`."),
     tolerance: Tolerance.optional(),
   })
   .describe("One expected cell: `row` or `where` selects the row.");
@@ -86,7 +98,7 @@ export const checkSchemas = {
       path: FilePath,
       schema: z.record(z.string(), z.unknown()).describe("A JSON Schema (draft-07) the document must satisfy."),
     })
-    .describe("A JSON file satisfies a JSON Schema."),
+    .describe("A JSON file (YAML when the name ends in .yaml/.yml) satisfies a JSON Schema."),
   yamlValid: z.strictObject({ path: FilePath }).describe("The file is valid YAML."),
   yamlPath: z.strictObject(PathQuery).describe("A YAML file has the expected value at a JSONPath."),
   csv: z
@@ -117,9 +129,9 @@ export const checkSchemas = {
       path: FilePath,
       pattern: z.string().optional().describe("Regex whose first match (capture group 1 if present) holds the number. Default: the first number in the file."),
       query: JsonPathQuery.optional().describe("Read the number at this JSONPath instead (JSON or YAML file)."),
-      equals: z.number().optional(),
-      min: z.number().optional(),
-      max: z.number().optional(),
+      equals: Num.optional(),
+      min: Num.optional(),
+      max: Num.optional(),
       tolerance: Tolerance.optional(),
     })
     .describe("A number read from a file equals `equals` within `tolerance` and lies in [min, max]."),
@@ -141,7 +153,7 @@ export const checkSchemas = {
   commandExitsZero: z
     .strictObject({
       command: z.union([z.string(), z.array(z.string()).min(1)]).describe("argv, or a string run with `sh -c`, in the workspace."),
-      timeoutSeconds: z.number().int().positive().max(3600).optional().describe("Default 60."),
+      timeoutSeconds: Count.optional().describe("Default 60, at most 3600."),
     })
     .describe("A command run in the sandbox, in the workspace, exits with status 0."),
 };
@@ -149,7 +161,7 @@ export const checkSchemas = {
 export type CheckType = keyof typeof checkSchemas;
 export const CHECK_TYPES = Object.keys(checkSchemas) as CheckType[];
 
-/** The field a plain-string shorthand fills (`- fileExists: hello.txt`). */
+/** The field a plain-string shorthand fills (`- fileExists: hello.txt`; commandExitsZero also takes an argv list). */
 export const CHECK_SHORTHAND: Partial<Record<CheckType, string>> = {
   fileExists: "path",
   fileAbsent: "path",
@@ -165,7 +177,12 @@ const CheckWeight = z.number().nonnegative().describe("Weight inside the checks 
 
 function checkItem<T extends CheckType>(type: T) {
   const form = checkSchemas[type];
-  const value = CHECK_SHORTHAND[type] ? z.union([z.string().min(1), form]) : form;
+  const value =
+    type === "commandExitsZero"
+      ? z.union([z.string().min(1), z.array(z.string()).min(1), form])
+      : CHECK_SHORTHAND[type]
+        ? z.union([z.string().min(1), form])
+        : form;
   return z
     .strictObject({ [type]: value, name: CheckName.optional(), weight: CheckWeight.optional() } as {
       [K in T]: typeof value;
@@ -241,6 +258,38 @@ function toArgv(command: string | string[]): string[] {
   return typeof command === "string" ? ["sh", "-c", command] : [...command];
 }
 
+/** Fields that hold numbers (possibly written as strings), per check type; `cells.*` reaches into the list. */
+const NUMERIC_FIELDS: Partial<Record<CheckType, string[]>> = {
+  jsonPath: ["length", "tolerance"],
+  yamlPath: ["length", "tolerance"],
+  csv: ["rowCount", "minRows", "maxRows", "tolerance", "cells.row", "cells.tolerance"],
+  lineCount: ["equals", "min", "max"],
+  numeric: ["equals", "min", "max", "tolerance"],
+  sameValue: ["tolerance"],
+  fileCount: ["equals", "min", "max"],
+  commandExitsZero: ["timeoutSeconds"],
+};
+
+function coerceNumbers(fields: Record<string, unknown>, paths: readonly string[]): void {
+  for (const p of paths) {
+    const [head, rest] = p.split(".");
+    if (rest !== undefined) {
+      const list = fields[head];
+      if (Array.isArray(list)) {
+        fields[head] = list.map((item) => {
+          if (item === null || typeof item !== "object") return item;
+          const copy = { ...(item as Record<string, unknown>) };
+          coerceNumbers(copy, [rest]);
+          return copy;
+        });
+      }
+      continue;
+    }
+    const v = fields[head];
+    if (typeof v === "string" && NUMERIC_STRING.test(v)) fields[head] = Number(v);
+  }
+}
+
 /** `{fileExists: "a.txt", name: "x"}` → `{type: "fileExists", path: "a.txt", name: "x"}`. Assumes a schema-valid input. */
 export function normalizeCheck(userCheck: CheckSpec | Record<string, unknown>): ResolvedCheck {
   const entries = Object.entries(userCheck as Record<string, unknown>);
@@ -249,8 +298,9 @@ export function normalizeCheck(userCheck: CheckSpec | Record<string, unknown>): 
   const [type, body] = typed;
   const shorthand = CHECK_SHORTHAND[type as CheckType];
   const fields: Record<string, unknown> =
-    typeof body === "string" && shorthand ? { [shorthand]: body } : { ...(body as Record<string, unknown>) };
+    (typeof body === "string" || Array.isArray(body)) && shorthand ? { [shorthand]: body } : { ...(body as Record<string, unknown>) };
   if (type === "commandExitsZero") fields.command = toArgv(fields.command as string | string[]);
+  coerceNumbers(fields, NUMERIC_FIELDS[type as CheckType] ?? []);
   const out: ResolvedCheck = { type, ...fields };
   const u = userCheck as { name?: string; weight?: number };
   if (u.name !== undefined) out.name = u.name;
@@ -347,6 +397,9 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
         need((cell.row === undefined) !== (cell.where === undefined), `cells[${i}].row`, "A cell needs exactly one of `row` and `where`.", "Select the row by index (`row: 0`) or by values (`where: {name: ada}`).");
       });
       break;
+  }
+  if (typeof c.tolerance === "number" && c.tolerance < 0) {
+    out.push({ field: "tolerance", message: `tolerance ${c.tolerance} is negative.`, hint: "Use 0 or a positive tolerance." });
   }
   if (typeof c.min === "number" && typeof c.max === "number" && c.min > c.max) {
     out.push({ field: "min", message: `min (${c.min}) is greater than max (${c.max}).`, hint: "Swap the bounds." });

@@ -50,6 +50,7 @@ export const TaskFamilySpecSchema = z
     matrix: MatrixSpec.optional(),
     generate: GenerateSpec.optional(),
     category: z.string().optional().describe("Category of every task (defaults to the `category` label)."),
+    taskLabels: z.record(z.string(), z.string()).optional().describe("Labels added to each task; values are templates (e.g. split: \"{{split}}\")."),
     template: TaskSpecSchema.describe("A Task spec whose strings and file contents are Handlebars templates."),
   })
   .describe("A family of tasks rendered from one template.");

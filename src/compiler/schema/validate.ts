@@ -104,7 +104,7 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
       if (actual === undefined) {
         const field = path[path.length - 1];
         return [
-          makeDiagnostic("MissingField", positionAt(src, path.slice(0, -1)), `Required field "${String(field)}" is missing${path.length > 1 ? ` in ${describePath(path.slice(0, -1))}` : ""}.`, `${CODES.MissingField} Expected ${issue.expected ?? "a value"}.`),
+          makeDiagnostic("MissingField", positionAt(src, path.slice(0, -1), { key: path.length > 1 }), `Required field "${String(field)}" is missing${path.length > 1 ? ` in ${describePath(path.slice(0, -1))}` : ""}.`, `${CODES.MissingField} Expected ${issue.expected ?? "a value"}.`),
         ];
       }
       return [
@@ -115,19 +115,23 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
       const allowed = (issue.values ?? []).map((x) => JSON.stringify(x));
       const actual = valueAt(src.value, path);
       const guess = typeof actual === "string" ? suggest(actual, (issue.values ?? []).map(String)) : undefined;
+      const dialect = path[path.length - 1] === "dialect";
       return [
         makeDiagnostic(
-          "InvalidValue",
+          dialect ? "UnsupportedDialect" : "InvalidValue",
           positionAt(src, path),
           `${where || "The value"} is ${JSON.stringify(actual)}, which is not allowed.${guess ? ` Did you mean "${guess}"?` : ""}`,
-          `${CODES.InvalidValue} Allowed: ${allowed.join(", ")}.`,
+          `${dialect ? CODES.UnsupportedDialect : CODES.InvalidValue} Allowed: ${allowed.join(", ")}.`,
         ),
       ];
     }
     default: {
       const isName = path[path.length - 1] === "name" && issue.code === "invalid_format";
-      const code = isName ? "InvalidName" : "InvalidValue";
-      return [makeDiagnostic(code, positionAt(src, path), `${where || "The value"}: ${lowerFirst(issue.message)}.`, CODES[code])];
+      if (isName) {
+        const actual = valueAt(src.value, path);
+        return [makeDiagnostic("InvalidName", positionAt(src, path), `${where} ${JSON.stringify(actual)} is not a valid name.`, CODES.InvalidName)];
+      }
+      return [makeDiagnostic("InvalidValue", positionAt(src, path), `${where || "The value"}: ${lowerFirst(issue.message)}.`, CODES.InvalidValue)];
     }
   }
 }

@@ -2,7 +2,7 @@
  * YAML with positions: multi-document parsing, alias-bomb and nesting guards,
  * and mapping value paths back to `file:line:column`.
  */
-import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, type Document, type Node } from "yaml";
+import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, visit, type Document, type Node } from "yaml";
 import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
 import { CODES } from "../codes.js";
 import type { SourceText } from "./files.js";
@@ -20,6 +20,8 @@ export interface SourceDocument {
   lineCounter: LineCounter;
   /** Plain JS value of the document (after interpolation). */
   value: unknown;
+  /** The whole file's text (for code frames and template line mapping). */
+  text: string;
 }
 
 export type PathSegment = string | number;
@@ -74,8 +76,8 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv = process.en
     try {
       value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (err) {
-      const pos = lineCounter.linePos(doc.range?.[0] ?? 0);
       const bomb = /alias/i.test((err as Error).message);
+      const pos = lineCounter.linePos(bomb ? lastAliasOffset(doc) : doc.range?.[0] ?? 0);
       const code = bomb ? "AliasBomb" : err instanceof RangeError ? "TooDeep" : "YamlSyntax";
       diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine((err as Error).message), CODES[code]));
       return;
@@ -86,9 +88,19 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv = process.en
       diagnostics.push(makeDiagnostic("TooDeep", { file: src.file, line: pos.line, column: pos.col }, `The document nests ${depth} levels deep; the limit is ${MAX_DEPTH}.`, CODES.TooDeep));
       return;
     }
-    out.push({ file: src.file, absPath: src.absPath, index, doc, lineCounter, value });
+    out.push({ file: src.file, absPath: src.absPath, index, doc, lineCounter, value, text: src.text });
   });
   return { value: out, diagnostics };
+}
+
+function lastAliasOffset(doc: Document.Parsed): number {
+  let at = doc.range?.[0] ?? 0;
+  visit(doc, {
+    Alias(_k, node) {
+      if (node.range) at = node.range[0];
+    },
+  });
+  return at;
 }
 
 function firstLine(s: string): string {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages,
+# npm packages, the real agent harnesses, the sandbox image. Idempotent: fast when done before.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx podman runc catatonit busybox-static})
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# onnxruntime-node's postinstall would download extra binaries; the CPU build ships in the package.
+export ONNXRUNTIME_NODE_INSTALL=skip
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci" >&2
+  npm ci --no-audit --no-fund >&2
+fi
+
+if [ "${REINS_SKIP_REAL_HARNESSES:-0}" != "1" ] && [ -x scripts/install-harnesses.sh ]; then
+  bash scripts/install-harnesses.sh >&2
+fi
+if [ "${REINS_SKIP_PODMAN:-0}" != "1" ] && [ -x scripts/build-image.sh ]; then
+  bash scripts/build-image.sh >&2
+fi
+echo "setup: done" >&2

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: typecheck, schemas up to date, then the whole suite.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export ONNXRUNTIME_NODE_INSTALL=skip
+mkdir -p test-output
+status=0
+echo "== typecheck" >&2
+npx tsc -p . --noEmit || status=1
+echo "== schemas are the generated ones" >&2
+node bin/reins.js schema --out schemas --check || status=1
+echo "== tests" >&2
+npx vitest run --reporter=default --reporter=json --outputFile.json=test-output/vitest.json "$@" || status=1
+node -e '
+const r = JSON.parse(require("fs").readFileSync("test-output/vitest.json", "utf8"));
+console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + (r.numTodoTests||0)} skipped`);
+' || status=1
+exit $status
