@@ -1,0 +1,129 @@
+/**
+ * The executor: runs a plan's rollouts with bounded concurrency, against one proxy for the run,
+ * recording each finished rollout in the run store. Resumable: rollouts already finished in the
+ * store are skipped.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/plan/types.js";
+import { installHarness } from "../harness/install.js";
+import { REINS_AGENT_PATH } from "../harness/launch.js";
+import type { LaunchRuntime } from "../harness/launch-plan.js";
+import type { Engine } from "../engines/engine.js";
+import type { ProxyHandle } from "../proxy/api.js";
+import { startProxy } from "../proxy/server.js";
+import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
+import type { RolloutResult, RunStore } from "../store/run-store.js";
+import type { Judge } from "../verifiers/judge.js";
+import { runRollout, type PreparedHarness, type RolloutContext } from "./rollout.js";
+
+export interface ExecutorOptions {
+  plan: Plan;
+  store: RunStore;
+  provider: SandboxProvider;
+  /** Overrides plan.sandbox.concurrency. */
+  concurrency?: number;
+  /** A ready engine (e.g. the onnx engine the training loop reloads); default from the plan's model. */
+  engine?: Engine;
+  judge?: Judge;
+  backoffMs?: number;
+  onEvent?: (e: { type: string; [k: string]: unknown }) => void;
+  signal?: AbortSignal;
+}
+
+export interface Executor {
+  /** Run these rollouts (skipping finished ones); resolves with the results of all of them. */
+  runRollouts(rollouts: readonly PlanRollout[], step: number): Promise<RolloutResult[]>;
+  readonly proxy?: ProxyHandle;
+  close(): Promise<void>;
+}
+
+/** Model file paths in a plan are relative to plan.root. */
+export function absolutizeModel(model: ResolvedModel, root: string): ResolvedModel {
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(root, p));
+  const m: ResolvedModel = { ...model };
+  if (m.tokenizer.type === "file") m.tokenizer = { type: "file", path: abs(m.tokenizer.path) };
+  if (m.engine.type === "onnx") m.engine = { ...m.engine, modelPath: abs(m.engine.modelPath), ...(m.engine.weightsDir ? { weightsDir: abs(m.engine.weightsDir) } : {}) };
+  return m;
+}
+
+export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): Promise<Map<string, PreparedHarness>> {
+  const out = new Map<string, PreparedHarness>();
+  const agentDir = dirname(REINS_AGENT_PATH);
+  for (const h of harnesses) {
+    const runtime: LaunchRuntime = { pathDirs: [dirname(process.execPath)], node: process.execPath, reinsAgent: REINS_AGENT_PATH };
+    const mounts: SandboxMount[] = [{ hostPath: agentDir, sandboxPath: agentDir }];
+    if (h.install?.npm) {
+      const installed = await installHarness(h.install);
+      if (!installed.ok) throw new Error(`${installed.problem.code}: ${installed.problem.message} ${installed.problem.hint}`);
+      runtime.pathDirs = installed.value.pathDirs;
+      runtime.node = installed.value.node;
+      runtime.bin = installed.value.bin;
+      mounts.push({ hostPath: installed.value.dir, sandboxPath: installed.value.dir });
+      const nodeDir = dirname(dirname(installed.value.node));
+      if (!installed.value.node.startsWith("/usr/")) mounts.push({ hostPath: nodeDir, sandboxPath: nodeDir });
+    }
+    out.set(h.name, { harness: h, runtime, mounts });
+  }
+  return out;
+}
+
+export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
+  const { plan, store } = opts;
+  const harnesses = await prepareHarnesses(plan.harnesses);
+  const needsModel = plan.harnesses.some((h) => h.dialect !== undefined);
+  let proxy: ProxyHandle | undefined;
+  if (needsModel) {
+    if (!plan.model) throw new Error("plan has model-calling harnesses but no model");
+    proxy = await startProxy({
+      model: absolutizeModel(plan.model, plan.root),
+      ...(opts.engine ? { engine: opts.engine } : {}),
+    });
+  }
+  const socketDir = mkdtempSync(join(tmpdir(), "reins-sockets-"));
+  const ctx: RolloutContext = {
+    runId: `run-${plan.hash.slice(7, 19)}`,
+    provider: opts.provider,
+    ...(proxy ? { proxy } : {}),
+    socketDir,
+    harnesses,
+    tasks: new Map(plan.tasks.map((t) => [t.name, t])),
+    retries: plan.sandbox.retries,
+    backoffMs: opts.backoffMs ?? 500,
+    resources: plan.sandbox.resources,
+    ...(plan.sandbox.image ? { image: plan.sandbox.image } : {}),
+    ...(opts.judge ? { judge: opts.judge } : {}),
+    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
+  const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);
+
+  return {
+    proxy,
+    async runRollouts(rollouts, step) {
+      const finished = new Map(store.results().map((r) => [r.id, r]));
+      const todo = rollouts.filter((r) => !finished.has(r.id));
+      opts.onEvent?.({ type: "step-started", step, total: rollouts.length, skipped: rollouts.length - todo.length });
+      store.event({ type: "step-started", step, rollouts: rollouts.length, alreadyFinished: rollouts.length - todo.length });
+      let next = 0;
+      const worker = async () => {
+        while (next < todo.length && !opts.signal?.aborted) {
+          const r = todo[next++]!;
+          const { result, calls } = await runRollout(r, step, ctx);
+          if (result.error?.code === "Interrupted") return;
+          store.finish(result, calls);
+          store.event({ type: "rollout-finished", rollout: r.id, status: result.status, reward: result.reward, tries: result.tries });
+          finished.set(r.id, result);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, todo.length) }, worker));
+      store.event({ type: "step-finished", step });
+      return rollouts.map((r) => finished.get(r.id)).filter((x): x is RolloutResult => x !== undefined);
+    },
+    async close() {
+      await proxy?.close();
+      rmSync(socketDir, { recursive: true, force: true });
+    },
+  };
+}

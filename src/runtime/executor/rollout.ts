@@ -1,0 +1,233 @@
+/**
+ * One rollout, end to end: create sandbox → workspace → harness (with the proxy's env) → wait →
+ * verifier → reward → destroy. One `timeoutSeconds` covers a whole try from sandbox creation on;
+ * at expiry the harness's whole process tree is killed. Infrastructure failures (sandbox could not
+ * be created or died, harness crashed before its first model call, engine unreachable) are retried
+ * with backoff and never become a reward; task failures are rewards.
+ */
+import { join } from "node:path";
+import type { PlanRollout, ResolvedHarness, ResolvedTask } from "../../compiler/plan/types.js";
+import type { LaunchRuntime } from "../harness/launch-plan.js";
+import { buildLaunchPlan } from "../harness/launch-plan.js";
+import type { ProxyHandle } from "../proxy/api.js";
+import type { CallRecord } from "../proxy/record.js";
+import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
+import { SandboxError } from "../sandbox/sandbox-error.js";
+import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
+import type { Judge } from "../verifiers/judge.js";
+import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
+import type { RolloutResult, RolloutStatus } from "../store/run-store.js";
+import { SandboxReader } from "./sandbox-reader.js";
+
+export interface PreparedHarness {
+  harness: ResolvedHarness;
+  runtime: LaunchRuntime;
+  mounts: SandboxMount[];
+}
+
+export interface RolloutContext {
+  runId: string;
+  provider: SandboxProvider;
+  proxy?: ProxyHandle;
+  /** Directory for per-rollout proxy sockets. */
+  socketDir: string;
+  harnesses: ReadonlyMap<string, PreparedHarness>;
+  tasks: ReadonlyMap<string, ResolvedTask>;
+  /** Infrastructure retries after the first try. */
+  retries: number;
+  backoffMs: number;
+  sandboxTimeoutSeconds?: number;
+  resources?: { cpu: string; memoryMiB: number };
+  image?: string;
+  judge?: Judge;
+  onEvent?: (e: { type: string; [k: string]: unknown }) => void;
+  signal?: AbortSignal;
+}
+
+class InfraFailure extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+interface TryOutcome {
+  status: RolloutStatus;
+  reward: number | null;
+  passed: boolean;
+  phases: Record<string, number>;
+  harnessExit: RolloutResult["harnessExit"];
+  verifier: VerifierResult | null;
+  calls: CallRecord[];
+  error?: { code: string; message: string };
+}
+
+export async function runRollout(r: PlanRollout, step: number, ctx: RolloutContext): Promise<{ result: RolloutResult; calls: CallRecord[] }> {
+  const started = Date.now();
+  const task = ctx.tasks.get(r.task);
+  const prepared = ctx.harnesses.get(r.harness);
+  if (!task || !prepared) throw new Error(`plan inconsistency: ${r.task}/${r.harness}`);
+  const retries: { code: string; message: string }[] = [];
+  let outcome: TryOutcome | undefined;
+  let tries = 0;
+  for (;;) {
+    tries++;
+    const tryId = tries === 1 ? r.id : `${r.id}.t${tries}`;
+    ctx.onEvent?.({ type: "rollout-started", rollout: r.id, try: tries });
+    try {
+      outcome = await runTry(tryId, task, prepared, ctx);
+      break;
+    } catch (err) {
+      const infra = err instanceof InfraFailure ? err : err instanceof SandboxError ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
+      retries.push({ code: infra.code, message: infra.message });
+      ctx.onEvent?.({ type: "rollout-retry", rollout: r.id, try: tries, code: infra.code, message: infra.message });
+      if (tries > ctx.retries || ctx.signal?.aborted) {
+        outcome = { status: "infra-failed", reward: null, passed: false, phases: {}, harnessExit: null, verifier: null, calls: [], error: { code: infra.code, message: infra.message } };
+        break;
+      }
+      await sleep(ctx.backoffMs * 2 ** (tries - 1));
+    }
+  }
+  const weightsVersion = outcome.calls.find((c) => c.weightsVersion)?.weightsVersion;
+  const result: RolloutResult = {
+    id: r.id,
+    step,
+    task: r.task,
+    harness: r.harness,
+    pair: r.pair,
+    attempt: r.attempt,
+    category: task.category,
+    status: outcome.status,
+    reward: outcome.reward,
+    passed: outcome.passed,
+    tries,
+    durationMs: Date.now() - started,
+    phases: outcome.phases,
+    calls: outcome.calls.length,
+    harnessExit: outcome.harnessExit,
+    verifier: outcome.verifier,
+    retries,
+    finishedAt: new Date().toISOString(),
+    ...(outcome.error ? { error: outcome.error } : {}),
+    ...(weightsVersion ? { weightsVersion } : {}),
+  };
+  ctx.onEvent?.({ type: "rollout-finished", rollout: r.id, status: result.status, reward: result.reward, passed: result.passed });
+  return { result, calls: outcome.calls };
+}
+
+async function runTry(tryId: string, task: ResolvedTask, prepared: PreparedHarness, ctx: RolloutContext): Promise<TryOutcome> {
+  const { harness, runtime, mounts } = prepared;
+  const timeoutMs = task.timeoutSeconds * 1000;
+  const t0 = Date.now();
+  const deadline = t0 + timeoutMs;
+  const phases: Record<string, number> = {};
+  const usesModel = harness.dialect !== undefined && ctx.proxy !== undefined;
+  let sandbox: Sandbox | undefined;
+  let bridge: SocketBridge | undefined;
+  let calls: CallRecord[] = [];
+  let registered = false;
+  try {
+    let apiKey = "none";
+    if (usesModel) {
+      const reg = ctx.proxy!.registerRollout(tryId, { callClasses: harness.callClasses });
+      registered = true;
+      apiKey = reg.apiKey;
+      bridge = await createSocketBridge(join(ctx.socketDir, `${tryId}.sock`), "127.0.0.1", ctx.proxy!.port);
+    }
+    const create = ctx.provider.create({
+      id: tryId,
+      runId: ctx.runId,
+      task: task.name,
+      harness: harness.name,
+      network: usesModel ? "proxy-only" : "none",
+      ...(bridge ? { proxySocketPath: bridge.path } : {}),
+      mounts,
+      timeoutSeconds: task.timeoutSeconds,
+      ...(ctx.image ? { image: ctx.image } : {}),
+      ...(ctx.resources ? { resources: ctx.resources } : {}),
+    });
+    sandbox = await withDeadline(create, deadline, () => new InfraFailure("SandboxCreateTimeout", `The sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
+    phases.createMs = Date.now() - t0;
+
+    let t = Date.now();
+    await sandbox.writeFiles(task.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
+    const baseUrl = usesModel ? `${sandbox.proxyUrl}/r/${tryId}` : "http://127.0.0.1:9/unused";
+    const launch = buildLaunchPlan(harness, { instruction: task.instruction, workspace: sandbox.workspacePath, baseUrl, apiKey, home: sandbox.homePath }, runtime);
+    if (!launch.ok) throw new InfraFailure(launch.problem.code, launch.problem.message);
+    if (launch.value.homeFiles.length > 0) await sandbox.writeFiles(launch.value.homeFiles.map((f) => ({ path: f.path, content: f.content })));
+    phases.workspaceMs = Date.now() - t;
+
+    t = Date.now();
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new InfraFailure("SandboxCreateTimeout", "No time was left for the harness after the sandbox was created.");
+    const proc = sandbox.spawn(launch.value.argv, { cwd: launch.value.cwd, env: launch.value.env, timeoutMs: remaining, maxOutputBytes: 256 * 1024 });
+    const onAbort = () => void proc.kill();
+    ctx.signal?.addEventListener("abort", onAbort, { once: true });
+    const exit = await proc.wait().finally(() => ctx.signal?.removeEventListener("abort", onAbort));
+    phases.harnessMs = Date.now() - t;
+    const harnessExit = { code: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut };
+    if (ctx.signal?.aborted) throw new InfraFailure("Interrupted", "The run was interrupted.");
+    if (!(await sandbox.alive())) throw new InfraFailure("SandboxDied", "The sandbox died while the harness ran.");
+    if (registered) calls = ctx.proxy!.records(tryId);
+    const failed = exit.exitCode !== 0 && !exit.timedOut;
+    if (usesModel && failed && calls.length === 0) {
+      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}`);
+    }
+    if (usesModel && failed && calls.some((c) => c.error?.kind === "engine")) {
+      throw new InfraFailure("EngineUnavailable", `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`);
+    }
+
+    t = Date.now();
+    const verifier = await runVerifier(task.verifier, {
+      reader: new SandboxReader(sandbox),
+      instruction: task.instruction,
+      hiddenFiles: task.hiddenFiles,
+      rollout: tryId,
+      ...(ctx.judge ? { judge: ctx.judge } : {}),
+    });
+    phases.verifyMs = Date.now() - t;
+    if (exit.timedOut) {
+      return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
+    }
+    if (verifier.status === "error") {
+      return { status: "verifier-error", reward: null, passed: false, phases, harnessExit, verifier, calls, error: { code: verifier.error?.code ?? "VerifierError", message: verifier.error?.message ?? "The verifier failed." } };
+    }
+    return { status: "ok", reward: verifier.reward, passed: verifier.passed, phases, harnessExit, verifier, calls };
+  } finally {
+    const t = Date.now();
+    await sandbox?.destroy().catch(() => undefined);
+    await bridge?.close().catch(() => undefined);
+    if (registered) {
+      const all = ctx.proxy!.unregisterRollout(tryId);
+      if (all.length > calls.length) calls.splice(0, calls.length, ...all);
+    }
+    phases.destroyMs = Date.now() - t;
+  }
+}
+
+function tail(s: string): string {
+  const t = s.trim().split("\n").slice(-3).join(" | ");
+  return t.length > 300 ? `…${t.slice(-300)}` : t || "(no output)";
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function withDeadline<T>(p: Promise<T>, deadline: number, onTimeout: () => Error, cleanupLate: (v: T) => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(onTimeout());
+    }, Math.max(0, deadline - Date.now()));
+  });
+  p.then((v) => {
+    if (timedOut) cleanupLate(v);
+  }).catch(() => undefined);
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
