@@ -94,7 +94,10 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     resources: plan.sandbox.resources,
     ...(plan.sandbox.image ? { image: plan.sandbox.image } : {}),
     ...(opts.judge ? { judge: opts.judge } : {}),
-    ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
+    onEvent: (e) => {
+      if (e.type === "rollout-started" || e.type === "rollout-retry") store.event(e);
+      opts.onEvent?.(e);
+    },
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);
