@@ -148,6 +148,9 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
   if (model) plan.model = model;
   if (algorithm) plan.algorithm = algorithm;
   if (trainer) plan.trainer = trainer;
+  if (isExperiment && spec.sft) {
+    plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained" };
+  }
   plan.hash = hashPlan(plan);
   void rolloutCount;
   return { value: plan, diagnostics };

@@ -45,6 +45,8 @@ export interface ResolvedTask {
   hiddenFiles: ResolvedFile[];
   verifier: ResolvedVerifier;
   timeoutSeconds: number;
+  /** Reference solution as model turns (for SFT data through a real harness). */
+  reference?: ScriptedTurn[];
   /** Set when the task came from a TaskFamily. */
   provenance?: { family: string; parameters: Record<string, unknown>; hash: string };
   /** "sha256:<hex>" of the canonical task (instruction, files, verifier, timeout). */
@@ -214,6 +216,8 @@ export interface Plan {
   pairs: PlanPair[];
   steps: PlanStep[];
   attempts: number;
+  /** Supervised warm-up on reference solutions (Experiment only). */
+  sft?: { steps: number; learningRate: number; batchSize: number; when: "if-untrained" | "always" };
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };

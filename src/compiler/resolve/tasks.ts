@@ -70,6 +70,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     hidden: hidden.value.map((f) => [f.path, f.digest, f.mode]),
     verifier,
     timeoutSeconds,
+    reference: spec.reference ?? null,
   });
   const task: ResolvedTask = {
     name: ctx.name,
@@ -84,5 +85,6 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     digest,
   };
   if (ctx.provenance) task.provenance = ctx.provenance;
+  if (spec.reference) task.reference = spec.reference.turns.map((t) => ({ ...t }) as ResolvedTask["reference"] extends (infer U)[] | undefined ? U : never);
   return { value: task, diagnostics };
 }

@@ -11,16 +11,18 @@ import type { ResolvedCheck, ResolvedVerifier } from "../plan/types.js";
 const FilePath = z.string().min(1).max(4096).describe("Path of a file relative to the workspace root.");
 const Text = z.union([z.string(), z.array(z.string()).min(1)]);
 /**
- * Numbers in checks may also be written as numeric strings: a TaskFamily template renders
- * `equals: "{{total}}"` to the string "42". `normalizeCheck` turns them back into numbers.
+ * Numbers in checks may also be written as strings: a numeric string, or a TaskFamily template
+ * (`equals: "{{total}}"`), which renders to a string such as "42". `normalizeCheck` turns numeric
+ * strings back into numbers; `validateCheck` reports any that are left.
  */
 const NUMERIC_STRING = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
-const INTEGER_STRING = /^\s*\+?\d+\s*$/;
-const Num = z.union([z.number(), z.string().regex(NUMERIC_STRING, "a number")]);
+const NUMERIC_OR_TEMPLATE = /^(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*|.*\{\{.*\}\}.*)$/s;
+const INTEGER_OR_TEMPLATE = /^(\s*\+?\d+\s*|.*\{\{.*\}\}.*)$/s;
+const Num = z.union([z.number(), z.string().regex(NUMERIC_OR_TEMPLATE, "a number (or a {{template}} that renders to one)")]);
 const Tolerance = z
-  .union([z.number().nonnegative(), z.string().regex(NUMERIC_STRING, "a number")])
+  .union([z.number().nonnegative(), z.string().regex(NUMERIC_OR_TEMPLATE, "a number (or a {{template}} that renders to one)")])
   .describe("Absolute tolerance for numeric comparisons (default 1e-9).");
-const Count = z.union([z.number().int().nonnegative(), z.string().regex(INTEGER_STRING, "a whole number")]);
+const Count = z.union([z.number().int().nonnegative(), z.string().regex(INTEGER_OR_TEMPLATE, "a whole number (or a {{template}} that renders to one)")]);
 const JsonPathQuery = z
   .string()
   .min(1)
@@ -99,6 +101,17 @@ export const checkSchemas = {
       schema: z.record(z.string(), z.unknown()).describe("A JSON Schema (draft-07) the document must satisfy."),
     })
     .describe("A JSON file (YAML when the name ends in .yaml/.yml) satisfies a JSON Schema."),
+  jsonEquals: z
+    .strictObject({
+      path: FilePath,
+      hiddenFile: z.string().optional().describe("Hidden JSON or YAML file holding the expected document (a TaskFamily renders it with `{{json …}}`)."),
+      value: z.unknown().optional().describe("The expected document inline (instead of `hiddenFile`)."),
+      query: JsonPathQuery.optional().describe("Compare only the value at this JSONPath (in both documents)."),
+      tolerance: Tolerance.optional(),
+      ignoreOrder: z.boolean().optional().describe("Compare arrays as multisets."),
+      ignoreCase: z.boolean().optional(),
+    })
+    .describe("A JSON (or YAML, by extension) document equals an expected one; the score is the share of matching items, the reason names the first difference."),
   yamlValid: z.strictObject({ path: FilePath }).describe("The file is valid YAML."),
   yamlPath: z.strictObject(PathQuery).describe("A YAML file has the expected value at a JSONPath."),
   csv: z
@@ -261,6 +274,7 @@ function toArgv(command: string | string[]): string[] {
 /** Fields that hold numbers (possibly written as strings), per check type; `cells.*` reaches into the list. */
 const NUMERIC_FIELDS: Partial<Record<CheckType, string[]>> = {
   jsonPath: ["length", "tolerance"],
+  jsonEquals: ["tolerance"],
   yamlPath: ["length", "tolerance"],
   csv: ["rowCount", "minRows", "maxRows", "tolerance", "cells.row", "cells.tolerance"],
   lineCount: ["equals", "min", "max"],
@@ -378,6 +392,10 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
     case "fileMatches":
       out.push(...regexProblem("pattern", c.pattern, c.flags));
       break;
+    case "jsonEquals":
+      need((c.value === undefined) !== (c.hiddenFile === undefined), "value", "jsonEquals needs exactly one of `value` and `hiddenFile`.", "Give the expected document inline with `value`, or name a hidden file with `hiddenFile`.");
+      out.push(...queryProblem("query", c.query));
+      break;
     case "jsonPath":
     case "yamlPath":
       out.push(...queryProblem("query", c.query));
@@ -398,11 +416,44 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
       });
       break;
   }
+  for (const p of NUMERIC_FIELDS[check.type as CheckType] ?? []) {
+    const [head, rest] = p.split(".");
+    const values: [string, unknown][] =
+      rest === undefined
+        ? [[head, c[head]]]
+        : ((c[head] as Record<string, unknown>[] | undefined) ?? []).map((item, i) => [`${head}[${i}].${rest}`, item?.[rest]] as [string, unknown]);
+    for (const [field, v] of values) {
+      if (typeof v === "string") out.push({ field, message: `\`${field}\` is ${JSON.stringify(v)}, not a number.`, hint: "Write a number; in a TaskFamily, make sure the template renders to one." });
+    }
+  }
   if (typeof c.tolerance === "number" && c.tolerance < 0) {
     out.push({ field: "tolerance", message: `tolerance ${c.tolerance} is negative.`, hint: "Use 0 or a positive tolerance." });
   }
   if (typeof c.min === "number" && typeof c.max === "number" && c.min > c.max) {
     out.push({ field: "min", message: `min (${c.min}) is greater than max (${c.max}).`, hint: "Swap the bounds." });
+  }
+  return out;
+}
+
+/** Problems of a whole resolved verifier: no parts, weights naming parts it does not have. Pure. */
+export function validateVerifier(v: ResolvedVerifier): CheckProblem[] {
+  const out: CheckProblem[] = [];
+  const present = { checks: v.checks.length > 0, script: v.script !== undefined, rubric: v.rubric !== undefined };
+  if (!present.checks && !present.script && !present.rubric) {
+    out.push({ field: "", message: "The verifier has no checks, script or rubric, so it cannot score anything.", hint: "Add `checks`, a `script` or a `rubric`." });
+  }
+  const w = v.combine.weights;
+  for (const key of Object.keys(w)) {
+    const has = key === "code" ? present.checks || present.script : present[key as keyof typeof present];
+    if (!has) {
+      out.push({ field: `combine.weights.${key}`, message: `The weight \`${key}\` names a part this verifier does not have.`, hint: key === "code" ? "`code` weighs checks and script; add one of them or drop the weight." : `Add \`${key}\` to the verifier or drop its weight.` });
+    }
+  }
+  if (w.code !== undefined && (w.checks !== undefined || w.script !== undefined)) {
+    out.push({ field: "combine.weights.code", message: "`code` already stands for checks and script together.", hint: "Weigh either `code`, or `checks` and `script` separately." });
+  }
+  if (v.combine.mode === "weighted" && Object.keys(w).length > 0 && Object.values(w).every((x) => x === 0)) {
+    out.push({ field: "combine.weights", message: "Every weight is 0.", hint: "Give at least one part a positive weight." });
   }
   return out;
 }

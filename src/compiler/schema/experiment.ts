@@ -30,6 +30,15 @@ export const ExperimentSpecSchema = z
     algorithm: z.union([Ref, AlgorithmSpecSchema]),
     sandbox: z.union([Ref, SandboxSpecSchema]).optional(),
     trainer: z.union([Ref, TrainerSpecSchema]).optional(),
+    sft: z
+      .strictObject({
+        steps: PositiveInt.max(100_000).describe("Optimizer steps over the reference trajectories."),
+        learningRate: z.number().positive().optional(),
+        batchSize: PositiveInt.optional().describe("Trajectories per step (default: all)."),
+        when: z.enum(["if-untrained", "always"]).optional().describe("if-untrained (default): skip when the policy already has trained weights."),
+      })
+      .optional()
+      .describe("Supervised warm-up on the tasks' reference solutions, replayed through the harnesses (environment tokens masked)."),
     steps: PositiveInt.max(1_000_000),
     tasksPerStep: PositiveInt.optional().describe("Tasks sampled per step (default: all selected)."),
     eval: z

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { Name, PositiveInt, documentSchema } from "./common.js";
 import { VerifierSpecSchema } from "./checks.js";
+import { ScriptedTurnSpec } from "./model.js";
 
 const FilePath = z.string().min(1).max(4096).describe("Relative path inside the workspace (no leading '/', no '..').");
 
@@ -37,6 +38,12 @@ export const TaskSpecSchema = z
     hidden: WorkspaceSpec.optional().describe("Files only the verifier sees (expected outputs, checkers)."),
     verifier: VerifierRefOrInline.describe("How the final workspace is scored."),
     timeoutSeconds: PositiveInt.max(86400).optional().describe("Wall-clock limit for the whole rollout, sandbox creation included (default 600)."),
+    reference: z
+      .strictObject({
+        turns: z.array(ScriptedTurnSpec).min(1).describe("The model turns of a correct solution, in order."),
+      })
+      .optional()
+      .describe("A reference solution as model turns: replayed through a harness to make SFT trajectories."),
   })
   .describe("A task: instruction, workspace, verifier.");
 
