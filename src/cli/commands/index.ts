@@ -5,8 +5,9 @@ import { register as plan } from "./plan.js";
 import { register as diff } from "./diff.js";
 import { register as schema } from "./schema.js";
 import { register as evaluate } from "./eval.js";
+import { register as trajectories } from "./trajectories.js";
 
 /** Each command module exports `register(program)`. Order = order in `reins --help`. */
 export function registerCommands(program: Command): void {
-  for (const r of [validate, render, plan, evaluate, diff, schema]) r(program);
+  for (const r of [validate, render, plan, evaluate, trajectories, diff, schema]) r(program);
 }

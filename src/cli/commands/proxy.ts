@@ -48,6 +48,7 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
       host: flags.host ?? "127.0.0.1",
       port,
       sharedKey: key,
+      keepRecords: false,
       onRecord: (record) => {
         if (flags.record) appendFileSync(flags.record, `${JSON.stringify(record)}\n`);
       },

@@ -155,7 +155,8 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   if (noReward > 0) io.stderr.write(`${pc.yellow("warning")}: ${noReward} rollout(s) have no entry in the rewards file and are left out of the batch\n`);
 
   if (opts.json) {
-    io.stdout.write(JSON.stringify({ algorithm: { type: algorithm.type, filters: algorithm.filters }, ...result }, null, 2) + "\n");
+    const { type, advantage, correction, filters } = algorithm;
+    io.stdout.write(JSON.stringify({ algorithm: { type, advantage, correction, filters }, ...result }, null, 2) + "\n");
   } else {
     io.stdout.write(formatTable(result, rewards !== undefined));
   }
@@ -169,7 +170,9 @@ function fmt(n: number | undefined, digits = 3): string {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ").trimEnd() + "\n";
+  // Text columns align left, numeric columns right.
+  const numeric = header.map((_, i) => rows.every((r) => r[i] === "" || r[i] === "-" || /^-?[\d.]+x?$/.test(r[i])));
+  const line = (cells: string[]) => cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd() + "\n";
   return line(header) + rows.map(line).join("");
 }
 

@@ -1,0 +1,27 @@
+/** Trajectories: prefix trees, filters, exactly-once samples, advantages and corrections. */
+export type { PackedTree, PathSample, TrainingBatch, BatchComposition } from "./batch.js";
+export { buildPrefixTree, groupByRollout, isFailedCall, nodeChain, nodeEnd, nodeSequence } from "./tree.js";
+export type { PrefixTree, TreeNode, TreeCall } from "./tree.js";
+export { computeLineage } from "./lineage.js";
+export type { CallLineage, DeadReason } from "./lineage.js";
+export { applyFilters } from "./filters.js";
+export type { FilterResult, CallDrop, RolloutDrop } from "./filters.js";
+export { computeOwnership, countTokens, packTree, unpackPaths } from "./samples.js";
+export type { Ownership, RolloutMeta } from "./samples.js";
+export { analyzeRollout, analyzeRollouts } from "./rollout.js";
+export type { RolloutAnalysis, RolloutStats } from "./rollout.js";
+export { ADVANTAGE_EPSILON, computeGroupAdvantages, groupKey } from "./advantages.js";
+export type { GroupStats, RolloutReward } from "./advantages.js";
+export { applyBranchGae, computeBranchGae, packedPaths, pathGae } from "./gae.js";
+export { computeCorrectionWeights } from "./correction.js";
+export type { CorrectionInput, CorrectionWeights, CorrectionStats } from "./correction.js";
+export { batchAlgorithm, buildReport, buildTrainingBatch } from "./batch-builder.js";
+export type { BatchReport, BatchTotals, RewardEntry, RewardTable, RolloutReport } from "./batch-builder.js";
+export { buildSftSamples } from "./sft.js";
+export type { SftSample } from "./sft.js";
+export { batchToJsonl, decodeBatchBinary, encodeBatchBinary } from "./binary.js";
+export type { BinaryManifest } from "./binary.js";
+export { parseCallRecords } from "./records.js";
+export { parseRewards } from "./rewards.js";
+export { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "./algorithm-defaults.js";
+export { renderTreeSvg } from "./svg.js";

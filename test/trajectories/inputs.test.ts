@@ -1,0 +1,135 @@
+/** Input files: call records, rewards and the Algorithm YAML; mistakes become located diagnostics. */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { resolveAlgorithm } from "../../src/compiler/resolve/defaults.js";
+import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../src/runtime/trajectories/algorithm-defaults.js";
+import { parseCallRecords } from "../../src/runtime/trajectories/records.js";
+import { parseRewards } from "../../src/runtime/trajectories/rewards.js";
+import { RolloutBuilder, seededRng } from "./synthetic.js";
+
+function goodLines(): string[] {
+  const b = new RolloutBuilder("r1", seededRng(1));
+  b.call(b.tokens(5), b.tokens(3));
+  b.call(b.tokens(5), b.tokens(3));
+  return b.records.map((r) => JSON.stringify(r));
+}
+
+const codes = (r: { diagnostics: { code: string; line: number }[] }) => r.diagnostics.map((d) => [d.code, d.line]);
+
+describe("parseCallRecords", () => {
+  it("parses proxy records and skips blank lines", () => {
+    const r = parseCallRecords(goodLines().join("\n\n") + "\n", "calls.jsonl");
+    expect(r.diagnostics).toEqual([]);
+    expect(r.value.map((x) => x.seq)).toEqual([0, 1]);
+  });
+
+  it("names the line of every broken record", () => {
+    const [a, b] = goodLines();
+    const obj = JSON.parse(a);
+    const lines = [
+      a,
+      "{not json",
+      JSON.stringify({ ...obj, seq: 5, promptIds: [1, -2] }),
+      JSON.stringify({ ...obj, seq: 6, completionLogprobs: [] }),
+      JSON.stringify((({ callClass, ...rest }) => rest)({ ...obj, seq: 7 })),
+      JSON.stringify({ ...obj, seq: 8, callClass: "helper" }),
+      b.replace('"seq":1', '"seq":0'),
+      "[1,2]",
+      JSON.stringify({ ...obj, seq: 9, v: 2 }),
+    ];
+    const r = parseCallRecords(lines.join("\n"), "calls.jsonl");
+    expect(codes(r)).toEqual([
+      ["CallRecordNotJson", 2],
+      ["CallRecordInvalidField", 3],
+      ["CallRecordLogprobMismatch", 4],
+      ["CallRecordMissingField", 5],
+      ["CallRecordInvalidField", 6],
+      ["CallRecordDuplicateSeq", 7],
+      ["CallRecordNotObject", 8],
+      ["CallRecordVersion", 9],
+    ]);
+    expect(r.diagnostics[1].message).toContain("promptIds[1]");
+    expect(r.diagnostics.every((d) => d.file === "calls.jsonl" && d.hint.length > 0)).toBe(true);
+  });
+
+  it("warns on an empty file", () => {
+    const r = parseCallRecords("\n", "empty.jsonl");
+    expect(r.diagnostics.map((d) => [d.code, d.severity])).toEqual([["CallRecordsEmpty", "warning"]]);
+  });
+});
+
+describe("parseRewards", () => {
+  it("reads rollout -> {reward, task, harness[, step]}", () => {
+    const r = parseRewards('{"r1": {"reward": 0.5, "task": "t", "harness": "h", "details": {}}, "r2": {"reward": 1, "task": "t", "harness": "h", "step": 2}}', "rw.json");
+    expect(r.diagnostics).toEqual([]);
+    expect([...r.value]).toEqual([
+      ["r1", { reward: 0.5, task: "t", harness: "h" }],
+      ["r2", { reward: 1, task: "t", harness: "h", step: 2 }],
+    ]);
+  });
+
+  it("locates wrong fields and syntax errors", () => {
+    const text = ['{', '  "r1": {"reward": "high", "task": "t", "harness": "h"},', '  "r2": {"task": "t", "harness": "h"},', '  "r3": 4', "}"].join("\n");
+    expect(codes(parseRewards(text, "rw.json"))).toEqual([
+      ["RewardsInvalidField", 2],
+      ["RewardsMissingField", 3],
+      ["RewardsInvalidEntry", 4],
+    ]);
+    expect(parseRewards('{"r1": {', "rw.json").diagnostics[0].code).toBe("RewardsNotJson");
+    expect(parseRewards("[1]", "rw.json").diagnostics[0].code).toBe("RewardsNotObject");
+  });
+});
+
+describe("parseAlgorithmYaml", () => {
+  it("fills defaults around what the spec sets", () => {
+    const yaml = [
+      "apiVersion: reins/v1alpha1",
+      "kind: Harness",
+      "metadata: {name: x}",
+      "---",
+      "apiVersion: reins/v1alpha1",
+      "kind: Algorithm",
+      "metadata: {name: grpo}",
+      "spec:",
+      "  type: RLOO",
+      "  advantage: {dropZeroVariance: true}",
+      "  correction: {type: MIS, level: geometric}",
+      "  filters:",
+      "    dropClasses: [subagent]",
+      "    maxBranches: 8",
+    ].join("\n");
+    const r = parseAlgorithmYaml(yaml, "algo.yaml");
+    expect(r.diagnostics).toEqual([]);
+    expect(r.value).toEqual({
+      ...DEFAULT_ALGORITHM,
+      type: "RLOO",
+      advantage: { ...DEFAULT_ALGORITHM.advantage, dropZeroVariance: true },
+      correction: { type: "MIS", level: "geometric", low: 0.5, high: 2 },
+      filters: { dropDeadLeaves: true, dropClasses: ["subagent"], maxBranches: 8 },
+    });
+  });
+
+  it("reports unknown fields with a suggestion and wrong values with their line", () => {
+    const yaml = ["kind: Algorithm", "spec:", "  filters:", "    dropDeadLeaf: false", "    maxBranches: -1", "  correction: {type: TIS, cap: 0}"].join("\n");
+    const r = parseAlgorithmYaml(yaml, "algo.yaml");
+    expect(codes(r)).toEqual([
+      ["AlgorithmUnknownField", 4],
+      ["AlgorithmInvalidField", 5],
+      ["AlgorithmInvalidField", 6],
+    ]);
+    expect(r.diagnostics[0].hint).toContain("dropDeadLeaves");
+    expect(parseAlgorithmYaml("kind: Task\n", "a.yaml").diagnostics[0].code).toBe("AlgorithmNotFound");
+    expect(parseAlgorithmYaml("kind: [\n", "a.yaml").diagnostics[0].code).toBe("AlgorithmYamlSyntax");
+  });
+
+  it("reads the shipped Algorithm specs exactly as the compiler resolves them", () => {
+    for (const name of ["grpo", "ppo"]) {
+      const file = `specs/algorithms/${name}.yaml`;
+      const text = readFileSync(file, "utf8");
+      const r = parseAlgorithmYaml(text, file);
+      expect(r.diagnostics).toEqual([]);
+      expect(r.value).toEqual(resolveAlgorithm(parse(text).spec));
+    }
+  });
+});
