@@ -50,6 +50,15 @@ export const CODES = {
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
+  // proxy / model runtime
+  ProxyModelMissing: "Put exactly one Model document in the proxy config.",
+  ProxyModelAmbiguous: "Keep one Model document in the proxy config, or name one.",
+  TokenizerNotFound: "Check the tokenizer path; it is resolved from the Model's file.",
+  TokenizerInvalid: "Use a Hugging Face tokenizer.json.",
+  ChatTemplateMissing: "Give chatTemplate or chatTemplateFile, or use a tokenizer that ships one.",
+  ChatTemplateInvalid: "Fix the Jinja chat template.",
+  ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
+  StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   DuplicateDocument: "The same file was given twice; it is read once.",
 } as const;
 

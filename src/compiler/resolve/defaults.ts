@@ -59,7 +59,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     e.type === "scripted"
       ? { type: "scripted", script: e.script.map((t) => ({ ...t }) as ScriptedTurn) }
       : e.type === "openai-compatible"
-        ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}) }
+        ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}), ...(e.api ? { api: e.api } : {}) }
         : {
             type: "onnx",
             modelPath: rel(e.modelPath),

@@ -29,6 +29,7 @@ export const EngineSpec = z
       baseUrl: z.string().min(1).describe("e.g. http://vllm:8000/v1"),
       apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
       model: z.string().min(1),
+      api: z.enum(["completions", "llama-server"]).optional().describe("completions: vLLM/SGLang /v1/completions with token ids (default); llama-server: its /completion endpoint."),
     }),
     z.strictObject({
       type: z.literal("onnx"),

@@ -27,6 +27,8 @@ export interface GenerateResult {
   finish: "stop" | "length";
   /** Weights version that produced these tokens. */
   weightsVersion: string;
+  /** Test-only fault injection (scripted engine): the proxy cuts the response stream mid tool call. */
+  fault?: "cut-stream";
 }
 
 /** Optional token-by-token streaming; `generate` must always work. */

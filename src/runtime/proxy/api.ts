@@ -19,6 +19,8 @@ export interface ProxyOptions {
   sharedKey?: string;
   /** Called once per recorded call, after the response finished. */
   onRecord?: (record: CallRecord) => void;
+  /** Keep records in memory for `records()` (default true; `reins proxy` streams them to a file instead). */
+  keepRecords?: boolean;
 }
 
 export interface RolloutRegistration {

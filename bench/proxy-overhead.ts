@@ -1,0 +1,138 @@
+/**
+ * Proxy overhead: the serving proxy (chat dialect, streaming, scripted engine, real tokenizer)
+ * vs a bare node:http server that answers the same SSE bytes, side by side, at 1, 16 and 128
+ * concurrent streams. Each request is the first call of a fresh rollout of the same harness, as in
+ * a training step: its system prompt and first message come from the proxy's shared segment cache
+ * after the first rollout; the scripted answer is tokenized, parsed and written as SSE every time.
+ * The servers run in a child process so the client does not share their core.
+ *
+ *   node --import tsx bench/proxy-overhead.ts
+ */
+import { spawn } from "node:child_process";
+import { Agent, createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import type { ResolvedModel } from "../src/compiler/plan/types.js";
+import { startProxy } from "../src/runtime/proxy/server.js";
+
+const KEY = "bench-key";
+const LEVELS = [
+  { concurrency: 1, requests: 150 },
+  { concurrency: 16, requests: 480 },
+  { concurrency: 128, requests: 1280 },
+];
+
+const body = JSON.stringify({
+  model: "qwen3",
+  stream: true,
+  stream_options: { include_usage: true },
+  tools: [{ type: "function", function: { name: "write", description: "Write a file.", parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } } } } }],
+  messages: [
+    { role: "system", content: `You are a coding agent.\n${"Follow the workspace conventions; keep edits small and tested. ".repeat(60)}` },
+    { role: "user", content: "Create hello.txt containing hi, then explain what you did." },
+  ],
+});
+
+async function serve(): Promise<void> {
+  const model: ResolvedModel = {
+    name: "qwen3",
+    tokenizer: { type: "qwen3" },
+    toolCallFormat: "qwen3",
+    reasoning: { start: "<think>", end: "</think>" },
+    stopTokens: ["<|im_end|>"],
+    maxContextTokens: 32768,
+    sampling: { temperature: 1, topP: 1, maxTokens: 2048 },
+    engine: {
+      type: "scripted",
+      script: [
+        {
+          reasoning: "The user wants a file. I will write it with the tool and then explain briefly.",
+          text: "I'll create the file now, then describe the change.\n",
+          toolCalls: [{ name: "write", arguments: { path: "hello.txt", content: "hi" } }],
+        },
+      ],
+    },
+  };
+  const proxy = await startProxy({ model, sharedKey: KEY });
+  const captured = await post(`${proxy.url}/r/capture/v1/chat/completions`, new Agent());
+  const bytes = Buffer.from(captured.body);
+  const bare = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+      res.end(bytes);
+    });
+  });
+  bare.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
+  process.stdout.write(`${JSON.stringify({ proxy: proxy.url, bare: `http://127.0.0.1:${(bare.address() as AddressInfo).port}`, bytes: bytes.length })}\n`);
+}
+
+function post(url: string, agent: Agent): Promise<{ ms: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
+        else resolve({ ms: performance.now() - t0, body: Buffer.concat(chunks).toString("utf8") });
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function load(base: string, concurrency: number, total: number, tag: string): Promise<{ lat: number[]; seconds: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next++;
+        lat.push((await post(`${base}/r/${tag}-${i}/v1/chat/completions`, agent)).ms);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  agent.destroy();
+  return { lat: lat.sort((a, b) => a - b), seconds };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main(): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--serve"], { stdio: ["ignore", "pipe", "inherit"] });
+  const info = await new Promise<{ proxy: string; bare: string; bytes: number }>((resolve, reject) => {
+    let buf = "";
+    child.stdout!.on("data", (c) => {
+      buf += c;
+      if (buf.includes("\n")) resolve(JSON.parse(buf.split("\n")[0]!));
+    });
+    child.on("exit", (code) => reject(new Error(`server process exited with ${code}`)));
+  });
+  try {
+    console.log(`proxy-overhead: chat SSE answer of ${info.bytes} bytes; proxy = render ${Buffer.byteLength(body)} B request + scripted engine + parse + SSE`);
+    console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare");
+    for (const { concurrency, requests } of LEVELS) {
+      await load(info.bare, concurrency, Math.min(20, requests), `warm-bare-${concurrency}`);
+      await load(info.proxy, concurrency, Math.min(20, requests), `warm-proxy-${concurrency}`);
+      const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}`);
+      const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}`);
+      const ms = (v: number) => `${v.toFixed(2)}ms`.padStart(9);
+      const ratio = requests / proxy.seconds / (requests / bare.seconds);
+      console.log(
+        `${String(concurrency).padStart(7)}  ${String(requests).padStart(8)}  ${ms(pct(bare.lat, 50))} ${ms(pct(bare.lat, 99))}  ${ms(pct(proxy.lat, 50))}  ${ms(pct(proxy.lat, 99))}  ${ms(pct(proxy.lat, 50) - pct(bare.lat, 50))}  ${ms(pct(proxy.lat, 99) - pct(bare.lat, 99))}  ${ratio.toFixed(3).padStart(22)}`,
+      );
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+if (process.argv.includes("--serve")) await serve();
+else await main();

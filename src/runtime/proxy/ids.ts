@@ -1,0 +1,38 @@
+/**
+ * Deterministic ids and stream chunking shared by the dialects. Ids derive from the call key
+ * ("<rollout>:<seq>") so a run is reproducible and ids never collide across rollouts.
+ */
+import { createHash } from "node:crypto";
+
+/** `<prefix><hex>`: e.g. makeId("toolu_", "r1:0:tool:0") → "toolu_3f9c…" (24 hex chars). */
+export function makeId(prefix: string, seed: string, hexChars = 24): string {
+  return prefix + createHash("sha256").update(seed).digest("hex").slice(0, hexChars);
+}
+
+/** An opaque token for a reasoning block (Anthropic signature, Responses encrypted_content). */
+export function makeReasoningToken(seed: string): string {
+  return createHash("sha256").update(`reasoning:${seed}`).digest("base64");
+}
+
+/** Split text into stream deltas of at most `size` code points (never splits a surrogate pair). */
+export function chunkText(text: string, size = 48): string[] {
+  if (text.length === 0) return [];
+  const points = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < points.length; i += size) out.push(points.slice(i, i + size).join(""));
+  return out;
+}
+
+/** Split tool arguments into at least two deltas (so a cut-stream fault can land mid call). */
+export function chunkArguments(text: string, size = 48): string[] {
+  if (text.length === 0) return [];
+  const points = Array.from(text);
+  if (points.length === 1) return [text];
+  const piece = Math.min(size, Math.ceil(points.length / 2));
+  return chunkText(text, piece);
+}
+
+/** Unix seconds. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

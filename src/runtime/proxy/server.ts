@@ -1,0 +1,183 @@
+/**
+ * The serving proxy: a plain node:http server speaking the three model API dialects under a
+ * per-rollout path, `/r/<rolloutId>/v1/...` (also without `v1`, for clients that append only the
+ * endpoint path). See ./api.ts for the contract and ./call.ts for one call's pipeline.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Dialect } from "../../compiler/plan/types.js";
+import type { Engine } from "../engines/engine.js";
+import { createEngine } from "../engines/registry.js";
+import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
+import type { ProxyHandle, ProxyOptions, RolloutRegistration } from "./api.js";
+import { handleModelCall, sendJson } from "./call.js";
+import { DIALECT_HANDLERS } from "./dialects/index.js";
+import { readJsonBody } from "./http-body.js";
+import { nowSeconds } from "./ids.js";
+import type { CallRecord } from "./record.js";
+import { renderPromptFresh } from "./render.js";
+import { type Rollout, RolloutTable } from "./rollouts.js";
+
+type Route =
+  | { kind: "call"; dialect: Dialect }
+  | { kind: "count-tokens" }
+  | { kind: "models"; id?: string }
+  | { kind: "probe" }
+  | { kind: "unknown"; dialect: Dialect };
+
+/** Start the proxy. Rejects with ModelLoadError when the model's tokenizer or template is unusable. */
+export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
+  const runtime = await loadModelRuntime(options.model);
+  const ownsEngine = options.engine === undefined;
+  const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
+  const table = new RolloutTable(options.sharedKey);
+  const deps = {
+    model: options.model,
+    runtime,
+    engine,
+    record(rollout: Rollout, record: CallRecord) {
+      if (options.keepRecords !== false) rollout.records.push(record);
+      options.onRecord?.(record);
+    },
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // A bug, not a user mistake: answer 500 and keep serving.
+      process.emitWarning(`reins proxy: internal error: ${(err as Error)?.stack ?? String(err)}`);
+      if (!res.headersSent) sendJson(res, 500, { error: { message: "internal proxy error", type: "server_error" } });
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 70_000;
+  server.requestTimeout = 0; // generations may take minutes
+  server.on("clientError", (_err, socket) => socket.destroy());
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { rolloutId, route } = parsePath(req.method ?? "GET", req.url ?? "/");
+    if (route.kind === "probe") {
+      if (req.method === "HEAD") res.writeHead(200).end();
+      else sendJson(res, 200, { ok: true, service: "reins-proxy" });
+      return;
+    }
+    if (route.kind === "models") {
+      sendJson(res, 200, route.id !== undefined ? modelObject(route.id) : modelList(options.model.name));
+      return;
+    }
+    const dialect = DIALECT_HANDLERS[route.kind === "count-tokens" ? "anthropic-messages" : route.dialect];
+    const rollout = rolloutId === undefined ? undefined : table.authorize(rolloutId, credentialOf(req));
+    if (route.kind === "unknown") {
+      const { status, body } = dialect.errorResponse("not-found", `no route for ${req.method} ${req.url?.split("?")[0]}`);
+      sendJson(res, status, body);
+      return;
+    }
+    if (!rollout) {
+      req.resume();
+      const { status, body } = dialect.errorResponse("auth", "invalid x-api-key or bearer token for this rollout");
+      sendJson(res, status, body);
+      return;
+    }
+    if (route.kind === "count-tokens") {
+      await countTokens(runtime, req, res);
+      return;
+    }
+    await handleModelCall(deps, rollout, dialect, req, res);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  return {
+    url,
+    port: address.port,
+    registerRollout(rolloutId, opts = {}): RolloutRegistration {
+      const r = table.register(rolloutId, opts);
+      return { rolloutId, apiKey: r.apiKey, baseUrl: `${url}/r/${encodeURIComponent(rolloutId)}` };
+    },
+    unregisterRollout: (rolloutId) => table.unregister(rolloutId),
+    records: (rolloutId) => table.records(rolloutId),
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      if (ownsEngine) await engine.close?.();
+    },
+  };
+}
+
+/** `/r/<id>/v1/<endpoint>` (v1 optional) → rollout id and route. */
+export function parsePath(method: string, rawUrl: string): { rolloutId?: string; route: Route } {
+  const path = rawUrl.split("?")[0]!.replace(/\/+$/, "");
+  const m = /^\/r\/([^/]+)(\/.*)?$/.exec(path);
+  let rest = path;
+  let rolloutId: string | undefined;
+  if (m) {
+    try {
+      rolloutId = decodeURIComponent(m[1]!);
+    } catch {
+      rolloutId = m[1]!;
+    }
+    rest = m[2] ?? "";
+  }
+  rest = rest.replace(/^\/v1(?=\/|$)/, "");
+  const isGet = method === "GET" || method === "HEAD";
+  if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "probe" } };
+  if (isGet && rest === "/models") return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "models" } };
+  const model = /^\/models\/(.+)$/.exec(rest);
+  if (isGet && model) return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "models", id: decodeURIComponent(model[1]!) } };
+  const dialect: Dialect = /messages/.test(rest) ? "anthropic-messages" : /responses/.test(rest) ? "openai-responses" : "openai-chat";
+  const withId = rolloutId ? { rolloutId } : {};
+  if (method !== "POST" || rolloutId === undefined) return { ...withId, route: { kind: "unknown", dialect } };
+  if (rest === "/messages/count_tokens") return { ...withId, route: { kind: "count-tokens" } };
+  if (rest === "/messages") return { ...withId, route: { kind: "call", dialect: "anthropic-messages" } };
+  if (rest === "/chat/completions") return { ...withId, route: { kind: "call", dialect: "openai-chat" } };
+  if (rest === "/responses") return { ...withId, route: { kind: "call", dialect: "openai-responses" } };
+  return { ...withId, route: { kind: "unknown", dialect } };
+}
+
+function credentialOf(req: IncomingMessage): string | undefined {
+  const key = req.headers["x-api-key"];
+  if (typeof key === "string" && key.length > 0) return key;
+  const auth = req.headers.authorization;
+  if (typeof auth === "string") {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    if (m) return m[1]!.trim();
+  }
+  return undefined;
+}
+
+async function countTokens(runtime: ModelRuntime, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const anthropic = DIALECT_HANDLERS["anthropic-messages"];
+  const body = await readJsonBody(req);
+  if (!body.ok) {
+    const { status, body: err } = anthropic.errorResponse(body.kind, body.message);
+    sendJson(res, status, err);
+    return;
+  }
+  const parsed = anthropic.parseRequest({ max_tokens: 1, ...(body.value as object) });
+  if (!parsed.ok) {
+    const { status, body: err } = anthropic.errorResponse("bad-request", parsed.message);
+    sendJson(res, status, err);
+    return;
+  }
+  sendJson(res, 200, { input_tokens: renderPromptFresh(runtime, parsed.request).length });
+}
+
+function modelObject(id: string): Record<string, unknown> {
+  const created = nowSeconds();
+  return { id, object: "model", type: "model", display_name: id, created, created_at: new Date(created * 1000).toISOString(), owned_by: "reins" };
+}
+
+function modelList(name: string): Record<string, unknown> {
+  return { object: "list", data: [modelObject(name)], has_more: false, first_id: name, last_id: name };
+}
