@@ -29,7 +29,7 @@ export const HarnessSpecSchema = z
         bin: z.string().optional().describe("Executable name inside the package."),
       })
       .optional(),
-    command: z.array(z.string()).min(1).describe("argv; Handlebars templates over instruction, workspace, model, baseUrl."),
+    command: z.array(z.string()).min(1).describe("argv; Handlebars templates over instruction, workspace, model, baseUrl, apiKey, home, node, reinsAgent."),
     env: z.record(z.string(), z.string()).optional().describe("Environment; values are templates over baseUrl, apiKey, model, workspace, home."),
     homeFiles: z.array(z.strictObject({ path: z.string().min(1), content: z.string() })).optional().describe("Config files written into the harness's HOME."),
     optOuts: z.record(z.string(), z.string()).optional().describe("Settings that stop telemetry, updates and other traffic."),

@@ -1,0 +1,146 @@
+/**
+ * Pure part of launching a harness: from a ResolvedHarness and the rollout's facts, the exact argv,
+ * environment and config files. Nothing here touches the disk or spawns anything.
+ *
+ * The environment starts empty (no host variable leaks in, so no host secret does either): PATH,
+ * LANG and HOME, then the harness's `env`, then its `optOuts`, then whatever the caller adds
+ * (e.g. proxy variables of a sandbox). Templates are Handlebars in strict mode (a missing variable is
+ * a problem, not an empty string), without HTML escaping, in an isolated environment whose only
+ * helper is `json` (a JSON string literal, also a valid TOML basic string).
+ */
+import Handlebars from "handlebars";
+import path from "node:path";
+import type { ResolvedHarness } from "../../compiler/plan/types.js";
+import { fail, succeed, type Outcome } from "./problem.js";
+
+export interface LaunchContext {
+  instruction: string;
+  /** Absolute path of the task workspace (the harness's cwd). */
+  workspace: string;
+  /** Proxy base URL of this rollout, without /v1 (a harness or its template appends it). */
+  baseUrl: string;
+  apiKey: string;
+  /** Absolute path of a fresh, empty HOME for this run. */
+  home: string;
+  /** Overrides the harness's own `model`. */
+  model?: string;
+}
+
+export interface LaunchRuntime {
+  /** Directories put first on PATH (node's bin dir, the package's .bin). */
+  pathDirs: string[];
+  /** Absolute path of the installed executable; replaces argv[0] when argv[0] is its name. */
+  bin?: string;
+  /** Absolute path of the node binary the harness runs on. */
+  node: string;
+  /** Absolute path of reins-agent's entry script (template variable `reinsAgent`). */
+  reinsAgent: string;
+  /** Variables added last (they win), e.g. HTTPS_PROXY for a sandbox's egress recorder. */
+  extraEnv?: Record<string, string>;
+  /** Base PATH after pathDirs; default a fixed system PATH. */
+  systemPath?: string;
+  lang?: string;
+}
+
+export interface LaunchPlan {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  home: string;
+  /** Absolute paths under `home`, content rendered. */
+  homeFiles: { path: string; content: string }[];
+}
+
+export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+const handlebars = Handlebars.create();
+handlebars.registerHelper("json", (value: unknown) => JSON.stringify(value));
+
+export type TemplateVars = Record<string, string>;
+
+/** Renders one template; `where` names it in the problem (e.g. "env.ANTHROPIC_BASE_URL"). */
+export function renderTemplate(template: string, vars: TemplateVars, where: string): Outcome<string> {
+  try {
+    return succeed(handlebars.compile(template, { strict: true, noEscape: true })(vars));
+  } catch (e) {
+    const reason = (e as Error).message.split("\n")[0];
+    return fail(
+      "HarnessTemplateInvalid",
+      `The harness template at ${where} does not render: ${reason}.`,
+      `Use only {{instruction}}, {{workspace}}, {{model}}, {{baseUrl}}, {{apiKey}}, {{home}}, {{node}} and {{reinsAgent}} (and the {{json x}} helper).`,
+    );
+  }
+}
+
+function renderAll(entries: [string, string][], vars: TemplateVars, prefix: string): Outcome<[string, string][]> {
+  const out: [string, string][] = [];
+  for (const [key, template] of entries) {
+    const r = renderTemplate(template, vars, `${prefix}${key}`);
+    if (!r.ok) return r;
+    out.push([key, r.value]);
+  }
+  return succeed(out);
+}
+
+/** A homeFiles path: relative, inside HOME. */
+function homeFilePath(home: string, relative: string): Outcome<string> {
+  const target = path.resolve(home, relative);
+  const rel = path.relative(home, target);
+  if (path.isAbsolute(relative) || rel === "" || rel.startsWith("..")) {
+    return fail("HarnessHomeFileInvalid", `homeFiles path "${relative}" is not a file inside HOME.`, 'Give a relative path such as ".codex/config.toml".');
+  }
+  return succeed(target);
+}
+
+export function templateVars(harness: ResolvedHarness, ctx: LaunchContext, runtime: LaunchRuntime): TemplateVars {
+  return {
+    instruction: ctx.instruction,
+    workspace: ctx.workspace,
+    model: ctx.model ?? harness.model,
+    baseUrl: ctx.baseUrl.replace(/\/+$/, ""),
+    apiKey: ctx.apiKey,
+    home: ctx.home,
+    node: runtime.node,
+    reinsAgent: runtime.reinsAgent,
+  };
+}
+
+/** The argv, env and home files to launch `harness` for one rollout. */
+export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, runtime: LaunchRuntime): Outcome<LaunchPlan> {
+  if (harness.command.length === 0) {
+    return fail("HarnessCommandEmpty", `The harness ${harness.name} has an empty command.`, "Give the command line as a list, e.g. [claude, -p, \"{{instruction}}\"].");
+  }
+  const vars = templateVars(harness, ctx, runtime);
+  const argv: string[] = [];
+  for (const [i, template] of harness.command.entries()) {
+    const r = renderTemplate(template, vars, `command[${i}]`);
+    if (!r.ok) return r;
+    argv.push(r.value);
+  }
+  if (runtime.bin && argv[0] === path.basename(runtime.bin)) argv[0] = runtime.bin;
+
+  const env: Record<string, string> = {
+    PATH: [...runtime.pathDirs, runtime.systemPath ?? SYSTEM_PATH].join(path.delimiter),
+    LANG: runtime.lang ?? "C.UTF-8",
+    HOME: ctx.home,
+  };
+  for (const [source, prefix] of [
+    [harness.env, "env."],
+    [harness.optOuts, "optOuts."],
+  ] as const) {
+    const rendered = renderAll(Object.entries(source), vars, prefix);
+    if (!rendered.ok) return rendered;
+    for (const [k, v] of rendered.value) env[k] = v;
+  }
+  Object.assign(env, runtime.extraEnv ?? {});
+
+  const homeFiles: LaunchPlan["homeFiles"] = [];
+  for (const file of harness.homeFiles) {
+    const target = homeFilePath(ctx.home, file.path);
+    if (!target.ok) return target;
+    const content = renderTemplate(file.content, vars, `homeFiles[${file.path}]`);
+    if (!content.ok) return content;
+    homeFiles.push({ path: target.value, content: content.value });
+  }
+  return succeed({ argv, env, cwd: ctx.workspace, home: ctx.home, homeFiles });
+}
