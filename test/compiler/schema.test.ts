@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import Ajv from "ajv";
+import { Ajv } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
 import { generateJsonSchemas, serializeSchema } from "../../src/compiler/index.js";
