@@ -3,6 +3,7 @@
  * runtime's pure manifest builders. Derived data: not part of the plan hash.
  */
 import type { Plan } from "../compiler/index.js";
+import { planManifests } from "../runtime/k8s/plan-manifests.js";
 
 type Builder = (plan: Plan) => Record<string, unknown>[];
 const builders: Builder[] = [];
@@ -15,3 +16,5 @@ export function attachManifests(plan: Plan): Plan {
   const manifests = builders.flatMap((b) => b(plan));
   return manifests.length > 0 ? { ...plan, manifests } : plan;
 }
+
+registerManifestBuilder(planManifests);

@@ -194,6 +194,13 @@ export function register(program: Command): void {
     .option("--json", "print {ok, created} as JSON on stdout")
     .action((name: string, opts: InitOptions) => {
       if (!checkName("experiment", name, opts.json)) return;
+      if (opts.tasks !== undefined && !existsSync(resolve(opts.tasks))) {
+        if (opts.json) printJson({ ok: false, code: "TasksDirNotFound", tasks: opts.tasks });
+        say(`error: the tasks directory ${opts.tasks} does not exist.`);
+        say("hint: pass a directory that holds task families (subdirectories with a family.yaml).");
+        process.exitCode = EXIT.failed;
+        return;
+      }
       const files = buildExperimentScaffold({ name, dir: opts.dir, cwd: process.cwd(), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
       const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");
       finish("experiment", name, files, opts, [`reins validate ${shown(files[0].path)}`, `reins plan ${shown(files[0].path)} --out plan.json`, `reins eval ${shown(files[1].path)}`]);

@@ -18,6 +18,7 @@ export function summarizePlan(plan: Plan, out?: string) {
     steps: plan.steps.length,
     rollouts,
     estimate: plan.estimate,
+    manifests: plan.manifests.map((m) => `${String(m.kind)}/${String((m.metadata as { name?: string } | undefined)?.name ?? "")}`),
     ...(out ? { out } : {}),
   };
 }
@@ -58,6 +59,7 @@ export function register(program: Command): void {
           `  rollouts   ${summary.rollouts}`,
           `  estimate   ~${summary.estimate.sandboxMinutes} sandbox-minutes, ~${summary.estimate.tokens} tokens (rough)`,
         ];
+        if (summary.manifests.length > 0) lines.push(`  manifests  ${summary.manifests.join(", ")}`);
         if (opts.out) lines.push(`  written to ${opts.out}`);
         process.stdout.write(`${lines.join("\n")}\n`);
       }

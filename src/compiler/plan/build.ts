@@ -63,6 +63,9 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
     algorithm = refOrInline<ResolvedAlgorithm>(spec.algorithm, world.algorithms, resolveAlgorithm, "Algorithm", () => at("algorithm", "name"), diagnostics);
     if (algorithm && !("name" in spec.algorithm)) diagnostics.push(...checkAlgorithm(algorithm, target, ["spec", "algorithm"]));
     trainer = refOrInline<ResolvedTrainer>(spec.trainer, world.trainers, resolveTrainer, "Trainer", () => at("trainer", "name"), diagnostics) ?? resolveTrainer(undefined);
+    if (trainer.device === "cpu" && (trainer.nodes > 1 || trainer.gpus > 0)) {
+      diagnostics.push(makeDiagnostic("InvalidValue", at("trainer"), `A CPU trainer runs on one node without GPUs (nodes ${trainer.nodes}, gpus ${trainer.gpus}).`, "Use device: cuda for multi-node or GPU training, or set nodes: 1 and gpus: 0."));
+    }
   }
 
   if (diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
