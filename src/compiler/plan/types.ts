@@ -83,6 +83,8 @@ export interface ResolvedHarness {
   mcpServers: { name: string; command: string[] }[];
   /** Extra seconds a harness needs to start (documented startup cost). */
   startupSeconds: number;
+  /** Read-only host paths shown in the sandbox; hostPath relative to Plan.root. */
+  mounts: { hostPath: string; sandboxPath: string }[];
 }
 
 export interface ResolvedModel {

@@ -19,7 +19,8 @@ export function toNumber(v: number | string | undefined, fallback: number): numb
   return typeof v === "number" ? v : Number(v);
 }
 
-export function resolveHarness(name: string, spec: HarnessSpec): ResolvedHarness {
+export function resolveHarness(name: string, spec: HarnessSpec, specFile = "", root = process.cwd()): ResolvedHarness {
+  const base = dirname(specFile || resolve(root, "x"));
   const out: ResolvedHarness = {
     name,
     command: [...spec.command],
@@ -30,6 +31,7 @@ export function resolveHarness(name: string, spec: HarnessSpec): ResolvedHarness
     callClasses: (spec.callClasses ?? []).map((r) => ({ class: r.class, match: { ...r.match } })),
     mcpServers: (spec.mcpServers ?? []).map((m) => ({ name: m.name, command: [...m.command] })),
     startupSeconds: spec.startupSeconds ?? (spec.dialect ? 2 : 0),
+    mounts: (spec.mounts ?? []).map((m) => ({ hostPath: relative(root, resolve(base, m.path)).split("\\").join("/") || ".", sandboxPath: m.sandboxPath })),
   };
   if (spec.dialect) out.dialect = spec.dialect;
   if (spec.install) out.install = { ...spec.install };

@@ -178,9 +178,17 @@ function checkParameters(cell: Cell, params: NonNullable<TaskFamilySpec["paramet
   return out;
 }
 
+const SINGLE_PARAM = /^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;
+
 /** Render every string in a plain value; keys are left alone. */
 function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { path: PathSegment[]; error: TemplateFailure }[]): unknown {
   if (typeof v === "string") {
+    // A string that is exactly one parameter reference keeps the parameter's type ("{{n}}" → 42).
+    const single = SINGLE_PARAM.exec(v);
+    if (single && Object.prototype.hasOwnProperty.call(ctx, single[1]!)) {
+      const value = ctx[single[1]!];
+      if (typeof value === "number" || typeof value === "boolean") return value;
+    }
     const r = renderTemplate(v, ctx);
     if (r.ok) return r.value;
     failures.push({ path, error: r.error });

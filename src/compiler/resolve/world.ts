@@ -91,7 +91,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   }
 
   const harnesses = new Map<string, Entry<ResolvedHarness>>();
-  for (const doc of docsOf("Harness")) harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec), doc });
+  for (const doc of docsOf("Harness")) harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec, doc.source.absPath), doc });
   const models = new Map<string, Entry<ResolvedModel>>();
   for (const doc of docsOf("Model")) {
     const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath);

@@ -354,10 +354,20 @@ export function resolveVerifierSpec(spec: VerifierSpec, name = "inline"): Resolv
 export const JSONPATH_PATTERN = /^\$(?:\.[A-Za-z_$][\w$-]*|\.\*|\[(?:-?\d+|\*|'[^']*'|"[^"]*")\])*$/;
 
 export interface CheckProblem {
-  /** Dotted field inside the check, e.g. "pattern". */
+  /** Field inside the check as text, e.g. "pattern" or "cells[0].row". */
   field: string;
+  /** The same as path segments inside the check's object form, e.g. ["cells", 0, "row"]. */
+  path: (string | number)[];
   message: string;
   hint: string;
+}
+
+function fieldPath(field: string): (string | number)[] {
+  return field === "" ? [] : [...field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] !== undefined ? Number(m[2]) : m[1]));
+}
+
+function problem(field: string, message: string, hint: string): CheckProblem {
+  return { field, path: fieldPath(field), message, hint };
 }
 
 function regexProblem(field: string, pattern: unknown, flags?: unknown): CheckProblem[] {
@@ -366,13 +376,13 @@ function regexProblem(field: string, pattern: unknown, flags?: unknown): CheckPr
     new RegExp(pattern, typeof flags === "string" ? flags : "");
     return [];
   } catch (e) {
-    return [{ field, message: `The regular expression /${pattern}/ does not compile: ${(e as Error).message}.`, hint: "Fix the pattern (JavaScript syntax; escape backslashes in YAML double-quoted strings)." }];
+    return [problem(field, `The regular expression /${pattern}/ does not compile: ${(e as Error).message}.`, "Fix the pattern (JavaScript syntax; escape backslashes in YAML double-quoted strings).")];
   }
 }
 
 function queryProblem(field: string, query: unknown): CheckProblem[] {
   if (typeof query !== "string" || JSONPATH_PATTERN.test(query)) return [];
-  return [{ field, message: `\`${query}\` is not a JSONPath reins understands.`, hint: "Use $, .key, ['key'], [0], [-1], [*] or .*, e.g. $.totals[0].amount." }];
+  return [problem(field, `\`${query}\` is not a JSONPath reins understands.`, "Use $, .key, ['key'], [0], [-1], [*] or .*, e.g. $.totals[0].amount.")];
 }
 
 /**
@@ -383,7 +393,7 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
   const c = check as Record<string, unknown>;
   const out: CheckProblem[] = [];
   const need = (ok: boolean, field: string, message: string, hint: string) => {
-    if (!ok) out.push({ field, message, hint });
+    if (!ok) out.push(problem(field, message, hint));
   };
   switch (check.type) {
     case "fileEquals":
@@ -423,14 +433,17 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
         ? [[head, c[head]]]
         : ((c[head] as Record<string, unknown>[] | undefined) ?? []).map((item, i) => [`${head}[${i}].${rest}`, item?.[rest]] as [string, unknown]);
     for (const [field, v] of values) {
-      if (typeof v === "string") out.push({ field, message: `\`${field}\` is ${JSON.stringify(v)}, not a number.`, hint: "Write a number; in a TaskFamily, make sure the template renders to one." });
+      if (typeof v === "string") out.push(problem(field, `\`${field}\` is ${JSON.stringify(v)}, not a number.`, "Write a number; in a TaskFamily, make sure the template renders to one."));
     }
   }
+  if (check.type === "commandExitsZero" && typeof c.timeoutSeconds === "number" && (c.timeoutSeconds < 1 || c.timeoutSeconds > 3600)) {
+    out.push(problem("timeoutSeconds", `timeoutSeconds ${c.timeoutSeconds} is outside 1–3600.`, "Give the command between 1 second and an hour."));
+  }
   if (typeof c.tolerance === "number" && c.tolerance < 0) {
-    out.push({ field: "tolerance", message: `tolerance ${c.tolerance} is negative.`, hint: "Use 0 or a positive tolerance." });
+    out.push(problem("tolerance", `tolerance ${c.tolerance} is negative.`, "Use 0 or a positive tolerance."));
   }
   if (typeof c.min === "number" && typeof c.max === "number" && c.min > c.max) {
-    out.push({ field: "min", message: `min (${c.min}) is greater than max (${c.max}).`, hint: "Swap the bounds." });
+    out.push(problem("min", `min (${c.min}) is greater than max (${c.max}).`, "Swap the bounds."));
   }
   return out;
 }
@@ -440,20 +453,20 @@ export function validateVerifier(v: ResolvedVerifier): CheckProblem[] {
   const out: CheckProblem[] = [];
   const present = { checks: v.checks.length > 0, script: v.script !== undefined, rubric: v.rubric !== undefined };
   if (!present.checks && !present.script && !present.rubric) {
-    out.push({ field: "", message: "The verifier has no checks, script or rubric, so it cannot score anything.", hint: "Add `checks`, a `script` or a `rubric`." });
+    out.push(problem("", "The verifier has no checks, script or rubric, so it cannot score anything.", "Add `checks`, a `script` or a `rubric`."));
   }
   const w = v.combine.weights;
   for (const key of Object.keys(w)) {
     const has = key === "code" ? present.checks || present.script : present[key as keyof typeof present];
     if (!has) {
-      out.push({ field: `combine.weights.${key}`, message: `The weight \`${key}\` names a part this verifier does not have.`, hint: key === "code" ? "`code` weighs checks and script; add one of them or drop the weight." : `Add \`${key}\` to the verifier or drop its weight.` });
+      out.push(problem(`combine.weights.${key}`, `The weight \`${key}\` names a part this verifier does not have.`, key === "code" ? "`code` weighs checks and script; add one of them or drop the weight." : `Add \`${key}\` to the verifier or drop its weight.`));
     }
   }
   if (w.code !== undefined && (w.checks !== undefined || w.script !== undefined)) {
-    out.push({ field: "combine.weights.code", message: "`code` already stands for checks and script together.", hint: "Weigh either `code`, or `checks` and `script` separately." });
+    out.push(problem("combine.weights.code", "`code` already stands for checks and script together.", "Weigh either `code`, or `checks` and `script` separately."));
   }
   if (v.combine.mode === "weighted" && Object.keys(w).length > 0 && Object.values(w).every((x) => x === 0)) {
-    out.push({ field: "combine.weights", message: "Every weight is 0.", hint: "Give at least one part a positive weight." });
+    out.push(problem("combine.weights", "Every weight is 0.", "Give at least one part a positive weight."));
   }
   return out;
 }

@@ -37,6 +37,15 @@ export const HarnessSpecSchema = z
     callClasses: z.array(CallClassRule).optional().describe("Rules classifying calls (main, subagent, compaction, title…)."),
     mcpServers: z.array(z.strictObject({ name: z.string().min(1), command: z.array(z.string()).min(1) })).optional(),
     startupSeconds: z.number().nonnegative().optional().describe("Typical start-up time, added to estimates."),
+    mounts: z
+      .array(
+        z.strictObject({
+          path: z.string().min(1).describe("Host directory or file, relative to this spec file."),
+          sandboxPath: z.string().regex(/^\/[^\0]*$/, "an absolute path").describe("Where the harness sees it (read-only)."),
+        }),
+      )
+      .optional()
+      .describe("Host paths shown read-only inside the sandbox (e.g. a baseline solver's scripts)."),
   })
   .describe("An agent harness.");
 

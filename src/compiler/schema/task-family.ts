@@ -44,6 +44,12 @@ export const GenerateSpec = z
   })
   .describe("Seeded parameter generation.");
 
+/** The template is a Task spec whose numeric fields may also be a single `{{parameter}}`. */
+const TemplateString = z.string().regex(/^\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}$/, "a number or a single {{parameter}}");
+export const TaskTemplateSchema = TaskSpecSchema.extend({
+  timeoutSeconds: z.union([PositiveInt.max(86400), TemplateString]).optional().describe("Seconds, or a single {{parameter}}."),
+}).describe("A Task spec whose strings and file contents are Handlebars templates.");
+
 export const TaskFamilySpecSchema = z
   .strictObject({
     parameters: z.array(ParameterSpec).optional(),
@@ -51,7 +57,7 @@ export const TaskFamilySpecSchema = z
     generate: GenerateSpec.optional(),
     category: z.string().optional().describe("Category of every task (defaults to the `category` label)."),
     taskLabels: z.record(z.string(), z.string()).optional().describe("Labels added to each task; values are templates (e.g. split: \"{{split}}\")."),
-    template: TaskSpecSchema.describe("A Task spec whose strings and file contents are Handlebars templates."),
+    template: TaskTemplateSchema,
   })
   .describe("A family of tasks rendered from one template.");
 

@@ -48,12 +48,13 @@ export function absolutizeModel(model: ResolvedModel, root: string): ResolvedMod
   return m;
 }
 
-export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): Promise<Map<string, PreparedHarness>> {
+export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], root = process.cwd()): Promise<Map<string, PreparedHarness>> {
   const out = new Map<string, PreparedHarness>();
   const agentDir = dirname(REINS_AGENT_PATH);
   for (const h of harnesses) {
     const runtime: LaunchRuntime = { pathDirs: [dirname(process.execPath)], node: process.execPath, reinsAgent: REINS_AGENT_PATH };
     const mounts: SandboxMount[] = [{ hostPath: agentDir, sandboxPath: agentDir }];
+    for (const m of h.mounts ?? []) mounts.push({ hostPath: isAbsolute(m.hostPath) ? m.hostPath : resolve(root, m.hostPath), sandboxPath: m.sandboxPath });
     if (h.install?.npm) {
       const installed = await installHarness(h.install);
       if (!installed.ok) throw new Error(`${installed.problem.code}: ${installed.problem.message} ${installed.problem.hint}`);
@@ -71,7 +72,7 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): P
 
 export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   const { plan, store } = opts;
-  const harnesses = await prepareHarnesses(plan.harnesses);
+  const harnesses = await prepareHarnesses(plan.harnesses, plan.root);
   const needsModel = plan.harnesses.some((h) => h.dialect !== undefined);
   let proxy: ProxyHandle | undefined;
   if (needsModel) {

@@ -1,0 +1,215 @@
+/**
+ * The `kubernetes` provider: a Pod per rollout (or a SandboxClaim from an agent-sandbox warm
+ * pool), exec over the API. Every object of a run carries `reins.dev/run` and an ownerReference to
+ * the run's owner ConfigMap, so `cleanupRun` (deleting the owner) deletes the whole run. Pods
+ * carry activeDeadlineSeconds, so a runner that dies cannot leave them running forever.
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import { apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "../k8s/client.js";
+import {
+  buildProxyOnlyNetworkPolicy,
+  buildRunOwner,
+  buildSandboxClaim,
+  buildSandboxPod,
+  buildSandboxTemplate,
+  buildSandboxWarmPool,
+  ownerName,
+  rolloutLabels,
+  type Manifest,
+  type RolloutIdentity,
+} from "../k8s/manifests.js";
+import { sleep } from "./process-tree.js";
+import { KubernetesSandbox, isPodReady } from "./kubernetes-sandbox.js";
+import { baseEnvironment, SANDBOX_HOME, type Sandbox, type SandboxProvider, type SandboxSpec } from "./provider.js";
+import { SandboxError, messageOf } from "./sandbox-error.js";
+
+export interface KubernetesProviderOptions {
+  /** Explicit API server; default the kubeconfig or in-cluster config. */
+  connection?: KubeConnection;
+  namespace?: string;
+  image?: string;
+  runtimeClassName?: string;
+  /** Take sandboxes from an agent-sandbox warm pool through SandboxClaims. */
+  useSandboxClaims?: boolean;
+  /** Warm pool replicas (with useSandboxClaims). */
+  warmPool?: number;
+  /** Life of a run's objects: owner expiry annotation and claim shutdown time. */
+  ttlSeconds?: number;
+  /** The proxy as seen from pods, when specs do not give one. */
+  proxyUrl?: string;
+  /** Create a NetworkPolicy per run allowing egress only to these proxy pods. */
+  proxyPolicy?: { podLabels: Record<string, string>; port: number };
+  readyTimeoutMs?: number;
+  pollIntervalMs?: number;
+}
+
+const AGENT_SANDBOX = { group: "extensions.agents.x-k8s.io", version: "v1beta1" };
+const DEFAULT_IMAGE = "localhost/reins-sandbox:1";
+
+interface RunObjects {
+  owner: { name: string; uid: string };
+}
+
+export class KubernetesSandboxProvider implements SandboxProvider {
+  readonly type = "kubernetes" as const;
+  readonly namespace: string;
+  private clientsValue: KubeClients | null = null;
+  private readonly runs = new Map<string, Promise<RunObjects>>();
+  private readonly live = new Set<KubernetesSandbox>();
+
+  constructor(private readonly options: KubernetesProviderOptions = {}) {
+    this.namespace = options.namespace ?? "default";
+  }
+
+  private get clients(): KubeClients {
+    if (!this.clientsValue) this.clientsValue = makeKubeClients(makeKubeConfig(this.options.connection));
+    return this.clientsValue;
+  }
+
+  private async createOrGet(create: () => Promise<unknown>, get: () => Promise<unknown>): Promise<unknown> {
+    try {
+      return await create();
+    } catch (error) {
+      if (apiStatus(error) === 409) return get();
+      throw error;
+    }
+  }
+
+  private async createCustom(plural: string, body: Manifest): Promise<void> {
+    await this.createOrGet(
+      () => this.clients.custom.createNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: this.namespace, plural, body }),
+      async () => undefined,
+    );
+  }
+
+  /** The run's owner (and policy, template and warm pool), created once per run. */
+  private ensureRun(runId: string): Promise<RunObjects> {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = (async () => {
+        const ns = this.namespace;
+        const body = buildRunOwner({ runId, namespace: ns, ttlSeconds: this.options.ttlSeconds });
+        const cm = (await this.createOrGet(
+          () => this.clients.core.createNamespacedConfigMap({ namespace: ns, body }),
+          () => this.clients.core.readNamespacedConfigMap({ name: body.metadata.name, namespace: ns }),
+        )) as { metadata?: { name?: string; uid?: string } };
+        const owner = { name: cm.metadata?.name ?? body.metadata.name, uid: cm.metadata?.uid ?? "" };
+        if (!owner.uid) throw new Error(`the API server returned no uid for ConfigMap ${owner.name}`);
+        if (this.options.proxyPolicy) {
+          const policy = buildProxyOnlyNetworkPolicy({ runId, namespace: ns, proxyPodLabels: this.options.proxyPolicy.podLabels, proxyPort: this.options.proxyPolicy.port, owner });
+          await this.createOrGet(() => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }), async () => undefined);
+        }
+        if (this.options.useSandboxClaims) {
+          const pool = { runId, namespace: ns, image: this.options.image ?? DEFAULT_IMAGE, replicas: this.options.warmPool ?? 1, runtimeClassName: this.options.runtimeClassName, owner };
+          await this.createCustom("sandboxtemplates", buildSandboxTemplate(pool));
+          await this.createCustom("sandboxwarmpools", buildSandboxWarmPool(pool));
+        }
+        return { owner };
+      })();
+      run.catch(() => this.runs.delete(runId));
+      this.runs.set(runId, run);
+    }
+    return run;
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const identity: RolloutIdentity = { runId: spec.runId, rolloutId: spec.id, task: spec.task, harness: spec.harness };
+    const ns = this.namespace;
+    let owner: { name: string; uid: string };
+    try {
+      owner = (await this.ensureRun(spec.runId)).owner;
+    } catch (error) {
+      throw new SandboxError("create-failed", spec.id, `cannot create the run's objects: ${messageOf(error)}`, "check the cluster connection, the namespace and RBAC (configmaps, pods, pods/exec)", { cause: error });
+    }
+    const env = { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) };
+    const configuredProxy = spec.proxyUrl ?? this.options.proxyUrl;
+    const proxyUrl = (spec.network ?? (configuredProxy ? "proxy-only" : "none")) === "proxy-only" ? configuredProxy : undefined;
+    let podName: string;
+    let claimName: string | undefined;
+    try {
+      if (this.options.useSandboxClaims) {
+        const claim = buildSandboxClaim({ identity, namespace: ns, ttlSeconds: spec.timeoutSeconds ?? this.options.ttlSeconds, owner });
+        claimName = claim.metadata.name;
+        await this.clients.custom.createNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: ns, plural: "sandboxclaims", body: claim });
+        podName = await this.waitForClaimedPod(identity, spec.id);
+      } else {
+        const pod = buildSandboxPod({
+          identity,
+          namespace: ns,
+          image: spec.image ?? this.options.image ?? DEFAULT_IMAGE,
+          resources: spec.resources,
+          deadlineSeconds: spec.timeoutSeconds,
+          owner,
+          runtimeClassName: this.options.runtimeClassName,
+          env,
+          labels: spec.labels,
+        });
+        podName = pod.metadata.name;
+        await this.clients.core.createNamespacedPod({ namespace: ns, body: pod as unknown as V1Pod });
+        await this.waitForPodReady(podName, spec.id);
+      }
+    } catch (error) {
+      await this.deleteQuietly(podName!, claimName);
+      if (error instanceof SandboxError) throw error;
+      throw new SandboxError("create-failed", spec.id, `cannot create the sandbox pod: ${messageOf(error)}`, "check the image, the namespace's quota and RBAC", { cause: error });
+    }
+    const sandbox = new KubernetesSandbox({ id: spec.id, clients: this.clients, namespace: ns, podName, claimName, env, proxyUrl }, () => this.live.delete(sandbox));
+    this.live.add(sandbox);
+    return sandbox;
+  }
+
+  private async deleteQuietly(podName: string | undefined, claimName: string | undefined): Promise<void> {
+    if (claimName) {
+      await this.clients.custom
+        .deleteNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: this.namespace, plural: "sandboxclaims", name: claimName })
+        .catch(() => undefined);
+    }
+    if (podName) await this.clients.core.deleteNamespacedPod({ name: podName, namespace: this.namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+  }
+
+  private async poll<T>(id: string, what: string, step: () => Promise<T | null>): Promise<T> {
+    const deadline = Date.now() + (this.options.readyTimeoutMs ?? 300_000);
+    for (;;) {
+      const value = await step();
+      if (value !== null) return value;
+      if (Date.now() > deadline) throw new SandboxError("timeout", id, `${what} not ready after ${this.options.readyTimeoutMs ?? 300_000} ms`, "the cluster may lack capacity or the image may not pull");
+      await sleep(this.options.pollIntervalMs ?? 500);
+    }
+  }
+
+  private waitForPodReady(name: string, id: string): Promise<V1Pod> {
+    return this.poll(id, `pod ${name}`, async () => {
+      const pod = await this.clients.core.readNamespacedPod({ name, namespace: this.namespace });
+      const phase = pod.status?.phase;
+      if (phase === "Failed" || phase === "Succeeded") {
+        const why = [pod.status?.reason, pod.status?.message].filter(Boolean).join(": ");
+        throw new SandboxError("create-failed", id, `pod ${name} ended (${phase}) before it was ready${why ? `: ${why}` : ""}`);
+      }
+      return isPodReady(pod) ? pod : null;
+    });
+  }
+
+  /** The warm pod a claim adopted carries the rollout's labels (additionalPodMetadata). */
+  private waitForClaimedPod(identity: RolloutIdentity, id: string): Promise<string> {
+    const labels = rolloutLabels(identity);
+    const selector = ["reins.dev/run", "reins.dev/rollout"].map((k) => `${k}=${labels[k]}`).join(",");
+    return this.poll(id, `claimed sandbox for ${identity.rolloutId}`, async () => {
+      const list = await this.clients.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector });
+      const ready = list.items.find(isPodReady);
+      return ready?.metadata?.name ?? null;
+    });
+  }
+
+  async cleanupRun(runId: string): Promise<void> {
+    this.runs.delete(runId);
+    try {
+      await this.clients.core.deleteNamespacedConfigMap({ name: ownerName(runId), namespace: this.namespace, propagationPolicy: "Background" });
+    } catch (error) {
+      if (apiStatus(error) !== 404) throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.live].map((s) => s.destroy().catch(() => undefined)));
+  }
+}

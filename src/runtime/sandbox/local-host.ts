@@ -1,0 +1,132 @@
+/**
+ * What the local provider learns about the host once: which top-level entries to show, what to
+ * hide, where bwrap and socat live, and the passwd/group files that name the sandbox user.
+ */
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./local-args.js";
+
+export interface LocalHost {
+  bwrap: string | null;
+  socat: string | null;
+  hostEntries: HostEntry[];
+  hide: HiddenPath[];
+  emptyFile: string;
+  passwdFile: string;
+  groupFile: string;
+}
+
+export function findExecutable(name: string, dirs = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"]): string | null {
+  for (const dir of dirs) {
+    const candidate = path.join(dir, name);
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+export function scanHostRoot(systemDirs: string[] = SYSTEM_DIRS): HostEntry[] {
+  const out: HostEntry[] = [];
+  for (const e of readdirSync("/", { withFileTypes: true })) {
+    if (!systemDirs.includes(e.name)) continue;
+    if (e.isSymbolicLink()) out.push({ name: e.name, kind: "symlink", target: readlinkSync(`/${e.name}`) });
+    else if (e.isDirectory()) out.push({ name: e.name, kind: "dir" });
+  }
+  return out.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Resolves hide paths to existing, visible entries (only those under shown system directories matter). */
+export function resolveHidden(paths: string[], hostEntries: HostEntry[]): HiddenPath[] {
+  const shown = new Set(hostEntries.filter((e) => e.kind === "dir").map((e) => e.name));
+  const out: HiddenPath[] = [];
+  const seen = new Set<string>();
+  for (const raw of paths) {
+    const p = path.posix.normalize(raw);
+    const top = p.split("/")[1] ?? "";
+    if (!shown.has(top) || p === `/${top}` || seen.has(p)) continue;
+    let info;
+    try {
+      info = lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (info.isSymbolicLink()) continue;
+    seen.add(p);
+    out.push({ path: p, kind: info.isDirectory() ? "dir" : "file" });
+  }
+  return out;
+}
+
+/** The host's passwd/group with the sandbox user's entry (replacing any entry with the same id). */
+export function withSandboxUser(text: string, line: string, id: number, field: number): string {
+  const kept = text.split("\n").filter((l) => l.trim() !== "" && l.split(":")[field] !== String(id));
+  return [...kept, line].join("\n") + "\n";
+}
+
+export async function prepareLocalHost(
+  stateRoot: string,
+  uid: number,
+  gid: number,
+  home: string,
+  extraHidden: string[],
+  systemDirs?: string[],
+): Promise<LocalHost> {
+  const hostDir = path.join(stateRoot, ".host");
+  await mkdir(hostDir, { recursive: true });
+  const emptyFile = path.join(hostDir, "empty");
+  const passwdFile = path.join(hostDir, "passwd");
+  const groupFile = path.join(hostDir, "group");
+  const readOr = (p: string): string => (existsSync(p) ? readFileSync(p, "utf8") : "");
+  // Replaced atomically: other runners sharing this root may be binding these files right now.
+  await writeAtomic(emptyFile, "");
+  await writeAtomic(passwdFile, withSandboxUser(readOr("/etc/passwd"), `sandbox:x:${uid}:${gid}:sandbox:${home}:/bin/sh`, uid, 2));
+  await writeAtomic(groupFile, withSandboxUser(readOr("/etc/group"), `sandbox:x:${gid}:`, gid, 2));
+  await pruneStale(stateRoot);
+  const hostEntries = scanHostRoot(systemDirs);
+  return {
+    bwrap: findExecutable("bwrap"),
+    socat: findExecutable("socat"),
+    hostEntries,
+    hide: resolveHidden([...DEFAULT_HIDDEN, ...extraHidden, stateRoot], hostEntries),
+    emptyFile,
+    passwdFile,
+    groupFile,
+  };
+}
+
+async function writeAtomic(file: string, content: string): Promise<void> {
+  const temp = `${file}.${process.pid}.tmp`;
+  await writeFile(temp, content);
+  await rename(temp, file);
+}
+
+/** "<pid> <start time>" of this process: survives pid reuse checks. */
+export function ownerStamp(pid = process.pid): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return `${pid} ${start}`;
+  } catch {
+    return null;
+  }
+}
+
+/** Removes sandbox state left by runners that no longer exist (their processes died with them). */
+export async function pruneStale(stateRoot: string): Promise<number> {
+  let removed = 0;
+  for (const name of await readdir(stateRoot).catch(() => [] as string[])) {
+    if (name.startsWith(".")) continue;
+    const dir = path.join(stateRoot, name);
+    const owner = await readFile(path.join(dir, "owner"), "utf8").catch(() => null);
+    if (owner === null) continue;
+    const pid = Number(owner.split(" ")[0]);
+    if (Number.isInteger(pid) && ownerStamp(pid) === owner.trim()) continue;
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    removed++;
+  }
+  return removed;
+}

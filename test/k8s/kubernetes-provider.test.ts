@@ -1,0 +1,157 @@
+/**
+ * The kubernetes provider's client code (@kubernetes/client-node 2.0.1) against an in-process mock
+ * API server: REST replayed from hand-written exchanges (fixtures/), exec over a real websocket
+ * (v5.channel.k8s.io) whose commands run for real in local sandboxes.
+ */
+import { readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { KubernetesSandboxProvider } from "../../src/runtime/sandbox/kubernetes.js";
+import type { KubernetesSandbox } from "../../src/runtime/sandbox/kubernetes-sandbox.js";
+import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/provider.js";
+import { buildSandboxPod, ownerReference } from "../../src/runtime/k8s/manifests.js";
+import { validateManifest } from "../../src/runtime/k8s/validate.js";
+import { MockApiServer, type Exchange } from "./mock-api-server.js";
+import { LocalPodBackend } from "./local-pod-backend.js";
+import { tempDir } from "../sandbox/helpers.js";
+
+const NS = "reins-test";
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+function fixture(name: string): Exchange[] {
+  return (JSON.parse(readFileSync(path.join(import.meta.dirname, "fixtures", `${name}.json`), "utf8")) as { exchanges: Exchange[] }).exchanges;
+}
+
+async function setup(name: string, options: Partial<ConstructorParameters<typeof KubernetesSandboxProvider>[0]> = {}) {
+  const root = tempDir("reins-k8s-");
+  const backend = new LocalPodBackend(path.join(root, "pods"));
+  const mock = await MockApiServer.start(fixture(name), backend);
+  const provider = new KubernetesSandboxProvider({ connection: { server: mock.url, skipTLSVerify: true }, namespace: NS, pollIntervalMs: 10, readyTimeoutMs: 5000, ...options });
+  cleanups.push(async () => {
+    await provider.close();
+    await backend.close();
+    await mock.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  return { mock, provider, backend };
+}
+
+const posted = (mock: MockApiServer, suffix: string) => mock.received.filter((r) => r.method === "POST" && r.path.endsWith(suffix)).map((r) => r.body as Record<string, unknown>);
+
+describe("kubernetes provider against recorded API exchanges", () => {
+  it("creates the run owner and a valid Pod, waits for Ready, execs, copies files, deletes", async () => {
+    const { mock, provider } = await setup("pod-lifecycle");
+    const box = (await provider.create({ id: "r-0", runId: "run-k8s", task: "hello", harness: "shell", network: "none", timeoutSeconds: 900, env: { GREETING: "hi" } })) as KubernetesSandbox;
+    expect(box.podName).toBe("reins-run-k8s-r-0-3b13ed");
+
+    const [owner] = posted(mock, "/configmaps");
+    const [pod] = posted(mock, "/pods");
+    expect(validateManifest(owner)).toEqual([]);
+    expect(validateManifest(pod)).toEqual([]);
+    const expected = buildSandboxPod({
+      identity: { runId: "run-k8s", rolloutId: "r-0", task: "hello", harness: "shell" },
+      namespace: NS,
+      image: "localhost/reins-sandbox:1",
+      deadlineSeconds: 900,
+      owner: { name: "reins-run-run-k8s-cfb860", uid: "6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11" },
+      env: { ...baseEnvironment(SANDBOX_HOME), GREETING: "hi" },
+    });
+    expect(pod).toEqual(expected);
+    expect((pod.metadata as { ownerReferences: unknown[] }).ownerReferences).toEqual([ownerReference({ name: "reins-run-run-k8s-cfb860", uid: "6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11" })]);
+    // Pending, Pending (not ready), Running/Ready: three polls.
+    expect(mock.received.filter((r) => r.method === "GET").length).toBe(3);
+
+    const r = await box.exec(["sh", "-c", 'pwd; echo "$GREETING"; echo err >&2; exit 3']);
+    expect(r).toMatchObject({ exitCode: 3, stdout: "/workspace\nhi\n", stderr: "err\n", signal: null, timedOut: false });
+    expect((await box.exec(["true"])).exitCode).toBe(0);
+    expect((await box.exec(["cat"], { stdin: "over the websocket" })).stdout).toBe("over the websocket");
+
+    const binary = new Uint8Array(100_000).map((_, i) => (i * 13) % 256);
+    await box.writeFiles([
+      { path: "in/data.bin", content: binary },
+      { path: "/home/sandbox/.tool/cfg.json", content: '{"a":1}' },
+    ]);
+    expect(await box.listFiles()).toEqual(["in/data.bin"]);
+    expect(await box.listFiles("/home/sandbox")).toEqual([".tool/cfg.json"]);
+    expect(Buffer.compare(await box.readFile("in/data.bin"), Buffer.from(binary))).toBe(0);
+
+    const execs = mock.execs;
+    expect(execs.every((e) => e.protocol === "v5.channel.k8s.io" && e.container === "sandbox" && e.pod === "reins-run-k8s-r-0-3b13ed" && e.namespace === NS)).toBe(true);
+    expect(execs[0].command.slice(0, 2)).toEqual(["env", "-i"]);
+
+    expect(await box.alive()).toBe(true);
+    await box.destroy();
+    await provider.cleanupRun("run-k8s");
+    expect(mock.unexpected).toEqual([]);
+    expect(mock.pending()).toEqual([]);
+  });
+
+  it("kills a timed-out command inside the pod", async () => {
+    const { mock, provider } = await setup("pod-lifecycle");
+    const box = await provider.create({ id: "r-0", runId: "run-k8s", task: "hello", harness: "shell", network: "none" });
+    const r = await box.exec(["sh", "-c", "sleep 30; echo never"], { timeoutMs: 300 });
+    expect(r).toMatchObject({ timedOut: true, exitCode: null, signal: "SIGKILL" });
+    expect(r.stdout).toBe("");
+    expect(mock.execs.some((e) => e.command.join(" ").includes("kill -9 -1"))).toBe(true);
+    await box.destroy();
+  });
+
+  it("reads an existing run owner back, and turns creation failures into typed errors", async () => {
+    const { mock, provider } = await setup("pod-failures", { readyTimeoutMs: 300 });
+    await expect(provider.create({ id: "r-fail", runId: "run-k8s", network: "none" })).rejects.toMatchObject({
+      kind: "create-failed",
+      message: expect.stringContaining("DeadlineExceeded"),
+    });
+    await expect(provider.create({ id: "r-403", runId: "run-k8s", network: "none" })).rejects.toMatchObject({
+      kind: "create-failed",
+      message: expect.stringContaining("forbidden"),
+    });
+    await expect(provider.create({ id: "r-slow", runId: "run-k8s", network: "none" })).rejects.toMatchObject({ kind: "timeout" });
+    const pods = posted(mock, "/pods");
+    expect(pods).toHaveLength(3);
+    for (const pod of pods) {
+      expect((pod.metadata as { ownerReferences: { uid: string }[] }).ownerReferences[0].uid).toBe("6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11");
+    }
+    expect(mock.unexpected).toEqual([]);
+    expect(mock.pending()).toEqual([]);
+  });
+
+  it("reports a pod that vanished as died", async () => {
+    const { mock, provider, backend } = await setup("pod-dies");
+    const box = await provider.create({ id: "r-dies", runId: "run-k8s", network: "none" });
+    expect((await box.exec(["echo", "alive"])).stdout).toBe("alive\n");
+    await backend.deleted("reins-run-k8s-r-dies-71791d");
+    mock.advance();
+    await expect(box.exec(["true"])).rejects.toMatchObject({ kind: "died" });
+    await box.destroy();
+    expect(mock.unexpected).toEqual([]);
+    expect(mock.pending()).toEqual([]);
+  });
+
+  it("takes a warm sandbox through a SandboxClaim, with valid agent-sandbox objects", async () => {
+    const { mock, provider } = await setup("sandbox-claims", {
+      useSandboxClaims: true,
+      warmPool: 2,
+      proxyUrl: "http://reins-proxy.reins.svc:8080",
+      proxyPolicy: { podLabels: { "app.kubernetes.io/name": "reins-proxy" }, port: 8080 },
+    });
+    const box = (await provider.create({ id: "c-0", runId: "run-claims", timeoutSeconds: 600 })) as KubernetesSandbox;
+    expect(box.podName).toBe("reins-pool-run-claims-6bd6dc-x7k2p");
+    expect(box.proxyUrl).toBe("http://reins-proxy.reins.svc:8080");
+    for (const kind of ["/configmaps", "/networkpolicies", "/sandboxtemplates", "/sandboxwarmpools", "/sandboxclaims"]) {
+      const [body] = posted(mock, kind);
+      expect(body, kind).toBeDefined();
+      expect(validateManifest(body), kind).toEqual([]);
+    }
+    const [claim] = posted(mock, "/sandboxclaims");
+    expect(claim.spec).toMatchObject({ warmPoolRef: { name: "reins-pool-run-claims-6bd6dc" }, lifecycle: { shutdownPolicy: "Delete" } });
+    expect((await box.exec(["sh", "-c", "echo claimed"])).stdout).toBe("claimed\n");
+    await box.destroy();
+    expect(mock.unexpected).toEqual([]);
+    expect(mock.pending()).toEqual([]);
+  });
+});

@@ -1,0 +1,194 @@
+/** Pure parts of the sandbox providers, checked against real tools where that is the point. */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildTar } from "../../src/runtime/sandbox/tar.js";
+import { tarEntriesFor } from "../../src/runtime/sandbox/exec-files.js";
+import { wrapForContainer, waitForListenerCommand } from "../../src/runtime/sandbox/container-command.js";
+import { OutputBuffer } from "../../src/runtime/sandbox/output-buffer.js";
+import { buildEnterArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local-args.js";
+import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local-host.js";
+import { parseProcStat } from "../../src/runtime/sandbox/process-tree.js";
+import { locateInRoots } from "../../src/runtime/sandbox/host-files.js";
+import { tempDir } from "./helpers.js";
+
+const dir = tempDir("reins-builders-");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("tar writer", () => {
+  it("produces archives GNU tar extracts exactly, long paths and binary content included", () => {
+    const longName = `${"d".repeat(90)}/${"e".repeat(90)}/${"f".repeat(120)}.txt`;
+    const entries = tarEntriesFor(
+      [
+        { abs: "/workspace/a/b.txt", content: Buffer.from("hello"), mode: 0o640 },
+        { abs: "/workspace/bin.dat", content: new Uint8Array([0, 1, 2, 255]), mode: 0o755 },
+        { abs: `/workspace/${longName}`, content: Buffer.from("long"), mode: 0o644 },
+        { abs: "/home/sandbox/.cfg", content: Buffer.from(""), mode: 0o600 },
+      ],
+      ["/workspace", "/home/sandbox"],
+    );
+    const archive = buildTar(entries);
+    expect(archive.length % 512).toBe(0);
+    const out = path.join(dir, "extract");
+    mkdirSync(out);
+    execFileSync("tar", ["-x", "-f", "-", "-C", out], { input: archive });
+    expect(readFileSync(path.join(out, "workspace/a/b.txt"), "utf8")).toBe("hello");
+    expect(statSync(path.join(out, "workspace/a/b.txt")).mode & 0o777).toBe(0o640);
+    expect([...readFileSync(path.join(out, "workspace/bin.dat"))]).toEqual([0, 1, 2, 255]);
+    expect(statSync(path.join(out, "workspace/bin.dat")).mode & 0o777).toBe(0o755);
+    expect(readFileSync(path.join(out, "workspace", longName), "utf8")).toBe("long");
+    expect(readFileSync(path.join(out, "home/sandbox/.cfg"), "utf8")).toBe("");
+    const listing = execFileSync("tar", ["-t", "-f", "-"], { input: archive }).toString().trim().split("\n");
+    expect(listing).toContain("workspace/a/");
+  });
+
+  it("refuses paths outside the roots or with ..", () => {
+    expect(() => tarEntriesFor([{ abs: "/etc/passwd", content: Buffer.from(""), mode: 0o644 }], ["/workspace"])).toThrow();
+    expect(() => tarEntriesFor([{ abs: "/workspace/../x", content: Buffer.from(""), mode: 0o644 }], ["/workspace"])).toThrow();
+  });
+});
+
+describe("container command wrapper", () => {
+  it("gives exactly the explicit env and working directory (run with the host's sh)", () => {
+    const argv = wrapForContainer(["sh", "-c", 'pwd; env | sort; printf "%s|" "$@"', "x", "a b", "c'd"], dir, { B: "2", A: "one two" });
+    const out = execFileSync(argv[0], argv.slice(1), { env: { PATH: "/usr/bin:/bin", LEAK: "yes" } }).toString();
+    const lines = out.split("\n");
+    expect(lines[0]).toBe(dir);
+    expect(out).not.toContain("LEAK");
+    expect(out).toContain("A=one two\n");
+    expect(out.endsWith("a b|c'd|")).toBe(true);
+  });
+
+  it("rejects invalid variable names and reports a missing directory as 126", () => {
+    expect(() => wrapForContainer(["true"], "/", { "BAD-NAME": "x" })).toThrow();
+    const argv = wrapForContainer(["true"], "/nonexistent-dir", {});
+    let code = 0;
+    try {
+      execFileSync(argv[0], argv.slice(1), { stdio: "ignore" });
+    } catch (e) {
+      code = (e as { status: number }).status;
+    }
+    expect(code).toBe(126);
+  });
+
+  it("waits for a listener by reading /proc/net/tcp", () => {
+    expect(waitForListenerCommand(18080)[2]).toContain("0100007F:46A0");
+  });
+});
+
+describe("local provider builders", () => {
+  const layout: KeeperLayout = {
+    hostEntries: [
+      { name: "usr", kind: "dir" },
+      { name: "bin", kind: "symlink", target: "usr/bin" },
+      { name: "etc", kind: "dir" },
+    ],
+    hide: [
+      { path: "/etc/ssh", kind: "dir" },
+      { path: "/etc/shadow", kind: "file" },
+    ],
+    emptyFile: "/state/empty",
+    passwdFile: "/state/passwd",
+    workspaceHost: "/state/ws",
+    homeHost: "/state/home",
+    tmpHost: "/state/tmp",
+    workspacePath: "/workspace",
+    homePath: "/home/sandbox",
+    mounts: [
+      { hostPath: "/cache/npm", sandboxPath: "/opt2/harness/npm", readOnly: true },
+      { hostPath: "/cache/tmp", sandboxPath: "/tmp/cache/x", readOnly: true },
+    ],
+    proxySocketHost: "/sock/r1.sock",
+    hostname: "sandbox",
+    network: "proxy-only",
+  };
+  const args = buildKeeperArgs(layout);
+  const pairs = (flag: string) => args.flatMap((a, i) => (a === flag ? [[args[i + 1], args[i + 2]]] : []));
+
+  it("shows system dirs read-only, hides secrets, binds the sandbox's own dirs and the socket", () => {
+    expect(pairs("--ro-bind")).toEqual(
+      expect.arrayContaining([
+        ["/usr", "/usr"],
+        ["/etc", "/etc"],
+        ["/state/empty", "/etc/shadow"],
+        ["/state/passwd", "/etc/passwd"],
+        ["/cache/npm", "/opt2/harness/npm"],
+        ["/sock/r1.sock", "/run/reins/proxy.sock"],
+      ]),
+    );
+    expect(pairs("--symlink")).toEqual([["usr/bin", "/bin"]]);
+    expect(pairs("--bind")).toEqual([
+      ["/state/tmp", "/tmp"],
+      ["/state/home", "/home/sandbox"],
+      ["/state/ws", "/workspace"],
+    ]);
+    expect(args.indexOf("--tmpfs")).toBeLessThan(args.indexOf("/etc/ssh") + 1);
+    for (const flag of ["--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session", "--clearenv"]) expect(args).toContain(flag);
+    expect(args.slice(args.indexOf("--cap-drop"), args.indexOf("--cap-drop") + 2)).toEqual(["--cap-drop", "ALL"]);
+    expect(args.slice(args.indexOf("--remount-ro"), args.indexOf("--remount-ro") + 2)).toEqual(["--remount-ro", "/"]);
+  });
+
+  it("creates traversable parents for mount points outside the shown dirs", () => {
+    const dirs = args.flatMap((a, i) => (a === "--dir" ? [args[i + 1]] : []));
+    expect(dirs).toEqual(["/home", "/opt2", "/opt2/harness", "/tmp/cache"]);
+    expect(args.indexOf("/opt2")).toBeGreaterThan(args.indexOf("/workspace"));
+    expect(args.slice(args.indexOf("/home") - 3, args.indexOf("/home"))).toEqual(["--perms", "0755", "--dir"]);
+  });
+
+  it("keeper script waits for the forwarder's listener before saying ready", () => {
+    const script = buildKeeperScript(["/usr/bin/socat", "TCP-LISTEN:18080"], 18080);
+    expect(script.indexOf("0100007F:46A0")).toBeLessThan(script.indexOf("echo ready"));
+    expect(buildKeeperScript(null, 18080)).not.toContain("/proc/net/tcp");
+    expect(portHex(443)).toBe("01BB");
+  });
+
+  it("enters the namespaces, gets its own pid namespace and drops every privilege", () => {
+    const argv = buildEnterArgv({ targetPid: 42, uid: 1000, gid: 1000, cwd: "/workspace/x", argv: ["echo", "hi"] });
+    expect(argv.slice(0, 3)).toEqual(["/usr/bin/nsenter", "-t", "42"]);
+    expect(argv).toEqual(expect.arrayContaining(["--pid", "--fork", "--kill-child", "--reuid=1000", "--bounding-set=-all", "--no-new-privs"]));
+    expect(argv.slice(-2)).toEqual(["echo", "hi"]);
+    expect(argv[argv.indexOf("reins-init") + 1]).toBe("/workspace/x");
+  });
+
+  it("adds the sandbox user to passwd, replacing any user with the same id", () => {
+    const text = withSandboxUser("root:x:0:0::/root:/bin/sh\nother:x:1000:1000::/home/other:/bin/sh\n", "sandbox:x:1000:1000::/home/sandbox:/bin/sh", 1000, 2);
+    expect(text).toBe("root:x:0:0::/root:/bin/sh\nsandbox:x:1000:1000::/home/sandbox:/bin/sh\n");
+  });
+
+  it("hides only existing paths under shown directories", () => {
+    const hidden = resolveHidden(["/etc/hostname", "/etc/does-not-exist", "/root/x", "/etc"], [{ name: "etc", kind: "dir" }]);
+    expect(hidden).toEqual([{ path: "/etc/hostname", kind: "file" }]);
+  });
+});
+
+describe("small helpers", () => {
+  it("output buffer keeps the last bytes", () => {
+    const b = new OutputBuffer(5);
+    b.push(Buffer.from("abc"));
+    b.push(Buffer.from("defg"));
+    expect(b.text()).toBe("cdefg");
+    expect(b.truncated).toBe(true);
+    const unbounded = new OutputBuffer(100);
+    unbounded.push(Buffer.from("x"));
+    expect(unbounded.truncated).toBe(false);
+  });
+
+  it("parses /proc stat lines whose command names contain spaces and parentheses", () => {
+    expect(parseProcStat("123 (a (weird) name) S 45 123 123 0 -1 4194560 0")).toEqual({ pid: 123, ppid: 45, state: "S", flags: 4194560 });
+  });
+
+  it("locates in-sandbox paths in the writable roots only", () => {
+    const roots = [
+      { sandboxPath: "/workspace", hostPath: "/h/ws" },
+      { sandboxPath: "/home/sandbox", hostPath: "/h/home" },
+    ];
+    expect(locateInRoots("a/b", roots)).toEqual({ root: roots[0], rel: "a/b" });
+    expect(locateInRoots("/home/sandbox/.x", roots)).toEqual({ root: roots[1], rel: ".x" });
+    expect(locateInRoots("../x", roots)).toBeNull();
+    expect(locateInRoots("/workspace/../etc/passwd", roots)).toBeNull();
+    expect(locateInRoots("/etc/passwd", roots)).toBeNull();
+  });
+});
+
+writeFileSync(path.join(dir, ".keep"), "");

@@ -1,0 +1,152 @@
+/**
+ * The podman provider, for real: it plays the kubernetes provider's Pod manifest with
+ * `podman kube play`. Skipped only when podman is missing AND REINS_SKIP_PODMAN=1.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { parse } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findExecutable } from "../../src/runtime/sandbox/local-host.js";
+import { PodmanSandboxProvider } from "../../src/runtime/sandbox/podman.js";
+import type { PodmanSandbox } from "../../src/runtime/sandbox/podman-sandbox.js";
+import { runPodman } from "../../src/runtime/sandbox/podman-cli.js";
+import { buildSandboxPod, podName } from "../../src/runtime/k8s/manifests.js";
+import { adaptPodForPodman } from "../../src/runtime/sandbox/podman-manifest.js";
+import { validateManifest } from "../../src/runtime/k8s/validate.js";
+import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/provider.js";
+import { fetchScript, startFakeProxy, startOtherServer, tempDir, type FakeProxy } from "./helpers.js";
+
+const podman = findExecutable("podman");
+const skip = !podman && process.env.REINS_SKIP_PODMAN === "1";
+const root = tempDir("reins-podman-test-");
+
+describe.skipIf(skip)("podman provider", () => {
+  let provider: PodmanSandboxProvider;
+  let proxy: FakeProxy;
+  let box: PodmanSandbox;
+
+  beforeAll(async () => {
+    if (!podman) throw new Error("podman is not installed (apt-get install -y podman runc catatonit busybox-static socat), or set REINS_SKIP_PODMAN=1");
+    execFileSync("bash", [path.resolve("scripts/build-image.sh")], { stdio: "inherit" });
+    provider = new PodmanSandboxProvider({ rootDir: path.join(root, "pods") });
+    proxy = await startFakeProxy(path.join(root, "proxy.sock"));
+    box = (await provider.create({
+      id: "pod-0",
+      runId: "podman-test",
+      task: "hello",
+      harness: "shell",
+      proxySocketPath: proxy.bridge.path,
+      env: { GREETING: "hi" },
+      resources: { cpu: "1", memoryMiB: 256 },
+      timeoutSeconds: 600,
+    })) as PodmanSandbox;
+  }, 180_000);
+
+  afterAll(async () => {
+    await provider?.close();
+    await proxy?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("plays the kubernetes provider's Pod, adapted only where podman needs it", () => {
+    const identity = { runId: "podman-test", rolloutId: "pod-0", task: "hello", harness: "shell" };
+    expect(box.podName).toBe(podName(identity));
+    const played = box.state.manifest;
+    const base = buildSandboxPod({
+      identity,
+      namespace: "default",
+      image: "localhost/reins-sandbox:1",
+      resources: { cpu: "1", memoryMiB: 256 },
+      deadlineSeconds: 600,
+      env: { ...baseEnvironment(SANDBOX_HOME), GREETING: "hi" },
+    });
+    const dirs = box.state.dirs;
+    const expected = adaptPodForPodman(base, {
+      workspaceHost: dirs.workspace,
+      homeHost: dirs.home,
+      tmpHost: dirs.tmp,
+      nodeHost: process.execPath,
+      proxy: { socketHost: proxy.bridge.path, port: 18080 },
+    });
+    expect(played).toEqual(expected);
+    expect(validateManifest(base)).toEqual([]);
+    expect(validateManifest(played)).toEqual([]);
+    const onDisk = parse(readFileSync(path.join(box.state.stateDir, "pod.yaml"), "utf8"));
+    expect(onDisk).toEqual(played);
+  });
+
+  it("runs commands as the sandbox user with the explicit env, a read-only root and no capabilities", async () => {
+    const r = await box.exec(["sh", "-c", 'id -u; pwd; echo "$GREETING"; touch /x 2>&1; grep CapEff /proc/self/status; env | cut -d= -f1 | sort | tr "\\n" " "'], { env: { EXTRA: "1" } });
+    const lines = r.stdout.trim().split("\n");
+    expect(lines.slice(0, 3)).toEqual(["1000", "/workspace", "hi"]);
+    expect(r.stdout).toMatch(/Read-only file system/);
+    expect(r.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(lines.at(-1)).not.toMatch(/CONTAINERS_CONF|REINS/);
+    expect((await box.exec(["sh", "-c", "exit 4"])).exitCode).toBe(4);
+    expect((await box.exec(["cat"], { stdin: "through stdin" })).stdout).toBe("through stdin");
+  });
+
+  it("writes and reads workspace files, seen on both sides", async () => {
+    await box.writeFiles([{ path: "task/input.txt", content: "from host" }, { path: "/home/sandbox/.tool/config", content: "cfg" }]);
+    const r = await box.exec(["sh", "-c", "cat task/input.txt; echo; cat ~/.tool/config; echo made > out.txt"]);
+    expect(r.stdout).toBe("from host\ncfg");
+    expect((await box.readFile("out.txt")).toString()).toBe("made\n");
+    expect(await box.listFiles()).toEqual(["out.txt", "task/input.txt"]);
+    expect(readFileSync(path.join(box.workspaceHostPath, "out.txt"), "utf8")).toBe("made\n");
+  });
+
+  it("reaches the proxy through the forwarder and nothing else", async () => {
+    const other = await startOtherServer();
+    try {
+      expect((await box.exec(fetchScript(`${box.proxyUrl}/r/pod-0/v1`))).stdout.trim()).toBe("BODY proxy-ok /r/pod-0/v1");
+      expect((await box.exec(fetchScript(`http://127.0.0.1:${other.port}/`))).stdout.trim()).toMatch(/^ERR (ECONNREFUSED|ENETUNREACH)/);
+      expect(other.hits).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("kills a timed-out command with everything it started", async () => {
+    const r = await box.exec(["sh", "-c", "setsid sleep 301 & sleep 302"], { timeoutMs: 1000 });
+    expect(r.timedOut).toBe(true);
+    const ps = await box.exec(["ps", "-o", "args"]);
+    expect(ps.stdout).not.toMatch(/sleep 30[12]/);
+  });
+
+  it("copies files over exec (the kubernetes path) against the real container", async () => {
+    const viaExec = new PodmanSandboxProvider({ rootDir: path.join(root, "pods-exec"), fileTransfer: "exec" });
+    try {
+      const s = await viaExec.create({ id: "pod-exec", runId: "podman-test", network: "none" });
+      const binary = new Uint8Array(300_000).map((_, i) => (i * 7) % 256);
+      await s.writeFiles([
+        { path: "deep/dir/data.bin", content: binary, mode: 0o600 },
+        { path: "notes.md", content: "# notes\n" },
+      ]);
+      expect(await s.listFiles()).toEqual(["deep/dir/data.bin", "notes.md"]);
+      expect(Buffer.compare(await s.readFile("deep/dir/data.bin"), Buffer.from(binary))).toBe(0);
+      expect((await s.exec(["stat", "-c", "%a %u", "deep/dir/data.bin"])).stdout.trim()).toBe("600 1000");
+      await expect(s.readFile("missing.txt")).rejects.toThrow(/not a regular file/);
+      expect(s.proxyUrl).toBeUndefined();
+    } finally {
+      await viaExec.close();
+    }
+  });
+
+  it("reports a pod killed from outside as died", async () => {
+    const victim = (await provider.create({ id: "pod-victim", runId: "podman-test", network: "none" })) as PodmanSandbox;
+    await runPodman(victim.state.cli, ["pod", "kill", victim.podName]);
+    await expect(victim.exec(["true"])).rejects.toMatchObject({ kind: "died" });
+    await victim.destroy();
+  });
+
+  it("destroy removes the pod, its containers and its state", async () => {
+    const doomed = (await provider.create({ id: "pod-doomed", runId: "podman-test", network: "none" })) as PodmanSandbox;
+    const proc = doomed.spawn(["sleep", "300"]);
+    await doomed.destroy();
+    expect((await proc.wait()).signal).toBe("SIGKILL");
+    const exists = await runPodman(doomed.state.cli, ["pod", "exists", doomed.podName]);
+    expect(exists.code).not.toBe(0);
+    expect(existsSync(doomed.state.stateDir)).toBe(false);
+  });
+});

@@ -1,0 +1,122 @@
+/** `reins init family|experiment`: scaffolds that validate and pass their own checks; never overwrite. */
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { validateSpecs } from "../../src/compiler/index.js";
+import { listMistakes, loadFamilyTasks, solveAndVerify, explain } from "./family-check.js";
+
+const run = promisify(execFile);
+const CLI = resolve(import.meta.dirname, "init-cli.mjs");
+const REINS_ROOT = resolve(import.meta.dirname, "../..");
+
+async function reins(cwd: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, NODE_OPTIONS: "" } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+const dirs: string[] = [];
+async function project(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), "reins-init-"));
+  dirs.push(d);
+  await writeFile(join(d, "package.json"), '{"name": "my-tasks", "private": true}\n');
+  return d;
+}
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+describe("reins init family", () => {
+  it("creates a family, a solution with mistakes, a README and a test; the family works", async () => {
+    const cwd = await project();
+    const r = await reins(cwd, "init", "family", "word-stats", "--dir", "tasks", "--category", "analysis-reasoning", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ ok: true, kind: "family", name: "word-stats" });
+    expect(out.created).toEqual(["tasks/word-stats/family.yaml", "tasks/word-stats/solution.mjs", "tasks/word-stats/README.md", "test/tasks/word-stats.test.ts"]);
+
+    const familyFile = join(cwd, "tasks/word-stats/family.yaml");
+    const modeline = readFileSync(familyFile, "utf8").split("\n")[0];
+    expect(modeline.startsWith("# yaml-language-server: $schema=")).toBe(true);
+    expect(resolve(dirname(familyFile), modeline.split("$schema=")[1])).toBe(join(REINS_ROOT, "schemas/v1alpha1/any.schema.json"));
+
+    // The generated test imports the self-check and points at the family.
+    const testFile = join(cwd, "test/tasks/word-stats.test.ts");
+    const test = readFileSync(testFile, "utf8");
+    const checkImport = /from "([^"]+)"/.exec(test)![1];
+    expect(existsSync(resolve(dirname(testFile), checkImport.replace(/\.js$/, ".ts")))).toBe(true);
+    expect(resolve(dirname(testFile), /new URL\("([^"]+)"/.exec(test)![1])).toBe(familyFile);
+
+    const { tasks, errors } = loadFamilyTasks(familyFile);
+    expect(errors).toEqual([]);
+    expect(tasks.map((t) => t.category)).toEqual(["analysis-reasoning", "analysis-reasoning"]);
+    const solution = join(cwd, "tasks/word-stats/solution.mjs");
+    for (const task of tasks) {
+      const ok = await solveAndVerify(task, solution);
+      expect(ok.reward, explain(ok)).toBe(1);
+      for (const m of await listMistakes(solution)) {
+        const bad = await solveAndVerify(task, solution, m);
+        expect(bad.reward!, `${m}\n${explain(bad)}`).toBeLessThan(1);
+      }
+    }
+  });
+
+  it("refuses to overwrite anything, and says so", async () => {
+    const cwd = await project();
+    expect((await reins(cwd, "init", "family", "dup")).code).toBe(0);
+    await writeFile(join(cwd, "dup/family.yaml"), "# edited by hand\n");
+    const r = await reins(cwd, "init", "family", "dup");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.ts already exist; reins init never overwrites files.");
+    expect(readFileSync(join(cwd, "dup/family.yaml"), "utf8")).toBe("# edited by hand\n");
+  });
+
+  it("writes nothing when only one of the files exists", async () => {
+    const cwd = await project();
+    await import("node:fs/promises").then((fs) => fs.mkdir(join(cwd, "test/tasks"), { recursive: true }));
+    await writeFile(join(cwd, "test/tasks/solo.test.ts"), "// mine\n");
+    const r = await reins(cwd, "init", "family", "solo", "--json");
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ ok: false, code: "FileExists", existing: ["test/tasks/solo.test.ts"] });
+    expect(existsSync(join(cwd, "solo"))).toBe(false);
+  });
+
+  it("rejects a bad name (exit 1) and a missing one (exit 2)", async () => {
+    const cwd = await project();
+    const bad = await reins(cwd, "init", "family", "Bad_Name");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('error: "Bad_Name" is not a valid family name.');
+    expect((await reins(cwd, "init", "family")).code).toBe(2);
+  });
+});
+
+describe("reins init experiment", () => {
+  it("creates an Experiment and an Evaluation over the starter library that validate", async () => {
+    const cwd = await project();
+    const r = await reins(cwd, "init", "experiment", "first-run", "--json");
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).created).toEqual(["first-run/experiment.yaml", "first-run/evaluation.yaml"]);
+    for (const f of ["experiment.yaml", "evaluation.yaml"]) {
+      const text = readFileSync(join(cwd, "first-run", f), "utf8");
+      expect(text.split("\n")[0]).toMatch(/^# yaml-language-server: \$schema=(\.\.\/)+.*schemas\/v1alpha1\/any\.schema\.json$/);
+      const v = validateSpecs([join(cwd, "first-run", f)]);
+      expect(v.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.code}: ${d.message}`)).toEqual([]);
+      expect(v.value.world.tasks.size).toBeGreaterThanOrEqual(12);
+    }
+  });
+
+  it("a --tasks directory that does not exist is an error", async () => {
+    const cwd = await project();
+    const r = await reins(cwd, "init", "experiment", "x", "--tasks", "nope");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error: the tasks directory nope does not exist.");
+  });
+});
