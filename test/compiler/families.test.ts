@@ -116,3 +116,13 @@ describe("TaskFamily expansion", () => {
     expect(ds[0]!.notes?.join(" ")).toContain("3 more cell");
   });
 });
+
+describe("typed parameters in templates", () => {
+  it("a string that is exactly one parameter keeps the parameter's type", () => {
+    const file = family(`  matrix:\n    t: [30, 60]\n  template:\n    instruction: "Finish in {{t}} seconds"\n    timeoutSeconds: "{{t}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const { tasks, diagnostics } = tasksOf(file);
+    expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    expect(tasks.map((t) => t.timeoutSeconds).sort()).toEqual([30, 60]);
+    expect(tasks.map((t) => t.instruction).sort()).toEqual(["Finish in 30 seconds", "Finish in 60 seconds"]);
+  });
+});
