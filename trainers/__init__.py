@@ -1,0 +1,1 @@
+"""Trainers that speak the reins trainer protocol."""

@@ -1,0 +1,1 @@
+"""The reference trainer worker (PyTorch): see README.md."""

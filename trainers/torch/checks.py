@@ -1,0 +1,81 @@
+"""Numerical self-checks used by the test suite and gpu_check (JSON in on stdin, JSON out on stdout).
+
+  {"op": "correction", "cases": [{trainLogprobs, rolloutLogprobs, lossMask, sequence?, correction}]}
+      → {"weights": [[...], ...]}: this worker's correction weights (0 where lossMask is 0)
+  {"op": "tree-vs-paths", "modelDir": D, "cases": [{"tree": TrainingBatch, "paths": TrainingBatch}]}
+      → per case: both losses and the largest gradient difference between the two layouts
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from typing import Any, Dict
+
+import torch
+
+from .losses import correction_weights
+
+
+def check_correction(req: Dict[str, Any]) -> Dict[str, Any]:
+    out = []
+    for case in req["cases"]:
+        mask = [bool(x) for x in case["lossMask"]]
+        idx = [i for i, m in enumerate(mask) if m]
+        seq_raw = case.get("sequence") or [0] * len(mask)
+        ids: Dict[int, int] = {}
+        seq = torch.tensor([ids.setdefault(int(seq_raw[i]), len(ids)) for i in idx], dtype=torch.long)
+        old = torch.tensor([case["trainLogprobs"][i] for i in idx], dtype=torch.float64)
+        roll = torch.tensor([case["rolloutLogprobs"][i] for i in idx], dtype=torch.float64)
+        w = correction_weights(old, roll, seq, max(len(ids), 1), case["correction"])["weight"].tolist()
+        full = [0.0] * len(mask)
+        for i, x in zip(idx, w):
+            full[i] = x
+        out.append(full)
+    return {"weights": out}
+
+
+def gradients(trainer, batch: Dict[str, Any]) -> Dict[str, Any]:
+    trainer._zero_grads()
+    m = trainer.forward_backward({"batch": batch})
+    grads = {n: p.grad.detach().clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
+    trainer._zero_grads()
+    return {"metrics": m, "grads": grads}
+
+
+def check_tree_vs_paths(req: Dict[str, Any]) -> Dict[str, Any]:
+    from .trainer import Trainer
+
+    torch.set_num_threads(int(req.get("threads", 1)))
+    results = []
+    with tempfile.TemporaryDirectory() as out:
+        t = Trainer(req["modelDir"], out, device=req.get("device", "cpu"),
+                    micro_batch_tokens=int(req.get("microBatchTokens", 8192)))
+        for case in req["cases"]:
+            a = gradients(t, case["tree"])
+            b = gradients(t, case["paths"])
+            diff = max(float((g - b["grads"][n]).abs().max()) for n, g in a["grads"].items())
+            scale = max(float(g.abs().max()) for g in a["grads"].values())
+            ma, mb = a["metrics"], b["metrics"]
+            results.append({"treeLoss": ma["loss"], "pathsLoss": mb["loss"], "lossDiff": abs(ma["loss"] - mb["loss"]),
+                            "maxGradDiff": diff, "maxGrad": scale, "treeTokens": ma["tokensProcessed"],
+                            "pathsTokens": mb["tokensProcessed"], "pathsMicroBatches": mb["microBatches"]})
+    return {"cases": results}
+
+
+def main() -> int:
+    req = json.load(sys.stdin)
+    op = req.get("op")
+    if op == "correction":
+        out = check_correction(req)
+    elif op == "tree-vs-paths":
+        out = check_tree_vs_paths(req)
+    else:
+        print(f"checks: unknown op {op!r}", file=sys.stderr)
+        return 2
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

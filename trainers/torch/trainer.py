@@ -1,0 +1,332 @@
+"""The trainer: model, frozen reference, optimizer, and the protocol's operations.
+
+Every operation returns a plain dict (the HTTP body) or raises `BatchProblem` with plain words.
+The same code runs on one CPU process and, under torchrun with CUDA, on several ranks with FSDP
+(see distributed.py): each rank trains its share of the micro-batches, denominators are global.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from . import safetensors_io
+from .batch import BatchProblem, assign_coefficients, finite_or_problem, parse_batch, read_batch
+from .distributed import Dist
+from .losses import policy_loss, sft_loss, token_terms
+from .model import Policy, PolicyConfig
+from .onnx_export import export_onnx
+from .packing import build_micro_batch, group_micro_batches
+
+PROTOCOL_VERSION = 1
+MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+
+
+def load_policy(model_dir: str, value_head: bool = False) -> Policy:
+    cfg_path = os.path.join(model_dir, "config.json")
+    if not os.path.exists(cfg_path):
+        raise BatchProblem("ModelNotFound", f"{model_dir} has no config.json",
+                           "create a model with `python3 -m trainers.torch.init_model --out DIR`")
+    cfg = PolicyConfig.load(cfg_path)
+    cfg.value_head = cfg.value_head or value_head
+    policy = Policy(cfg)
+    sd, _ = safetensors_io.load(os.path.join(model_dir, "model.safetensors"))
+    policy.load_policy_state_dict(sd)
+    if policy.value_head is not None:
+        torch.nn.init.zeros_(policy.value_head.weight)
+        torch.nn.init.zeros_(policy.value_head.bias)
+    return policy
+
+
+class Trainer:
+    def __init__(self, model_dir: str, out_dir: str, lr: float = 1e-4, device: str = "cpu",
+                 micro_batch_tokens: int = 8192, micro_batch_cells: int = 0, grad_clip: float = 1.0, value_head: bool = False,
+                 vf_coef: float = 0.5, seed: int = 0, dist: Optional[Dist] = None, policy: Optional[Policy] = None):
+        torch.manual_seed(seed)
+        self.model_dir, self.out_dir = os.path.abspath(model_dir), os.path.abspath(out_dir)
+        os.makedirs(self.out_dir, exist_ok=True)
+        self.device = torch.device(device)
+        self.dist = dist or Dist.single()
+        self.policy = (policy if policy is not None else load_policy(model_dir, value_head)).to(self.device)
+        self.config = self.policy.config
+        self.model = self.dist.wrap(self.policy)
+        self.lr, self.grad_clip, self.vf_coef = lr, grad_clip, vf_coef
+        self.micro_batch_tokens = micro_batch_tokens
+        # Attention cells (rows × length²) per micro-batch: small on CPU, where big score
+        # matrices cost more in memory traffic than they save in per-call overhead.
+        self.micro_batch_cells = micro_batch_cells or (1 << 22 if self.device.type == "cpu" else 1 << 28)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8,
+                                           weight_decay=0.0)
+        self.step = 0
+        self.pending_tokens = 0
+        self.reference: Optional[Policy] = None
+        self.weights_version: Optional[str] = None
+        weights = os.path.join(model_dir, "model.safetensors")
+        self.initial_version = "in-memory"
+        if os.path.exists(weights):
+            with open(weights, "rb") as f:
+                self.initial_version = safetensors_io.content_version(f.read())
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _ref(self) -> Policy:
+        if self.reference is None:
+            self.reference = load_policy(self.model_dir).to(self.device).eval()
+            for p in self.reference.parameters():
+                p.requires_grad_(False)
+        return self.reference
+
+    @staticmethod
+    def _select(model, mb, with_values: bool = False):
+        """Logits (and values) at the positions predicting each trained token."""
+        return model(mb.input_ids, mb.position_ids, mb.mask, mb.b_idx, mb.pred_idx, with_values)
+
+    def _zero_grads(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.pending_tokens = 0
+
+    # ---- protocol operations -------------------------------------------------------------
+    def health(self) -> Dict[str, Any]:
+        params = sum(p.numel() for p in self.policy.parameters())
+        return {"status": "ok", "protocolVersion": PROTOCOL_VERSION, "step": self.step, "device": str(self.device),
+                "worldSize": self.dist.world, "parameters": params, "vocabSize": self.config.vocab_size,
+                "modelDir": self.model_dir, "outDir": self.out_dir, "pendingTokens": self.pending_tokens,
+                "weightsVersion": self.weights_version or self.initial_version,
+                "valueHead": self.policy.value_head is not None}
+
+    def forward_backward(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        t0 = time.perf_counter()
+        raw = read_batch(req)
+        batch = parse_batch(raw, self.config.vocab_size)
+        objective = req.get("objective", "rl")
+        if objective not in ("rl", "sft"):
+            raise BatchProblem("BadRequest", f"unknown objective {objective!r}", "use \"rl\" or \"sft\"")
+        alg = dict(batch.algorithm)
+        if req.get("algorithm"):
+            alg.update(req["algorithm"])
+        trained = assign_coefficients(batch, alg.get("lossAggregation", "token-mean"))
+        groups = group_micro_batches(batch.rows, int(req.get("microBatchTokens", self.micro_batch_tokens)),
+                                     int(req.get("microBatchCells", self.micro_batch_cells)))
+        mine = groups[self.dist.rank::self.dist.world]
+        rounds = self.dist.max_int(len(mine))
+        kl_coef = float(alg.get("klCoef", 0.0) or 0.0)
+        use_values = objective == "rl" and self.policy.value_head is not None and alg.get("type") == "PPO"
+        sums: Dict[str, float] = {}
+        processed = padded = 0
+        self.model.train()
+        for i in range(rounds):
+            if i >= len(mine):
+                self.dist.dummy_backward(self.model, self.device)
+                continue
+            mb = build_micro_batch(mine[i], self.device)
+            logits, values = self._select(self.model, mb, use_values)
+            lp, ent = token_terms(logits, mb.target)
+            if objective == "sft":
+                out = sft_loss(lp, mb)
+            else:
+                ref_lp = None
+                if kl_coef > 0:
+                    with torch.no_grad():
+                        ref_logits, _ = self._select(self._ref(), mb)
+                        ref_lp, _ = token_terms(ref_logits, mb.target)
+                out = policy_loss(lp, ent, mb, alg, batch.num_seqs, ref_lp)
+                if use_values:
+                    # Targets: the batch's returns, else advantage + the critic's current value
+                    # (the GAE return when the values came from /compute_values on these weights).
+                    target = mb.returns if mb.returns is not None else mb.adv + values.detach()
+                    vloss = (mb.coef * 0.5 * (values - target) ** 2).sum()
+                    out["loss"] = out["loss"] + self.vf_coef * vloss
+                    out["stats"]["value_loss"] = vloss.detach()
+            loss = out["loss"]
+            value = float(loss.detach())
+            if not torch.isfinite(loss.detach()):
+                self._zero_grads()
+                first = mine[i][0].rollout
+                finite_or_problem(value, f"the loss of micro-batch {i + 1} (rollouts from {first})",
+                                  "no gradient was kept: this call's and earlier accumulated gradients were "
+                                  "discarded, so the next optim_step has nothing to apply; check the batch's "
+                                  "advantages and logprobs, and lower the learning rate if the weights diverged")
+            (loss * self.dist.world).backward()
+            sums["loss"] = sums.get("loss", 0.0) + value
+            for k, v in out["stats"].items():
+                x = float(v)
+                if k in ("w_max",):
+                    sums[k] = max(sums.get(k, x), x)
+                elif k in ("w_min",):
+                    sums[k] = min(sums.get(k, x), x)
+                else:
+                    sums[k] = sums.get(k, 0.0) + x
+            processed += mb.tokens
+            padded += mb.padded
+        sums = self.dist.reduce_stats(sums)
+        processed, padded = self.dist.sum_int(processed), self.dist.sum_int(padded)
+        if not all(torch.isfinite(torch.tensor(v)) for v in sums.values()):
+            self._zero_grads()
+            raise BatchProblem("NonFiniteLoss", "a metric of this batch is NaN or infinite; the step was refused",
+                               "no gradient was kept; check the batch's advantages and logprobs")
+        self.pending_tokens += trained
+        secs = time.perf_counter() - t0
+        n = float(trained)
+        m: Dict[str, Any] = {"objective": objective, "loss": sums["loss"], "tokens": trained,
+                             "tokensProcessed": processed, "tokensPadded": padded, "rows": len(batch.rows),
+                             "rollouts": batch.num_rollouts, "sequences": batch.num_seqs, "microBatches": len(groups), "seconds": secs,
+                             "tokensPerSecond": processed / secs if secs > 0 else None,
+                             "trainedTokensPerSecond": n / secs if secs > 0 else None,
+                             "layout": batch.layout, "step": self.step}
+        if objective == "sft":
+            m["nll"] = sums["nll"] / n
+            return m
+        corr = alg.get("correction") or {"type": "none"}
+        m.update({
+            "pgLoss": sums["pg"], "entropy": sums["entropy"] / n, "clipFraction": sums["clipped"] / n,
+            "kl": sums["kl"] / n if kl_coef > 0 else None, "klRollout": sums["kl_rollout"] / n,
+            "logprobAbsDiff": sums["abs_lp_diff"] / n,
+            "correction": {"type": corr.get("type", "none"), "level": corr.get("level"),
+                           "weightMean": sums["w_sum"] / n, "weightMax": sums["w_max"], "weightMin": sums["w_min"],
+                           "fractionCapped": sums["limited"] / n if corr.get("type") == "TIS" else 0.0,
+                           "fractionMasked": sums["limited"] / n if corr.get("type") == "MIS" else 0.0},
+        })
+        if "value_loss" in sums:
+            m["valueLoss"] = sums["value_loss"]
+        return m
+
+    def optim_step(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        if self.pending_tokens == 0:
+            raise BatchProblem("NoGradients", "optim_step was called with no accumulated gradients",
+                               "call forward_backward with a batch first (a refused batch leaves no gradients)")
+        lr = float(req.get("learningRate", self.lr))
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        clip = float(req.get("gradClip", self.grad_clip))
+        norm = float(self.dist.clip_grad_norm(self.model, clip if clip > 0 else float("inf")))
+        if not torch.isfinite(torch.tensor(norm)):
+            self._zero_grads()
+            raise BatchProblem("NonFiniteGradient", f"the gradient norm is {norm}; the step was refused and the "
+                               "gradients were discarded", "check the batch; lower the learning rate")
+        self.optimizer.step()
+        tokens = self.pending_tokens
+        self._zero_grads()
+        self.step += 1
+        return {"gradNorm": norm, "lr": lr, "step": self.step, "tokens": tokens}
+
+    def save_weights(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        formats = req.get("formats") or ["onnx", "safetensors"]
+        sd = self.dist.full_state_dict(self.model, self.policy)
+        if not self.dist.is_main:
+            return {}
+        data = safetensors_io.encode(sd, {"format": "pt", "step": str(self.step)})
+        version = safetensors_io.content_version(data)
+        root = os.path.join(self.out_dir, "weights")
+        final = os.path.join(root, version)
+        out: Dict[str, Any] = {"version": version, "step": self.step, "dir": final}
+        if not os.path.exists(os.path.join(final, "READY")):
+            tmp = os.path.join(root, f".{version}.tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                f.write(data)
+            with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+                json.dump(self.config.to_hf() | {"value_head": False}, f, indent=1)
+            for name in MODEL_FILES:
+                src = os.path.join(self.model_dir, name)
+                if os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(tmp, name))
+            if "onnx" in formats:
+                on_cpu = (self.device.type == "cpu" and self.dist.world == 1
+                          and all(p.dtype == torch.float32 for p in self.policy.parameters()))
+                if on_cpu:
+                    export_policy = self.policy
+                else:  # a float32 CPU copy built from the gathered weights (GPU, bf16 or FSDP)
+                    export_policy = Policy(dataclasses.replace(self.config, value_head=False))
+                    export_policy.load_policy_state_dict({k: v.float().cpu() for k, v in sd.items()})
+                export_onnx(export_policy, os.path.join(tmp, "model.onnx"))
+                self.policy.train()
+            with open(os.path.join(tmp, "READY"), "w") as f:
+                f.write(version + "\n")
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+        self.weights_version = version
+        out["safetensorsPath"] = os.path.join(final, "model.safetensors")
+        out["onnxPath"] = os.path.join(final, "model.onnx") if os.path.exists(os.path.join(final, "model.onnx")) else None
+        return out
+
+    def checkpoint(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        if self.pending_tokens:
+            raise BatchProblem("GradientsPending", "a checkpoint was requested with gradients accumulated and "
+                               "not yet applied", "call optim_step first; checkpoints hold model, optimizer and step")
+        path = os.path.abspath(req.get("path") or os.path.join(self.out_dir, "checkpoints", f"step-{self.step:06d}"))
+        state = self.dist.checkpoint_state(self.model, self.policy, self.optimizer)
+        if not self.dist.is_main:
+            return {}
+        tmp = path + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        torch.save({"model": state["model"], "optimizer": state["optimizer"], "step": self.step,
+                    "weightsVersion": self.weights_version, "rng": torch.get_rng_state(), "lr": self.lr},
+                   os.path.join(tmp, "trainer.pt"))
+        with open(os.path.join(tmp, "checkpoint.json"), "w", encoding="utf-8") as f:
+            json.dump({"step": self.step, "weightsVersion": self.weights_version,
+                       "protocolVersion": PROTOCOL_VERSION}, f)
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(tmp, path)
+        return {"path": path, "step": self.step, "weightsVersion": self.weights_version}
+
+    def restore(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        path = req.get("path")
+        file = os.path.join(path or "", "trainer.pt")
+        if not path or not os.path.exists(file):
+            raise BatchProblem("CheckpointNotFound", f"no checkpoint at {path}",
+                               "give the directory a /checkpoint call returned")
+        state = torch.load(file, map_location=self.device)
+        self.dist.load_checkpoint_state(self.model, self.policy, self.optimizer, state)
+        self._zero_grads()
+        self.step = int(state["step"])
+        self.weights_version = state.get("weightsVersion")
+        torch.set_rng_state(state["rng"])
+        return {"path": os.path.abspath(path), "step": self.step, "weightsVersion": self.weights_version}
+
+    def compute_logprobs(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """Logprob of each token given the previous ones (first token: null), untempered."""
+        seqs = req.get("sequences")
+        if not isinstance(seqs, list) or not seqs:
+            raise BatchProblem("BadRequest", "`sequences` must be a non-empty list of token id lists",
+                               "send {\"sequences\": [[1, 2, 3]]}")
+        out: List[List[Optional[float]]] = []
+        self.policy.eval()
+        with torch.no_grad():
+            for s in seqs:
+                ids = torch.tensor([s], dtype=torch.long, device=self.device)
+                if ids.numel() == 0 or int(ids.max()) >= self.config.vocab_size or int(ids.min()) < 0:
+                    raise BatchProblem("TokenOutOfVocabulary", "a sequence is empty or has an id outside the "
+                                       f"vocabulary ({self.config.vocab_size})", "send ids the model knows")
+                pos = torch.arange(ids.shape[1], device=self.device)[None]
+                lp_all = torch.log_softmax(self.model(ids, pos), dim=-1)[0]
+                lp = lp_all[:-1].gather(-1, ids[0, 1:, None]).squeeze(-1)
+                out.append([None] + [float(x) for x in lp])
+        self.policy.train()
+        return {"logprobs": out}
+
+    def compute_values(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """Critic values per token (at the position predicting it; 0 where there is none), per row."""
+        if self.policy.value_head is None:
+            raise BatchProblem("NoValueHead", "this worker has no value head",
+                               "start the worker with --value-head for PPO")
+        batch = parse_batch(read_batch(req), self.config.vocab_size)
+        rows = []
+        self.policy.eval()
+        with torch.no_grad():
+            for r in batch.rows:
+                r.loss_mask = r.pred >= 0
+                r.coef = r.loss_mask.astype("float32")
+                mb = build_micro_batch([r], self.device)
+                _, values = self._select(self.model, mb, True)
+                vals = [0.0] * r.tokens.shape[0]
+                for k, v in zip(r.loss_mask.nonzero()[0].tolist(), values.tolist()):
+                    vals[k] = v
+                rows.append(vals)
+        self.policy.train()
+        return {"values": rows}
