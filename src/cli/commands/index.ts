@@ -5,11 +5,12 @@ import { register as plan } from "./plan.js";
 import { register as diff } from "./diff.js";
 import { register as schema } from "./schema.js";
 import { register as evaluate } from "./eval.js";
+import { register as run } from "./run.js";
 import { register as trajectories } from "./trajectories.js";
 import { register as proxy } from "./proxy.js";
 import { register as init } from "./init.js";
 
 /** Each command module exports `register(program)`. Order = order in `reins --help`. */
 export function registerCommands(program: Command): void {
-  for (const r of [init, validate, render, plan, evaluate, proxy, trajectories, diff, schema]) r(program);
+  for (const r of [init, validate, render, plan, run, evaluate, proxy, trajectories, diff, schema]) r(program);
 }

@@ -34,7 +34,7 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
     diagnostics.push(makeDiagnostic("NoTasksSelected", at("tasks"), "The task selection is empty.", CODES.NoTasksSelected));
   }
 
-  const harnesses = (spec.harnesses as { name: string; weight?: number }[]).map((h, i) => {
+  const harnesses = (spec.harnesses as { name: string; weight?: number; env?: Record<string, string> }[]).map((h, i) => {
     const e = world.harnesses.get(h.name);
     if (!e) {
       const guess = suggest(h.name, [...world.harnesses.keys()]);
@@ -122,7 +122,10 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
   const usedTasks = new Set(steps.flatMap((s) => s.rollouts.map((r) => r.task)));
   const tasks = [...usedTasks].map((n) => world.tasks.get(n)!.value);
   const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
-  const usedHarnesses = harnessList.map((h) => world.harnesses.get(h.name)!.value);
+  const usedHarnesses = harnesses.map(({ use }) => {
+    const base = world.harnesses.get(use.name)!.value;
+    return use.env ? { ...base, env: { ...base.env, ...use.env } } : base;
+  });
   const common = { model: model ?? null, algorithm: algorithm ?? null, harnesses: usedHarnesses, sandbox: hashedSandbox(sandbox) };
   const commonDigest = digestOf(common);
   for (const step of steps) {

@@ -16,6 +16,7 @@ export const TaskSelector = z
 export const HarnessUse = z.strictObject({
   name: Name.describe("Name of a Harness document (or a harness shipped with reins)."),
   weight: z.number().positive().optional().describe("Mix weight of this harness in training batches (default 1)."),
+  env: z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env)."),
 });
 
 const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file.");

@@ -26,6 +26,8 @@ export interface ExecutorOptions {
   concurrency?: number;
   /** A ready engine (e.g. the onnx engine the training loop reloads); default from the plan's model. */
   engine?: Engine;
+  /** The model the proxy renders with (absolute paths); default the plan's. */
+  model?: ResolvedModel;
   judge?: Judge;
   backoffMs?: number;
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
@@ -78,7 +80,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   if (needsModel) {
     if (!plan.model) throw new Error("plan has model-calling harnesses but no model");
     proxy = await startProxy({
-      model: absolutizeModel(plan.model, plan.root),
+      model: opts.model ?? absolutizeModel(plan.model, plan.root),
       ...(opts.engine ? { engine: opts.engine } : {}),
     });
   }

@@ -11,6 +11,8 @@
 //   REINS_MAX_TOKENS max_tokens per call (default: not sent)
 //   REINS_RETRIES    retries of a failed model call (default 4)
 //   REINS_REQUEST_TIMEOUT_SECONDS per model call (default 600)
+//   REINS_TOOLS      comma-separated tools to offer (default: all four)
+//   REINS_SYSTEM_PROMPT  replaces the system prompt ({workspace} is substituted)
 // stdout: the final answer. stderr: one line per step. Exit: 0 the model answered without a tool
 // call, 1 the model endpoint failed, 2 usage, 3 out of turns.
 import process from "node:process";
@@ -43,12 +45,16 @@ function readConfig(env, argv) {
     maxTokens: env.REINS_MAX_TOKENS ? Number(env.REINS_MAX_TOKENS) : undefined,
     retries: Number(env.REINS_RETRIES ?? 4),
     requestTimeoutMs: Number(env.REINS_REQUEST_TIMEOUT_SECONDS || 600) * 1000,
+    tools: env.REINS_TOOLS ? env.REINS_TOOLS.split(",").map((t) => t.trim()).filter(Boolean) : undefined,
+    systemPrompt: env.REINS_SYSTEM_PROMPT || SYSTEM_PROMPT,
   };
   const missing = [];
   if (!config.instruction) missing.push("an instruction (first argument)");
   if (!config.baseUrl) missing.push("REINS_BASE_URL");
   if (!config.model) missing.push("REINS_MODEL");
   if (!(config.maxTurns >= 1)) missing.push("REINS_MAX_TURNS >= 1");
+  const known = TOOL_SCHEMAS.map((t) => t.function.name);
+  for (const t of config.tools ?? []) if (!known.includes(t)) missing.push(`REINS_TOOLS: a known tool instead of "${t}" (${known.join(", ")})`);
   return { config, missing };
 }
 
@@ -73,13 +79,13 @@ async function main() {
     return 2;
   }
   const messages = [
-    { role: "system", content: SYSTEM_PROMPT.replace("{workspace}", config.workspace) },
+    { role: "system", content: config.systemPrompt.replace("{workspace}", config.workspace) },
     { role: "user", content: config.instruction },
   ];
   for (let turn = 1; turn <= config.maxTurns; turn++) {
     let answer;
     try {
-      answer = await complete(config, messages, TOOL_SCHEMAS, log);
+      answer = await complete(config, messages, config.tools ? TOOL_SCHEMAS.filter((t) => config.tools.includes(t.function.name)) : TOOL_SCHEMAS, log);
     } catch (e) {
       if (e instanceof ModelError) {
         log(`model call ${turn} failed: ${e.message}`);

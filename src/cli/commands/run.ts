@@ -1,0 +1,91 @@
+import type { Command } from "commander";
+import { LoopError, runExperiment } from "../../runtime/control/loop.js";
+import { createProvider } from "../../runtime/executor/providers.js";
+import { TrainerError } from "../../runtime/training/trainer-error.js";
+import { EngineError } from "../../runtime/engines/engine.js";
+import { EXIT } from "../exit-codes.js";
+import { printJson, say } from "../io.js";
+import { Progress } from "../progress.js";
+import { fail, interruptible, openRun, type RunCliOptions } from "../run-support.js";
+
+export function register(program: Command): void {
+  program
+    .command("run")
+    .description("Train an Experiment: sample through the harnesses, verify, build trees, train, publish weights; evaluate held-out tasks.")
+    .argument("[paths...]", "spec files or directories")
+    .option("--out <dir>", "run directory (default runs/<name>-<time>)")
+    .option("--resume <dir>", "continue a killed run from its last checkpoint")
+    .option("--target <name>", "the Experiment to run when several are given")
+    .option("--concurrency <n>", "rollouts at once (default: the sandbox's concurrency)")
+    .option("--threads <n>", "CPU threads for the engine and the trainer", "2")
+    .option("--json", "print the outcome as JSON on stdout")
+    .option("--quiet", "no progress on stderr")
+    .action(async (paths: string[], opts: RunCliOptions & { threads: string }) => {
+      if (paths.length === 0 && !opts.resume) {
+        say("error: give spec files, or --resume DIR");
+        process.exitCode = EXIT.usage;
+        return;
+      }
+      const opened = openRun(paths, opts);
+      if (!opened) return;
+      const { plan, store } = opened;
+      if (plan.kind !== "Experiment") {
+        store.close();
+        fail(opts.json, "NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ")}`);
+        return;
+      }
+      const ac = interruptible();
+      const quiet = Boolean(opts.json || opts.quiet);
+      const progress = new Progress(false);
+      const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
+      const started = Date.now();
+      try {
+        const outcome = await runExperiment({
+          plan,
+          store,
+          provider,
+          threads: Number(opts.threads),
+          ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}),
+          onEvent: (e) => progress.onEvent(e),
+          log: (l) => {
+            if (!quiet) say(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${l}`);
+          },
+          signal: ac.signal,
+        });
+        const summary = { ...outcome, planHash: plan.hash, seconds: Math.round((Date.now() - started) / 1000) };
+        store.writeJson("summary.json", summary);
+        if (outcome.interrupted) {
+          say(`interrupted; resume with: reins run --resume ${store.dir}`);
+          process.exitCode = EXIT.interrupted;
+          return;
+        }
+        if (opts.json) printJson(summary);
+        else {
+          const pct = (v: number | null) => (v === null ? "—" : `${(v * 100).toFixed(1)}%`);
+          process.stdout.write(
+            [
+              `${plan.name}: ${outcome.steps} training steps in ${summary.seconds} s`,
+              `held-out pass rate: before RL ${pct(outcome.heldOut.before)}, after RL ${pct(outcome.heldOut.after)}`,
+              `reward curve: ${outcome.rewardCurve}`,
+              `run directory: ${outcome.runDir}`,
+              "",
+            ].join("\n"),
+          );
+        }
+        process.exitCode = EXIT.ok;
+      } catch (err) {
+        if (err instanceof LoopError || err instanceof TrainerError) {
+          fail(opts.json, err.code, err.message, `${err.hint} (resume with --resume ${store.dir})`);
+          return;
+        }
+        if (err instanceof EngineError) {
+          fail(opts.json, "EngineFailed", err.message, `Resume with --resume ${store.dir} once the engine works.`);
+          return;
+        }
+        throw err;
+      } finally {
+        await provider.close();
+        store.close();
+      }
+    });
+}

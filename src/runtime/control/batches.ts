@@ -1,0 +1,58 @@
+/** From a step's stored results and calls to a training batch (pure). */
+import type { Plan, ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { CallRecord } from "../proxy/record.js";
+import type { RolloutResult } from "../store/run-store.js";
+import { analyzeRollout, buildTrainingBatch, type BatchReport, type RewardTable, type TrainingBatch } from "../trajectories/index.js";
+
+/** Calls grouped by the plan's rollout id (the store tags each call with it). */
+export function callsByRollout(calls: readonly (CallRecord & { rolloutId?: string })[], ids: ReadonlySet<string>): Map<string, CallRecord[]> {
+  const out = new Map<string, CallRecord[]>();
+  for (const c of calls) {
+    const id = c.rolloutId ?? c.rollout;
+    if (!ids.has(id)) continue;
+    let list = out.get(id);
+    if (!list) out.set(id, (list = []));
+    list.push({ ...c, rollout: id });
+  }
+  for (const list of out.values()) list.sort((a, b) => a.seq - b.seq);
+  return out;
+}
+
+export function rewardTable(results: readonly RolloutResult[], step: number): RewardTable {
+  const t: RewardTable = new Map();
+  for (const r of results) if (r.reward !== null) t.set(r.id, { task: r.task, harness: r.harness, reward: r.reward, step });
+  return t;
+}
+
+export function buildStepBatch(
+  plan: Plan,
+  algorithm: ResolvedAlgorithm,
+  step: number,
+  results: readonly RolloutResult[],
+  calls: readonly CallRecord[],
+): { batch: TrainingBatch; report: BatchReport } {
+  const ids = new Set(results.map((r) => r.id));
+  const grouped = callsByRollout(calls, ids);
+  const analyses = [...grouped].map(([id, recs]) => analyzeRollout(id, recs, algorithm.filters));
+  const pairWeights = Object.fromEntries(plan.pairs.map((p) => [p.id, p.weight]));
+  return buildTrainingBatch(analyses, { algorithm, rewards: rewardTable(results, step), step, layout: "tree", pairWeights });
+}
+
+/**
+ * SFT batch: the reference rollouts that passed, all in ONE prefix tree (their shared system
+ * prompt and tools are processed once), environment tokens masked; trained with objective "sft".
+ */
+export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly RolloutResult[], calls: readonly CallRecord[]): TrainingBatch {
+  const passed = results.filter((r) => r.passed);
+  const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
+  let seq = 0;
+  const merged: CallRecord[] = [];
+  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rollout: "sft", seq: seq++ });
+  const filters = { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
+  const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
+  const analysis = analyzeRollout("sft", merged, filters);
+  const rewards: RewardTable = new Map([["sft", { task: "sft", harness: "sft", reward: 1, step: -1 }]]);
+  const { batch } = buildTrainingBatch([analysis], { algorithm: sftAlgorithm, rewards, step: -1, layout: "tree" });
+  batch.algorithm = { ...batch.algorithm, klCoef: 0, entropyCoef: 0, correction: { type: "none" } };
+  return batch;
+}

@@ -1,0 +1,32 @@
+/** The initial policy: created by the trainer package's init_model when its directory has none. */
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { trainerRoot } from "../training/trainer-process.js";
+
+const run = promisify(execFile);
+
+/** A model path (directory or model.onnx) → its directory. */
+export function policyDirOf(modelPath: string): string {
+  return existsSync(modelPath) && statSync(modelPath).isDirectory() ? modelPath : modelPath.endsWith(".onnx") ? dirname(modelPath) : modelPath;
+}
+
+export function hasPolicy(dir: string): boolean {
+  return existsSync(join(dir, "READY"));
+}
+
+/** Creates the policy (tokenizer with BPE merges learned from `corpus` when given) unless it exists. */
+export async function ensureInitialPolicy(dir: string, opts: { seed: number; python: string; corpus?: string; merges?: number }): Promise<{ version: string; created: boolean }> {
+  const ready = join(dir, "READY");
+  if (existsSync(ready)) return { version: readFileSync(ready, "utf8").trim(), created: false };
+  const args = ["-m", "trainers.torch.init_model", "--out", dir, "--seed", String(opts.seed)];
+  if (opts.corpus && opts.merges) args.push("--corpus", opts.corpus, "--merges", String(opts.merges));
+  const { stdout } = await run(opts.python, args, {
+    cwd: trainerRoot(),
+    env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const info = JSON.parse(stdout) as { version: string };
+  return { version: info.version, created: true };
+}

@@ -1,0 +1,65 @@
+/**
+ * The training loop's durable state, read back from the run store's events: the last checkpoint
+ * (phase, step, path, weights version and directory), held-out evaluations, per-step metrics.
+ */
+import { join } from "node:path";
+import type { RunStore } from "../store/run-store.js";
+import { readJsonl } from "../store/run-store.js";
+
+export interface CheckpointEvent {
+  type: "checkpoint";
+  phase: "sft" | "step";
+  step: number;
+  path: string;
+  version: string;
+  weightsDir: string;
+}
+
+export interface EvalEvent {
+  type: "held-out";
+  step: number;
+  /** Training steps done when this evaluation ran. */
+  trainedSteps: number;
+  passRate: number;
+  meanReward: number;
+  rollouts: number;
+  version: string;
+}
+
+export interface StepMetrics {
+  type: "step-metrics";
+  step: number;
+  trainingStep: number;
+  meanReward: number;
+  rollouts: number;
+  version: string;
+  [k: string]: unknown;
+}
+
+export interface LoopState {
+  lastCheckpoint?: CheckpointEvent;
+  sftDone: boolean;
+  trainedSteps: Set<number>;
+  evals: EvalEvent[];
+  metrics: StepMetrics[];
+}
+
+export function readLoopState(store: RunStore): LoopState {
+  const events = readJsonl<{ type: string }>(join(store.dir, "events.jsonl"));
+  const state: LoopState = { sftDone: false, trainedSteps: new Set(), evals: [], metrics: [] };
+  for (const e of events) {
+    if (e.type === "checkpoint") {
+      const c = e as CheckpointEvent;
+      state.lastCheckpoint = c;
+      if (c.phase === "sft") state.sftDone = true;
+      else state.trainedSteps.add(c.step);
+    } else if (e.type === "held-out") {
+      const ev = e as EvalEvent;
+      state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
+    } else if (e.type === "step-metrics") {
+      const m = e as StepMetrics;
+      state.metrics = state.metrics.filter((x) => x.step !== m.step).concat(m);
+    }
+  }
+  return state;
+}
