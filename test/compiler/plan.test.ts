@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, writeFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseDocument } from "yaml";
 import { describe, expect, it } from "vitest";
 import { compilePlan, diffPlans } from "../../src/compiler/index.js";
 import { canonicalJson } from "../../src/compiler/plan/hash.js";
@@ -72,11 +73,12 @@ describe("plan", () => {
     const kinds = plan.steps.map((s) => s.kind);
     expect(kinds[0]).toBe("eval");
     expect(kinds[kinds.length - 1]).toBe("eval");
-    expect(kinds.filter((k) => k === "sample").length).toBe(8);
+    const spec = parseDocument(readFileSync("examples/quickstart/experiment.yaml", "utf8")).toJS().spec;
+    expect(kinds.filter((k) => k === "sample").length).toBe(spec.steps);
     const held = new Set(plan.heldOutTasks);
-    expect(held.size).toBe(4);
+    expect(held.size).toBe(8);
     for (const s of plan.steps.filter((x) => x.kind === "sample")) {
-      expect(s.rollouts.length).toBe(4 * plan.algorithm!.groupSize);
+      expect(s.rollouts.length).toBe(spec.tasksPerStep * plan.algorithm!.groupSize);
       for (const r of s.rollouts) expect(held.has(r.task)).toBe(false);
     }
     expect(plan.model?.engine.type).toBe("onnx");

@@ -117,8 +117,17 @@ describe("local sandbox isolation", () => {
     const marker = uniqueMarker();
     const proc = a.spawn(["sleep", marker]);
     let pids: number[] = [];
+    const comm = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+      } catch {
+        return "";
+      }
+    };
+    // The wrapper chain (nsenter, unshare, setpriv) carries the marker in its argv until it execs
+    // sleep: wait for the sleep process itself.
     for (let i = 0; i < 100 && pids.length === 0; i++) {
-      pids = hostPidsWith(marker);
+      pids = hostPidsWith(marker).filter((pid) => comm(pid) === "sleep");
       await new Promise((r) => setTimeout(r, 20));
     }
     const sessionOf = (pid: number | "self") => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[3];
