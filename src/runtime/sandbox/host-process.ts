@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { OutputBuffer } from "./output-buffer.js";
-import { DEFAULT_MAX_OUTPUT_BYTES, type ExecOptions } from "./provider.js";
+import { DEFAULT_MAX_OUTPUT_BYTES, type ExecOptions, type ExecResult } from "./provider.js";
 
 export interface HostRun {
   /** Exit code of the host process, or null when it died of a signal. */
@@ -105,4 +105,18 @@ export function startHostProcess(command: string, args: string[], options: HostP
   });
 
   return { child, done, kill };
+}
+
+/** The ExecResult of a finished host run: `exitCode` null and signal SIGKILL when the runner killed it. */
+export function execResultOf(run: HostRun, killedByRunner: boolean, exitCode: number | null): ExecResult {
+  return {
+    exitCode: killedByRunner ? null : exitCode,
+    signal: killedByRunner ? "SIGKILL" : null,
+    stdout: run.stdout.text(),
+    stderr: run.stderr.text(),
+    stdoutTruncated: run.stdout.truncated,
+    stderrTruncated: run.stderr.truncated,
+    timedOut: run.timedOut,
+    durationMs: run.durationMs,
+  };
 }

@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import os from "node:os";
 import { buildEnterArgv } from "./local-args.js";
 import { listInside, locateInRoots, readInside, writeInside, type HostRoot } from "./host-files.js";
-import { startHostProcess, type HostProcess, type HostRun } from "./host-process.js";
+import { execResultOf, startHostProcess, type HostProcess, type HostRun } from "./host-process.js";
 import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } from "./process-tree.js";
 import {
   SANDBOX_HOME,
@@ -141,19 +141,7 @@ export class LocalSandbox implements Sandbox {
     if (!killedByRunner && run.code !== 0 && (this.keeperExited || !isProcessAlive(this.state.childPid))) {
       throw new SandboxError("died", this.id, "the sandbox died while a command was running", "retry the rollout in a new sandbox");
     }
-    let exitCode: number | null = run.code;
-    if (killedByRunner) exitCode = null;
-    else if (run.hostSignal) exitCode = 128 + (signalNumber(run.hostSignal) ?? 9);
-    return {
-      exitCode,
-      signal: killedByRunner ? "SIGKILL" : null,
-      stdout: run.stdout.text(),
-      stderr: run.stderr.text(),
-      stdoutTruncated: run.stdout.truncated,
-      stderrTruncated: run.stderr.truncated,
-      timedOut: run.timedOut,
-      durationMs: run.durationMs,
-    };
+    return execResultOf(run, killedByRunner, run.hostSignal ? 128 + (signalNumber(run.hostSignal) ?? 9) : run.code);
   }
 
   private locate(p: string): { root: HostRoot; rel: string } {

@@ -5,7 +5,7 @@ import type { Manifest } from "../k8s/manifests.js";
 import { KILL_ALL_BUT_KEEPER, wrapForContainer } from "./container-command.js";
 import { listFilesViaExec, readFileViaExec, writeFilesViaExec } from "./exec-files.js";
 import { listInside, locateInRoots, readInside, writeInside, type HostRoot } from "./host-files.js";
-import { startHostProcess, type HostProcess, type HostRun } from "./host-process.js";
+import { execResultOf, startHostProcess, type HostProcess, type HostRun } from "./host-process.js";
 import { runPodman, type PodmanCli } from "./podman-cli.js";
 import { signalQuietly, sleep } from "./process-tree.js";
 import {
@@ -129,16 +129,7 @@ export class PodmanSandbox implements Sandbox {
     if (!killedByRunner && run.code === 125) {
       throw new SandboxError("exec-failed", this.id, `podman exec failed: ${run.stderr.text().trim().slice(-300)}`);
     }
-    return {
-      exitCode: killedByRunner ? null : run.code,
-      signal: killedByRunner ? "SIGKILL" : null,
-      stdout: run.stdout.text(),
-      stderr: run.stderr.text(),
-      stdoutTruncated: run.stdout.truncated,
-      stderrTruncated: run.stderr.truncated,
-      timedOut: run.timedOut,
-      durationMs: run.durationMs,
-    };
+    return execResultOf(run, killedByRunner, run.code);
   }
 
   private locate(p: string): { root: HostRoot; rel: string } {
