@@ -23,9 +23,8 @@ export function renderRewardCurve(series: { name: string; color: string; points:
     out.push(`<line x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}" stroke="#e5e5e5"/>`);
     out.push(`<text x="${L - 6}" y="${y(v) + 4}" text-anchor="end" fill="#555">${v.toFixed(2)}</text>`);
   }
-  const ticks = Math.min(maxStep, 10);
-  for (let i = 0; i <= ticks; i++) {
-    const s = Math.round((maxStep * i) / ticks);
+  const every = Math.max(1, Math.ceil(maxStep / 12));
+  for (let s = 0; s <= maxStep; s += every) {
     out.push(`<text x="${x(s)}" y="${H - B + 16}" text-anchor="middle" fill="#555">${s}</text>`);
   }
   out.push(`<text x="${(L + W - R) / 2}" y="${H - 6}" text-anchor="middle" fill="#333">training step</text>`);
