@@ -146,7 +146,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
         log(`  held-out pass rate ${(ev.passRate * 100).toFixed(1)}%, mean reward ${meanReward.toFixed(3)}`);
         continue;
       }
-      const { batch, report } = buildStepBatch(plan, plan.algorithm, step.index, results, store.calls());
+      const { batch, report } = buildStepBatch(plan, plan.algorithm, step.index, results, executor.calls(results.map((r) => r.id)));
       let fb: Record<string, unknown> | null = null;
       let opt: Record<string, unknown> | null = null;
       if ((batch.trees?.length ?? 0) > 0) {
@@ -243,13 +243,15 @@ async function tokenizerCorpus(plan: Plan, o: LoopOptions, policyDir: string, py
     const engine = new ReferenceEngine({ model: bootModel, runtime }, (rollout) => scriptOf.get(rollout.replace(/\.t\d+$/, "")));
     const store = RunStore.open(join(bootDir, "run"), plan, { resume: false }).store!;
     const exec = await createExecutor({ plan, store, provider: o.provider, engine, model: bootModel, ...(o.signal ? { signal: o.signal } : {}) });
+    let calls: ReturnType<Executor["calls"]>;
     try {
-      await exec.runRollouts(rollouts, -1);
+      const results = await exec.runRollouts(rollouts, -1);
+      calls = exec.calls(results.map((r) => r.id));
     } finally {
       await exec.close();
       store.close();
     }
-    const text = store.calls().map((c) => runtime.tokenizer.decode([...c.promptIds, ...c.completionIds])).join("\n");
+    const text = calls.map((c) => runtime.tokenizer.decode([...c.promptIds, ...c.completionIds])).join("\n");
     mkdirSync(dirname(policyDir), { recursive: true });
     const file = `${policyDir}.corpus.txt`;
     writeFileSync(file, text);
@@ -269,12 +271,13 @@ async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: Train
   const reference = new ReferenceEngine({ model, runtime }, (rollout) => scriptOf.get(rollout.replace(/\.t\d+$/, "")));
   const exec: Executor = await createExecutor({ plan, store, provider: o.provider, engine: reference, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) });
   let results: RolloutResult[];
+  let calls: ReturnType<Executor["calls"]>;
   try {
     results = await exec.runRollouts(rollouts, -1);
+    calls = exec.calls(results.map((r) => r.id));
   } finally {
     await exec.close();
   }
-  const calls = store.calls();
   const passedResults = results.filter((r) => r.passed);
   const passed = passedResults.length;
   if (passed === 0) throw new LoopError("NoSftData", "No reference rollout passed its verifier, so there is nothing to fine-tune on.", "Check the tasks' reference solutions with reins eval.");

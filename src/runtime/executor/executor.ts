@@ -12,6 +12,7 @@ import { REINS_AGENT_PATH } from "../harness/launch.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
+import type { CallRecord } from "../proxy/record.js";
 import { startProxy } from "../proxy/server.js";
 import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import type { RolloutResult, RunStore } from "../store/run-store.js";
@@ -37,6 +38,8 @@ export interface ExecutorOptions {
 export interface Executor {
   /** Run these rollouts (skipping finished ones); resolves with the results of all of them. */
   runRollouts(rollouts: readonly PlanRollout[], step: number): Promise<RolloutResult[]>;
+  /** The recorded calls of finished rollouts (tagged with `rolloutId`), without re-reading the store when it can. */
+  calls(ids: readonly string[]): (CallRecord & { rolloutId: string })[];
   readonly proxy?: ProxyHandle;
   close(): Promise<void>;
 }
@@ -104,11 +107,15 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);
+  // Finished rollouts and their calls, kept in memory: the store is read once (for a resumed run).
+  const finished = new Map(store.results().map((r) => [r.id, r]));
+  const callsOf = new Map<string, (CallRecord & { rolloutId: string })[]>();
+  let storeCallsRead = false;
+  const storeCallsFor = new Set<string>();
 
   return {
     proxy,
     async runRollouts(rollouts, step) {
-      const finished = new Map(store.results().map((r) => [r.id, r]));
       const todo = rollouts.filter((r) => !finished.has(r.id));
       opts.onEvent?.({ type: "step-started", step, total: rollouts.length, skipped: rollouts.length - todo.length });
       store.event({ type: "step-started", step, rollouts: rollouts.length, alreadyFinished: rollouts.length - todo.length });
@@ -119,6 +126,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
           const { result, calls } = await runRollout(r, step, ctx);
           if (result.error?.code === "Interrupted") return;
           store.finish(result, calls);
+          callsOf.set(r.id, calls.map((c) => ({ ...c, rolloutId: r.id })));
           store.event({ type: "rollout-finished", rollout: r.id, status: result.status, reward: result.reward, tries: result.tries });
           finished.set(r.id, result);
         }
@@ -126,6 +134,20 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       await Promise.all(Array.from({ length: Math.min(concurrency, todo.length) }, worker));
       store.event({ type: "step-finished", step });
       return rollouts.map((r) => finished.get(r.id)).filter((x): x is RolloutResult => x !== undefined);
+    },
+    calls(ids) {
+      if (!storeCallsRead && ids.some((id) => finished.has(id) && !callsOf.has(id))) {
+        storeCallsRead = true;
+        for (const c of store.calls() as (CallRecord & { rolloutId?: string })[]) {
+          const id = c.rolloutId ?? c.rollout;
+          if (callsOf.has(id) && !storeCallsFor.has(id)) continue;
+          storeCallsFor.add(id);
+          const list = callsOf.get(id) ?? [];
+          list.push({ ...c, rolloutId: id });
+          callsOf.set(id, list);
+        }
+      }
+      return ids.flatMap((id) => callsOf.get(id) ?? []);
     },
     async close() {
       await proxy?.close();

@@ -17,7 +17,7 @@ import {
   type SandboxFile,
   type SandboxProcess,
 } from "./provider.js";
-import { SandboxError, messageOf } from "./sandbox-error.js";
+import { SandboxError, failedProcess, messageOf } from "./sandbox-error.js";
 
 export interface KubernetesSandboxState {
   id: string;
@@ -73,13 +73,13 @@ export class KubernetesSandbox implements Sandbox {
   }
 
   spawn(argv: string[], options: ExecOptions = {}): SandboxProcess {
-    if (this.destroying) return failed(new SandboxError("died", this.id, "the sandbox was destroyed"));
-    if (argv.length === 0) return failed(new SandboxError("exec-failed", this.id, "empty command"));
+    if (this.destroying) return failedProcess(new SandboxError("died", this.id, "the sandbox was destroyed"));
+    if (argv.length === 0) return failedProcess(new SandboxError("exec-failed", this.id, "empty command"));
     let command: string[];
     try {
       command = wrapForContainer(argv, resolveCwd(options.cwd), { ...this.state.env, ...(options.env ?? {}) });
     } catch (error) {
-      return failed(new SandboxError("exec-failed", this.id, messageOf(error)));
+      return failedProcess(new SandboxError("exec-failed", this.id, messageOf(error)));
     }
     const exec = startPodExec(this.target(), command, options);
     this.running.add(exec);
@@ -186,8 +186,3 @@ export class KubernetesSandbox implements Sandbox {
   }
 }
 
-function failed(error: SandboxError): SandboxProcess {
-  const p = Promise.reject(error);
-  p.catch(() => undefined);
-  return { wait: () => p, kill: async () => undefined };
-}

@@ -17,7 +17,7 @@ import {
   type SandboxProcess,
   type SandboxSpec,
 } from "./provider.js";
-import { SandboxError, messageOf } from "./sandbox-error.js";
+import { SandboxError, failedProcess, messageOf } from "./sandbox-error.js";
 
 export interface LocalSandboxState {
   spec: SandboxSpec;
@@ -193,8 +193,3 @@ function signalNumber(signal: NodeJS.Signals): number | undefined {
   return (os.constants.signals as Record<string, number>)[signal];
 }
 
-function failedProcess(error: SandboxError): SandboxProcess {
-  const failed = Promise.reject(error);
-  failed.catch(() => undefined);
-  return { wait: () => failed, kill: async () => undefined };
-}

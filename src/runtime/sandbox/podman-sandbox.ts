@@ -21,7 +21,7 @@ import {
   type SandboxProcess,
   type SandboxSpec,
 } from "./provider.js";
-import { SandboxError, messageOf } from "./sandbox-error.js";
+import { SandboxError, failedProcess, messageOf } from "./sandbox-error.js";
 
 export interface PodmanSandboxState {
   spec: SandboxSpec;
@@ -73,13 +73,13 @@ export class PodmanSandbox implements Sandbox {
   }
 
   spawn(argv: string[], options: ExecOptions = {}): SandboxProcess {
-    if (this.destroying) return failed(new SandboxError("died", this.id, "the sandbox was destroyed"));
-    if (argv.length === 0) return failed(new SandboxError("exec-failed", this.id, "empty command"));
+    if (this.destroying) return failedProcess(new SandboxError("died", this.id, "the sandbox was destroyed"));
+    if (argv.length === 0) return failedProcess(new SandboxError("exec-failed", this.id, "empty command"));
     let command: string[];
     try {
       command = wrapForContainer(argv, resolveCwd(options.cwd), { ...this.state.env, ...(options.env ?? {}) });
     } catch (error) {
-      return failed(new SandboxError("exec-failed", this.id, messageOf(error)));
+      return failedProcess(new SandboxError("exec-failed", this.id, messageOf(error)));
     }
     const interactive = options.stdin !== undefined ? ["-i"] : [];
     const hostProcess = startHostProcess(this.state.cli.binary, ["exec", ...interactive, this.state.container, ...command], {
@@ -183,8 +183,3 @@ export class PodmanSandbox implements Sandbox {
   }
 }
 
-function failed(error: SandboxError): SandboxProcess {
-  const p = Promise.reject(error);
-  p.catch(() => undefined);
-  return { wait: () => p, kill: async () => undefined };
-}

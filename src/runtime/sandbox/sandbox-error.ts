@@ -1,3 +1,5 @@
+import type { SandboxProcess } from "./provider.js";
+
 /**
  * Infrastructure failures of a sandbox. These are retried by the executor and never become a
  * reward; a command that merely exits non-zero is not one of them.
@@ -36,4 +38,11 @@ export function isSandboxError(error: unknown): error is SandboxError {
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
+}
+
+/** A SandboxProcess that failed before it started: wait() rejects with the error. */
+export function failedProcess(error: SandboxError): SandboxProcess {
+  const failed = Promise.reject(error);
+  failed.catch(() => undefined);
+  return { wait: () => failed, kill: async () => undefined };
 }

@@ -67,10 +67,9 @@ export const textChecks: CheckDefinition[] = [
       const path = str(c, "path");
       const t = await ctx.readText(path);
       if (!t.ok) return fail(t.reason);
-      const ic = c.ignoreCase === true;
-      const hay = ic ? t.value.toLowerCase() : t.value;
       const wanted = texts(c.text);
-      const missing = wanted.filter((w) => !hay.includes(ic ? w.toLowerCase() : w));
+      const present = containedIn(t.value, wanted, c.ignoreCase === true);
+      const missing = wanted.filter((w) => !present.includes(w));
       return partial(
         wanted.length - missing.length,
         wanted.length,
@@ -86,9 +85,7 @@ export const textChecks: CheckDefinition[] = [
       const path = str(c, "path");
       const t = await ctx.readText(path);
       if (!t.ok) return fail(t.reason);
-      const ic = c.ignoreCase === true;
-      const hay = ic ? t.value.toLowerCase() : t.value;
-      const found = texts(c.text).filter((w) => hay.includes(ic ? w.toLowerCase() : w));
+      const found = containedIn(t.value, texts(c.text), c.ignoreCase === true);
       if (found.length === 0) return pass(`${path} contains none of the forbidden texts.`);
       return fail(`${path} contains ${found.map((m) => quote(m)).join(", ")}, which it should not.`);
     },
@@ -122,3 +119,9 @@ export const textChecks: CheckDefinition[] = [
     },
   },
 ];
+
+/** The texts `hay` contains, optionally ignoring case. */
+function containedIn(hay: string, wanted: readonly string[], ignoreCase: boolean): string[] {
+  const h = ignoreCase ? hay.toLowerCase() : hay;
+  return wanted.filter((w) => h.includes(ignoreCase ? w.toLowerCase() : w));
+}
