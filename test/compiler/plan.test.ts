@@ -84,4 +84,42 @@ describe("plan", () => {
     expect(plan.model?.engine.type).toBe("onnx");
     expect(plan.harnesses.map((h) => h.name)).toEqual(["reins-agent"]);
   });
+
+  it("carries the Experiment's bad-step policy (default: stop; skip allows 3 in a row) outside the plan hash", () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+    const experiment = (extra: string, name: string) => {
+      const file = join(dir, name);
+      writeFileSync(
+        file,
+        `apiVersion: reins/v1alpha1
+kind: Experiment
+metadata: {name: x}
+spec:
+  model: {name: qwen3}
+  tasks: [{name: t}]
+  harnesses: [{name: reins-agent}]
+  algorithm: {name: grpo}
+  steps: 1
+${extra}---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: t}
+spec:
+  instruction: x
+  verifier: {checks: [{fileExists: a.txt}]}
+`,
+      );
+      return planOf(file);
+    };
+    const a = experiment("", "a.yaml");
+    const b = experiment("  onBadStep: {action: skip, maxSkips: 5}\n", "b.yaml");
+    const c = experiment("  onBadStep: {action: skip}\n", "c.yaml");
+    expect(a.onBadStep).toEqual({ action: "stop", maxSkips: 3 });
+    expect(b.onBadStep).toEqual({ action: "skip", maxSkips: 5 });
+    expect(c.onBadStep).toEqual({ action: "skip", maxSkips: 3 });
+    // Changing it does not change the hash, so a stopped run can be resumed with another policy.
+    expect(b.hash).toBe(a.hash);
+    expect(diffPlans(a, b).changes).toContainEqual({ path: "onBadStep.action", before: "stop", after: "skip" });
+    expect(planOf(CONTRACT).onBadStep).toBeUndefined();
+  });
 });

@@ -1,4 +1,4 @@
-/** Helpers for the control-loop tests: a tiny copy of the quickstart experiment, the run's events. */
+/** Helpers for the control-loop tests: a tiny copy of the quickstart experiment, the run's records. */
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -31,3 +31,21 @@ export function events(runDir: string): any[] {
   });
 }
 
+/** Rewrite a spec file in place: each [pattern, replacement], each pattern must match. */
+export function editSpec(file: string, edits: [RegExp, string][]): void {
+  let text = readFileSync(file, "utf8");
+  for (const [pattern, replacement] of edits) {
+    if (!pattern.test(text)) throw new Error(`${file} has no ${pattern}`);
+    text = text.replace(pattern, replacement);
+  }
+  writeFileSync(file, text);
+}
+
+/** The lines of a run's JSONL file (calls.jsonl, rollouts.jsonl, metrics.jsonl); [] when absent. */
+export function jsonl(runDir: string, name: string): any[] {
+  if (!existsSync(join(runDir, name))) return [];
+  return readFileSync(join(runDir, name), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** A Python stack trace or a Node one in a command's stderr. */
+export const STACK_TRACE = /Traceback \(most recent call last\)|\n\s+at .+:\d+:\d+\)?\n/;

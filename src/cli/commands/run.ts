@@ -50,6 +50,7 @@ export function register(program: Command): void {
           log: (l) => {
             if (!quiet) say(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${l}`);
           },
+          warn: (l) => say(`warning: ${l}`),
           signal: ac.signal,
         });
         const summary = { ...outcome, planHash: plan.hash, seconds: Math.round((Date.now() - started) / 1000) };
@@ -66,6 +67,7 @@ export function register(program: Command): void {
             [
               `${plan.name}: ${outcome.steps} training steps in ${summary.seconds} s`,
               `held-out pass rate: before RL ${pct(outcome.heldOut.before)}, after RL ${pct(outcome.heldOut.after)}`,
+              ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",
@@ -75,10 +77,12 @@ export function register(program: Command): void {
         process.exitCode = EXIT.ok;
       } catch (err) {
         if (err instanceof LoopError || err instanceof TrainerError) {
+          store.event({ type: "run-stopped", code: err.code, message: err.message });
           fail(opts.json, err.code, err.message, `${err.hint} (resume with --resume ${store.dir})`);
           return;
         }
         if (err instanceof EngineError) {
+          store.event({ type: "run-stopped", code: "EngineFailed", message: err.message });
           fail(opts.json, "EngineFailed", err.message, `Resume with --resume ${store.dir} once the engine works.`);
           return;
         }

@@ -2,7 +2,7 @@
  * Plan building (pure): an Experiment or Evaluation over the resolved world → Plan.
  * Pairs are task × harness; rollouts get deterministic ids and seeds; every step and the
  * whole plan are content-addressed. Settings that do not change results (concurrency,
- * retries) stay out of the hashes.
+ * retries, the bad-step policy) stay out of the hashes.
  */
 import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
 import { CODES } from "../codes.js";
@@ -10,7 +10,7 @@ import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, Resolved
 import { digestOf, seedOf } from "./hash.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
-import { resolveAlgorithm, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
+import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { rng } from "../resolve/matrix.js";
@@ -157,14 +157,18 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
   if (isExperiment && spec.sft) {
     plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained" };
   }
+  if (isExperiment) plan.onBadStep = resolveBadStepPolicy(spec.onBadStep);
   plan.hash = hashPlan(plan);
   void rolloutCount;
   return { value: plan, diagnostics };
 }
 
-/** The plan hash: everything that changes results; not concurrency, retries, sources or manifests. */
+/**
+ * The plan hash: everything that changes results; not concurrency, retries, sources, manifests or
+ * the bad-step policy (it only decides what a failure does, and may be changed to resume a run).
+ */
 export function hashPlan(plan: Plan): string {
-  const { hash: _h, sources: _s, manifests: _m, root: _r, sandbox, ...rest } = plan;
+  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, sandbox, ...rest } = plan;
   return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
 }
 

@@ -175,6 +175,13 @@ export interface ResolvedTrainer {
   image?: string;
 }
 
+/** What `reins run` does with a step the trainer refuses as non-finite. Not part of the plan hash. */
+export interface BadStepPolicy {
+  action: "stop" | "skip";
+  /** With skip: more consecutive skipped steps than this stop the run. */
+  maxSkips: number;
+}
+
 export interface PlanPair {
   /** "<task>@<harness>" */
   id: string;
@@ -220,6 +227,8 @@ export interface Plan {
   attempts: number;
   /** Supervised warm-up on reference solutions (Experiment only). */
   sft?: { steps: number; learningRate: number; batchSize: number; when: "if-untrained" | "always" };
+  /** Non-finite training steps: stop or skip (Experiment only; not part of the plan hash). */
+  onBadStep?: BadStepPolicy;
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };

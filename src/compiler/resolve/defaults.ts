@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import type {
+  BadStepPolicy,
   ResolvedAlgorithm,
   ResolvedHarness,
   ResolvedModel,
@@ -13,6 +14,7 @@ import type { AlgorithmSpec } from "../schema/algorithm.js";
 import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";
 import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
+import type { ExperimentSpec } from "../schema/experiment.js";
 
 export function toNumber(v: number | string | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -156,4 +158,9 @@ export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
   };
   if (s.image !== undefined) out.image = s.image;
   return out;
+}
+
+/** Default: stop at the first non-finite step; with skip, at most 3 consecutive skipped steps. */
+export function resolveBadStepPolicy(spec: ExperimentSpec["onBadStep"]): BadStepPolicy {
+  return { action: spec?.action ?? "stop", maxSkips: spec?.maxSkips ?? 3 };
 }

@@ -19,6 +19,21 @@ export const HarnessUse = z.strictObject({
   env: z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env)."),
 });
 
+export const BadStepPolicy = z
+  .strictObject({
+    action: z
+      .enum(["stop", "skip"])
+      .optional()
+      .describe("stop (default): end the run with a plain, resumable error. skip: apply nothing for that step, keep the current weights serving, record a step-skipped event and go on."),
+    maxSkips: NonNegativeInt.max(1_000_000)
+      .optional()
+      .describe("With skip: the run stops once more than this many consecutive steps (of SFT, or of RL) were skipped (default 3)."),
+  })
+  .optional()
+  .describe(
+    "What to do with a training step the trainer refuses as non-finite: a NaN or infinite loss (NonFiniteLoss), batch values (NonFiniteBatch) or gradient norm (NonFiniteGradient). A refused step changes no weights. Not part of the plan hash, so it can be changed when resuming.",
+  );
+
 const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file.");
 
 export const ExperimentSpecSchema = z
@@ -48,6 +63,7 @@ export const ExperimentSpecSchema = z
         attempts: PositiveInt.optional(),
       })
       .optional(),
+    onBadStep: BadStepPolicy,
     seed: z.number().int().optional(),
   })
   .describe("A training experiment.");

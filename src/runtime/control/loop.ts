@@ -5,7 +5,9 @@
  * Every call records the weights version that produced it. A checkpoint is written after each
  * trained step, and `--resume` restores the last one: finished rollouts are not sampled again and
  * no step is trained twice (a step interrupted before its checkpoint is redone from the previous
- * checkpoint, with the same samples).
+ * checkpoint, with the same samples). A step the trainer refuses as non-finite stops the run, or
+ * is skipped under `onBadStep: {action: skip}` (bad-step.ts); a skipped step publishes nothing and
+ * counts as done.
  */
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,12 +18,19 @@ import { createExecutor, absolutizeModel, type Executor } from "../executor/exec
 import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import { RunStore, type RolloutResult } from "../store/run-store.js";
+import type { TrainingBatch } from "../trajectories/batch.js";
+import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { TrainerWorker } from "../training/trainer-process.js";
+import { badStepOf, decideBadStep, describeSkip, DEFAULT_BAD_STEP_POLICY, findNonFinite, stopAtBadStep, type BadStep, type SkipEvent } from "./bad-step.js";
 import { buildSftBatch, buildStepBatch } from "./batches.js";
 import { renderRewardCurve } from "./curve.js";
 import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
 import { ReferenceEngine } from "./reference-engine.js";
+import { setAsideUnloadable } from "./unloadable.js";
+import { LoopError } from "./loop-error.js";
 import { readLoopState, type CheckpointEvent, type EvalEvent, type StepMetrics } from "./state.js";
+
+export { LoopError } from "./loop-error.js";
 
 export interface LoopOptions {
   plan: Plan;
@@ -32,6 +41,8 @@ export interface LoopOptions {
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
   /** Human progress lines (stderr). */
   log?: (line: string) => void;
+  /** Warnings (stderr, also when progress is quiet), e.g. a skipped step; default: log. */
+  warn?: (line: string) => void;
   signal?: AbortSignal;
 }
 
@@ -40,6 +51,8 @@ export interface RunOutcome {
   heldOut: { before: number | null; after: number | null };
   evaluations: EvalEvent[];
   metrics: StepMetrics[];
+  /** Plan step indexes skipped as non-finite (onBadStep: skip). */
+  skippedSteps: number[];
   versions: string[];
   sft: { rollouts: number; passed: number; sequences: number; steps: number } | null;
   rewardCurve: string;
@@ -47,20 +60,11 @@ export interface RunOutcome {
   interrupted: boolean;
 }
 
-/** A plain-words failure of the loop (trainer, engine reload, bad batch): the run stops, resumable. */
-export class LoopError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly hint: string,
-  ) {
-    super(message);
-  }
-}
-
 export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const { plan, store } = o;
   const log = o.log ?? (() => undefined);
+  const warn = o.warn ?? log;
+  const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
   if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model) throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
   const model = absolutizeModel(plan.model, plan.root);
   if (model.engine.type !== "onnx") {
@@ -80,6 +84,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const worker = await TrainerWorker.start({
     modelDir: policyDir,
     outDir: trainerOut,
+    python,
     learningRate: plan.algorithm.learningRate,
     threads,
     seed,
@@ -109,7 +114,12 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     try {
       await engine.reload(saved.version, saved.dir);
     } catch (err) {
-      throw new LoopError("EngineReloadFailed", `The engine could not load the new weights ${saved.version}: ${(err as Error).message}`, `The previous weights keep serving; fix the cause and resume with --resume ${store.dir}.`);
+      const aside = setAsideUnloadable(saved.dir, store.dir);
+      throw new LoopError(
+        "EngineReloadFailed",
+        `The engine could not load the new weights ${saved.version}: ${(err as Error).message.replace(/\.$/, "")}. The previous weights ${version} keep serving; nothing was checkpointed for this ${phase === "sft" ? "SFT" : "step"}.`,
+        `${aside ? `The unloadable directory was moved to ${aside}, so a resumed run exports the weights again. ` : ""}Fix the cause first (a full disk? a damaged file?).`,
+      );
     }
     const ckpt = await worker.client.checkpoint(join(trainerOut, `checkpoint-${phase}-${step}`));
     version = saved.version;
@@ -122,14 +132,15 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   try {
     // SFT warm-up on reference solutions replayed through the harnesses.
     if (plan.sft && !state.sftDone && !o.signal?.aborted) {
-      sftInfo = await runSft(plan, store, o, worker, log);
+      sftInfo = await runSft(plan, store, o, worker, { log, warn, serving: version });
       if (!o.signal?.aborted) await publish("sft", -1);
     }
     const sampleSteps = plan.steps.filter((s) => s.kind === "sample");
     let trained = 0;
+    let skipStreak = state.skipStreak;
     for (const step of plan.steps) {
       if (o.signal?.aborted) break;
-      if (step.kind === "sample" && state.trainedSteps.has(step.index)) {
+      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index))) {
         trained++;
         continue;
       }
@@ -147,13 +158,29 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
         continue;
       }
       const { batch, report } = buildStepBatch(plan, plan.algorithm, step.index, results, executor.calls(results.map((r) => r.id)));
-      let fb: Record<string, unknown> | null = null;
-      let opt: Record<string, unknown> | null = null;
-      if ((batch.trees?.length ?? 0) > 0) {
-        fb = (await worker.client.forwardBackward(batch)) as unknown as Record<string, unknown>;
-        opt = (await worker.client.optimStep()) as unknown as Record<string, unknown>;
+      const what = `training step ${trainingStep + 1}/${sampleSteps.length}`;
+      const applied = (batch.trees?.length ?? 0) > 0 ? await applyStep(worker, batch) : { fb: null, opt: null };
+      let skipped: SkipEvent | null = null;
+      if ("bad" in applied) {
+        const kept = `Nothing of this step was applied or published; the weights ${version} keep serving.`;
+        if (decideBadStep(policy, skipStreak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: skipStreak, learningRate: "algorithm.learningRate" });
+        skipStreak++;
+        skipped = { type: "step-skipped", phase: "step", step: step.index, code: applied.bad.code, reason: applied.bad.reason, version, consecutive: skipStreak, maxSkips: policy.maxSkips };
       }
-      await publish("step", step.index);
+      const fb = "bad" in applied ? null : applied.fb;
+      const opt = "bad" in applied ? null : applied.opt;
+      const trainMetrics = {
+        ...(fb ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond } : {}),
+        ...(opt ? { gradNorm: opt.gradNorm } : {}),
+      };
+      refuseNonFinite(what, { meanReward, ...trainMetrics }, fb !== null);
+      if (skipped) {
+        store.event({ ...skipped });
+        warn(describeSkip(skipped, what));
+      } else {
+        await publish("step", step.index);
+        skipStreak = 0;
+      }
       trained++;
       const m: StepMetrics = {
         type: "step-metrics",
@@ -162,18 +189,18 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
         meanReward,
         passRate: scored.length > 0 ? scored.filter((r) => r.passed).length / scored.length : 0,
         rollouts: results.length,
-        trainedRollouts: batch.trees?.length ?? 0,
+        trainedRollouts: skipped ? 0 : (batch.trees?.length ?? 0),
         zeroVarianceGroups: report.groups?.filter((g) => (g as { zeroVariance?: boolean }).zeroVariance).length ?? 0,
         trainedTokens: report.totals.trainedTokens,
         naiveTokens: report.totals.naiveTokens,
         version,
-        ...(fb ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond } : {}),
-        ...(opt ? { gradNorm: opt.gradNorm } : {}),
+        ...trainMetrics,
+        ...(skipped ? { skipped: { code: skipped.code, reason: skipped.reason } } : {}),
       };
       store.event({ ...m });
       appendFileSync(metricsFile, `${JSON.stringify(m)}\n`);
       state.metrics = state.metrics.filter((x) => x.step !== m.step).concat(m);
-      log(`  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${version}`);
+      log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${version}`);
     }
     interrupted = Boolean(o.signal?.aborted);
   } finally {
@@ -198,12 +225,43 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     heldOut: { before: evals[0]?.passRate ?? null, after: evals.length > 1 ? evals[evals.length - 1]!.passRate : null },
     evaluations: evals,
     metrics,
+    skippedSteps: metrics.filter((m) => m.skipped).map((m) => m.step),
     versions: [...new Set(versions)],
     sft: sftInfo,
     rewardCurve: curveFile,
     runDir: store.dir,
     interrupted,
   };
+}
+
+type Applied = { fb: Record<string, unknown>; opt: Record<string, unknown> } | { bad: BadStep };
+
+/** forward_backward + optim_step of one batch; a step the trainer refuses as non-finite comes back as `bad`. */
+async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: { fb?: ForwardBackwardOptions; learningRate?: number } = {}): Promise<Applied> {
+  try {
+    const fb = (await worker.client.forwardBackward(batch, o.fb ?? {})) as unknown as Record<string, unknown>;
+    const opt = (await worker.client.optimStep(o.learningRate !== undefined ? { learningRate: o.learningRate } : {})) as unknown as Record<string, unknown>;
+    return { fb, opt };
+  } catch (err) {
+    const bad = badStepOf(err);
+    if (bad) return { bad };
+    throw err;
+  }
+}
+
+/**
+ * Stop before publishing when a step's numbers are not finite although the trainer accepted it
+ * (its JSON carries NaN as null): such a number must never reach the metrics as null, silently.
+ */
+function refuseNonFinite(what: string, metrics: Record<string, unknown>, trained: boolean): void {
+  const bad = findNonFinite(metrics);
+  if (trained) for (const k of ["loss", "gradNorm"]) if (typeof metrics[k] !== "number") bad.push(k);
+  if (bad.length === 0) return;
+  throw new LoopError(
+    "NonFiniteMetrics",
+    `${what}: ${bad.join(", ")} ${bad.length === 1 ? "is" : "are"} NaN, infinite or missing, although the trainer accepted the step; nothing of it was published.`,
+    "The trainer worker should have refused this step; look at trainer.log in the run directory.",
+  );
 }
 
 /** BPE merges learned for the policy's tokenizer (from the harness's own text, see tokenizerCorpus). */
@@ -262,7 +320,9 @@ async function tokenizerCorpus(plan: Plan, o: LoopOptions, policyDir: string, py
   }
 }
 
-async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: TrainerWorker, log: (l: string) => void): Promise<NonNullable<RunOutcome["sft"]>> {
+async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: TrainerWorker, io: { log: (l: string) => void; warn: (l: string) => void; serving: string }): Promise<NonNullable<RunOutcome["sft"]>> {
+  const { log, warn } = io;
+  const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
   const sft = plan.sft!;
   const { rollouts, scriptOf } = sftRollouts(plan);
   log(`SFT: replaying ${rollouts.length} reference solutions through the harness`);
@@ -287,12 +347,27 @@ async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: Train
   const sequences = full.trees?.[0]?.leaves ?? 0;
   log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (tree of ${full.trees?.[0]?.tokens.length ?? 0} tokens), ${sft.steps} steps of ${size}`);
   let last: Record<string, unknown> = {};
+  let streak = 0;
+  let skipped = 0;
   for (let s = 0; s < sft.steps && !o.signal?.aborted; s++) {
     const batch = size === passed ? full : buildSftBatch(plan.algorithm!, sample(passedResults, size, random), calls);
-    last = (await worker.client.forwardBackward(batch, { objective: "sft" })) as unknown as Record<string, unknown>;
-    await worker.client.optimStep({ learningRate: sft.learningRate });
+    const what = `SFT step ${s + 1}/${sft.steps}`;
+    const applied = await applyStep(worker, batch, { fb: { objective: "sft" }, learningRate: sft.learningRate });
+    if ("bad" in applied) {
+      const kept = `SFT publishes nothing before it ends; the weights ${io.serving} keep serving.`;
+      if (decideBadStep(policy, streak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: streak, learningRate: "sft.learningRate" });
+      streak++;
+      skipped++;
+      const ev: SkipEvent = { type: "step-skipped", phase: "sft", step: s + 1, code: applied.bad.code, reason: applied.bad.reason, version: io.serving, consecutive: streak, maxSkips: policy.maxSkips };
+      store.event({ ...ev });
+      warn(describeSkip(ev, what));
+      continue;
+    }
+    refuseNonFinite(what, { loss: applied.fb.loss, gradNorm: applied.opt.gradNorm }, true);
+    streak = 0;
+    last = applied.fb;
   }
-  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, lastLoss: last.loss });
+  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
 }
 

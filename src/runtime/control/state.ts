@@ -1,10 +1,12 @@
 /**
  * The training loop's durable state, read back from the run store's events: the last checkpoint
- * (phase, step, path, weights version and directory), held-out evaluations, per-step metrics.
+ * (phase, step, path, weights version and directory), held-out evaluations, per-step metrics, and
+ * the RL steps skipped as non-finite (done, like trained ones: a resumed run does not redo them).
  */
 import { join } from "node:path";
 import type { RunStore } from "../store/run-store.js";
 import { readJsonl } from "../store/run-store.js";
+import type { SkipEvent } from "./bad-step.js";
 
 export interface CheckpointEvent {
   type: "checkpoint";
@@ -33,6 +35,8 @@ export interface StepMetrics {
   meanReward: number;
   rollouts: number;
   version: string;
+  /** Present when the trainer refused the step: nothing was applied or published for it. */
+  skipped?: { code: string; reason: string };
   [k: string]: unknown;
 }
 
@@ -40,19 +44,27 @@ export interface LoopState {
   lastCheckpoint?: CheckpointEvent;
   sftDone: boolean;
   trainedSteps: Set<number>;
+  /** RL steps skipped as non-finite (see bad-step.ts). */
+  skippedSteps: Set<number>;
+  /** RL steps skipped since the last checkpoint: the current run of consecutive skips. */
+  skipStreak: number;
   evals: EvalEvent[];
   metrics: StepMetrics[];
 }
 
 export function readLoopState(store: RunStore): LoopState {
   const events = readJsonl<{ type: string }>(join(store.dir, "events.jsonl"));
-  const state: LoopState = { sftDone: false, trainedSteps: new Set(), evals: [], metrics: [] };
+  const state: LoopState = { sftDone: false, trainedSteps: new Set(), skippedSteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
   for (const e of events) {
     if (e.type === "checkpoint") {
       const c = e as CheckpointEvent;
       state.lastCheckpoint = c;
       if (c.phase === "sft") state.sftDone = true;
       else state.trainedSteps.add(c.step);
+      state.skipStreak = 0;
+    } else if (e.type === "step-skipped" && (e as SkipEvent).phase === "step") {
+      state.skippedSteps.add((e as SkipEvent).step);
+      state.skipStreak++;
     } else if (e.type === "held-out") {
       const ev = e as EvalEvent;
       state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
