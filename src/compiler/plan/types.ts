@@ -147,6 +147,8 @@ export interface ResolvedAlgorithm {
     maxBranches: number;
   };
   lossAggregation: "token-mean" | "sequence-mean" | "sequence-sum";
+  /** Optimizer steps per training step (the step's rollouts split into this many mini-batches). */
+  miniBatches: number;
 }
 
 export interface ResolvedSandbox {

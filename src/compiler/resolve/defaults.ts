@@ -117,6 +117,7 @@ export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
       maxBranches: spec.filters?.maxBranches ?? 0,
     },
     lossAggregation: spec.lossAggregation ?? "token-mean",
+    miniBatches: spec.miniBatches ?? 1,
   };
 }
 

@@ -36,6 +36,9 @@ export const AlgorithmSpecSchema = z
       })
       .optional(),
     lossAggregation: z.enum(["token-mean", "sequence-mean", "sequence-sum"]).optional(),
+    miniBatches: PositiveInt.optional().describe(
+      "Optimizer steps per training step: the step's rollouts are split into this many mini-batches, one optimizer step each (PPO's minibatching; default 1).",
+    ),
   })
   .describe("An RL algorithm.");
 

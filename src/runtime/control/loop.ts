@@ -23,6 +23,7 @@ import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { TrainerWorker } from "../training/trainer-process.js";
 import { badStepOf, decideBadStep, describeSkip, DEFAULT_BAD_STEP_POLICY, findNonFinite, stopAtBadStep, type BadStep, type SkipEvent } from "./bad-step.js";
 import { buildSftBatch, buildStepBatch } from "./batches.js";
+import { mergeTrainMetrics, splitMiniBatches } from "./mini-batches.js";
 import { renderRewardCurve } from "./curve.js";
 import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
 import { ReferenceEngine } from "./reference-engine.js";
@@ -108,6 +109,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const metricsFile = join(store.dir, "metrics.jsonl");
   let sftInfo: RunOutcome["sft"] = null;
   let interrupted = false;
+  let lastCheckpoint = state.lastCheckpoint?.path;
 
   const publish = async (phase: CheckpointEvent["phase"], step: number) => {
     const saved = await worker.client.saveWeights({ formats: ["onnx"] });
@@ -125,6 +127,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     version = saved.version;
     weightsDir = saved.dir;
     versions.push(version);
+    lastCheckpoint = ckpt.path;
     const ev: Omit<CheckpointEvent, "type"> = { phase, step, path: ckpt.path, version, weightsDir };
     store.event({ type: "checkpoint", ...ev });
   };
@@ -159,7 +162,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       }
       const { batch, report } = buildStepBatch(plan, plan.algorithm, step.index, results, executor.calls(results.map((r) => r.id)));
       const what = `training step ${trainingStep + 1}/${sampleSteps.length}`;
-      const applied = (batch.trees?.length ?? 0) > 0 ? await applyStep(worker, batch) : { fb: null, opt: null };
+      const applied = (batch.trees?.length ?? 0) > 0 ? await applyMiniBatches(worker, batch, plan.algorithm.miniBatches, lastCheckpoint) : { fb: null, opt: null };
       let skipped: SkipEvent | null = null;
       if ("bad" in applied) {
         const kept = `Nothing of this step was applied or published; the weights ${version} keep serving.`;
@@ -232,6 +235,30 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     runDir: store.dir,
     interrupted,
   };
+}
+
+/**
+ * A training step as `n` mini-batches, one optimizer step each. A refusal after some mini-batches
+ * were applied rolls the trainer back to the last checkpoint, so a skipped step leaves nothing behind.
+ */
+async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined): Promise<Applied> {
+  const fbs: Record<string, unknown>[] = [];
+  const opts: Record<string, unknown>[] = [];
+  for (const part of splitMiniBatches(batch, n)) {
+    const applied = await applyStep(worker, part);
+    if ("bad" in applied) {
+      if (fbs.length > 0) {
+        if (!lastCheckpoint) {
+          throw new LoopError(applied.bad.code, `${applied.bad.reason} (mini-batch ${fbs.length + 1}, after ${fbs.length} were applied, with no checkpoint to roll back to).`, "Lower the learning rate.");
+        }
+        await worker.client.restore(lastCheckpoint);
+      }
+      return applied;
+    }
+    fbs.push(applied.fb);
+    opts.push(applied.opt);
+  }
+  return { fb: mergeTrainMetrics(fbs), opt: mergeTrainMetrics(opts) };
 }
 
 type Applied = { fb: Record<string, unknown>; opt: Record<string, unknown> } | { bad: BadStep };

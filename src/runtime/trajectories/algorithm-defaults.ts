@@ -24,6 +24,7 @@ export const DEFAULT_ALGORITHM: ResolvedAlgorithm = {
   correction: { type: "TIS", level: "token", cap: 2 },
   filters: { dropDeadLeaves: true, dropClasses: ["compaction", "subagent", "title", "auxiliary"], maxBranches: 0 },
   lossAggregation: "token-mean",
+  miniBatches: 1,
 };
 
 /** Default MIS bounds, the same for every level (as the compiler's resolveAlgorithm). */
@@ -63,6 +64,7 @@ const SPEC_FIELDS: Record<string, Spec> = {
     fields: { dropDeadLeaves: { kind: "boolean" }, dropClasses: { kind: "enumList", values: CALL_CLASSES }, maxBranches: num(0, undefined, true) },
   },
   lossAggregation: { kind: "enum", values: ["token-mean", "sequence-mean", "sequence-sum"] },
+  miniBatches: num(1, undefined, true),
 };
 
 const HINT_FIELDS = "Algorithm spec fields mirror ResolvedAlgorithm (see docs/trajectories.md).";
