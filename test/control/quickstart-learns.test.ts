@@ -3,10 +3,7 @@
  * README's main command runs it (seed 7, its own policy directory), ends with a held-out pass rate
  * well above the one before RL: the gain must exceed three standard errors of the difference of
  * the two measured pass rates (each a binomial proportion over the held-out rollouts).
- *
- * This is the bar the quickstart does not reach yet (README, "Honest status of the quickstart"),
- * so it runs only when asked: REINS_LEARNING_TEST=1 npx vitest run test/control/quickstart-learns.test.ts
- * (about 8 minutes on 2 cores).
+ * It takes about 10 minutes on 2 cores.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -22,7 +19,7 @@ function quickstartCopy(dir: string): string {
   return join(dir, "spec", "experiment.yaml");
 }
 
-describe.runIf(process.env.REINS_LEARNING_TEST === "1")("the quickstart", () => {
+describe("the quickstart", () => {
   it("improves the held-out pass rate well beyond noise (fixed seed)", () => {
     const dir = tempDir("reins-quickstart-learns-");
     const out = join(dir, "run");

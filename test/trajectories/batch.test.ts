@@ -96,7 +96,7 @@ describe("buildTrainingBatch", () => {
   it("PPO fills per-branch GAE from critic values aligned with the packed tree", () => {
     const { records, rewards } = fixture();
     const analyses = analyzeRollouts(records, DEFAULT_ALGORITHM.filters).slice(0, 4);
-    const ppo = algo({ type: "PPO", advantage: { normalizeStd: false, dropZeroVariance: false, gamma: 1, lambda: 1 } });
+    const ppo = algo({ type: "PPO", advantage: { normalizeStd: false, dropZeroVariance: false, positiveOnly: false, gamma: 1, lambda: 1 } });
     const grpo = buildTrainingBatch(analyses, { algorithm: algo(), rewards, step: 0, layout: "tree" }).batch;
     const values = new Map(grpo.trees!.map((t) => [t.rollout, t.tokens.map(() => 0.25)]));
     const { batch, report } = buildTrainingBatch(analyses, { algorithm: ppo, rewards, step: 0, layout: "tree", values });

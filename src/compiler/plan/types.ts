@@ -130,7 +130,7 @@ export interface ScriptedTurn {
 export interface ResolvedAlgorithm {
   type: "GRPO" | "PPO" | "RLOO";
   groupSize: number;
-  advantage: { normalizeStd: boolean; dropZeroVariance: boolean; gamma: number; lambda: number };
+  advantage: { normalizeStd: boolean; dropZeroVariance: boolean; positiveOnly: boolean; gamma: number; lambda: number };
   clip: { low: number; high: number };
   klCoef: number;
   entropyCoef: number;

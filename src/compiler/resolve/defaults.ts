@@ -103,6 +103,7 @@ export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
     advantage: {
       normalizeStd: spec.advantage?.normalizeStd ?? true,
       dropZeroVariance: spec.advantage?.dropZeroVariance ?? false,
+      positiveOnly: spec.advantage?.positiveOnly ?? false,
       gamma: spec.advantage?.gamma ?? 1,
       lambda: spec.advantage?.lambda ?? 1,
     },

@@ -10,6 +10,10 @@ export const AlgorithmSpecSchema = z
       .strictObject({
         normalizeStd: z.boolean().optional().describe("Divide by the group's reward std (default true)."),
         dropZeroVariance: z.boolean().optional().describe("Drop groups whose rewards are all equal (default false)."),
+        positiveOnly: z
+          .boolean()
+          .optional()
+          .describe("Clamp negative advantages to 0: only rollouts better than their group's mean are reinforced, none pushed down (learning from successes; steadier for small models; default false)."),
         gamma: z.number().min(0).max(1).optional(),
         lambda: z.number().min(0).max(1).optional(),
       })

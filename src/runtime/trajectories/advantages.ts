@@ -5,6 +5,8 @@
  * rewards r_1..r_n, mean m and sample standard deviation s (divisor n-1, as torch.std):
  * - GRPO: A_i = (r_i - m) / (s + eps) with `normalizeStd`, else A_i = r_i - m.
  * - RLOO: A_i = r_i - mean_{j != i} r_j = n/(n-1) (r_i - m); `normalizeStd` does not apply.
+ * With `positiveOnly`, negative advantages become 0: rollouts worse than their group's mean are not
+ * pushed down, only better ones pushed up (learning from successes, as RAFT/expert iteration).
  * A group is **zero-variance** when max r - min r <= 1e-12 (a group of one is zero-variance too):
  * its advantages are 0; with `dropZeroVariance` its rollouts leave the batch. Groups never mix
  * harnesses, so mix-harness batches keep per-pair normalization.
@@ -38,6 +40,7 @@ export interface GroupAdvantageOptions {
   estimator: "GRPO" | "RLOO";
   normalizeStd: boolean;
   dropZeroVariance: boolean;
+  positiveOnly?: boolean;
   epsilon?: number;
 }
 
@@ -89,7 +92,7 @@ export function computeGroupAdvantages(
       if (zeroVariance) a = 0;
       else if (options.estimator === "RLOO") a = (n / (n - 1)) * (m.reward - mean);
       else a = options.normalizeStd ? (m.reward - mean) / (std + eps) : m.reward - mean;
-      advantages.set(m.rollout, a);
+      advantages.set(m.rollout, options.positiveOnly ? Math.max(a, 0) : a);
     }
   }
   return { advantages, groups };

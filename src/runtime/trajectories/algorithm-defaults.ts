@@ -16,7 +16,7 @@ import { CALL_CLASSES } from "./records.js";
 export const DEFAULT_ALGORITHM: ResolvedAlgorithm = {
   type: "GRPO",
   groupSize: 8,
-  advantage: { normalizeStd: true, dropZeroVariance: false, gamma: 1, lambda: 1 },
+  advantage: { normalizeStd: true, dropZeroVariance: false, positiveOnly: false, gamma: 1, lambda: 1 },
   clip: { low: 0.2, high: 0.28 },
   klCoef: 0,
   entropyCoef: 0,
@@ -52,7 +52,7 @@ const SPEC_FIELDS: Record<string, Spec> = {
   groupSize: num(1, undefined, true),
   advantage: {
     kind: "object",
-    fields: { normalizeStd: { kind: "boolean" }, dropZeroVariance: { kind: "boolean" }, gamma: num(0, 1), lambda: num(0, 1) },
+    fields: { normalizeStd: { kind: "boolean" }, dropZeroVariance: { kind: "boolean" }, positiveOnly: { kind: "boolean" }, gamma: num(0, 1), lambda: num(0, 1) },
   },
   clip: { kind: "object", fields: { low: num(0, 1), high: num(0) } },
   klCoef: num(0),

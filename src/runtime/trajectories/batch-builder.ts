@@ -91,6 +91,7 @@ export function buildReport(analyses: readonly RolloutAnalysis[], options: Repor
     const result = computeGroupAdvantages(eligible, {
       estimator,
       normalizeStd: algorithm.advantage.normalizeStd,
+      positiveOnly: algorithm.advantage.positiveOnly,
       // A critic still learns from equal rewards, so PPO keeps zero-variance groups.
       dropZeroVariance: algorithm.advantage.dropZeroVariance && algorithm.type !== "PPO",
     });
