@@ -28,6 +28,8 @@ function divergingExperiment(dir: string, onBadStep?: string): string {
     [/  heldOut:\n    - labels: \{[^}]*\}\n/, ""],
     [/    learningRate: [^\n]+\n/, "    learningRate: 1e30\n    entropyCoef: 0.01\n"],
     [/dropZeroVariance: true/, "dropZeroVariance: false"],
+    // One optimizer step per training step, so that step 1 is applied whole and step 2 meets the diverged weights.
+    [/    miniBatches: \d+\n/, ""],
     ...(onBadStep ? ([[/  seed: /, `  onBadStep: ${onBadStep}\n  seed: `]] as [RegExp, string][]) : []),
   ]);
   return file;
