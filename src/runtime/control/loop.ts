@@ -22,6 +22,7 @@ import type { TrainingBatch } from "../trajectories/batch.js";
 import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { TrainerWorker } from "../training/trainer-process.js";
 import { badStepOf, decideBadStep, describeSkip, DEFAULT_BAD_STEP_POLICY, findNonFinite, stopAtBadStep, type BadStep, type SkipEvent } from "./bad-step.js";
+import { rng } from "../../compiler/resolve/matrix.js";
 import { buildSftBatch, buildStepBatch } from "./batches.js";
 import { mergeTrainMetrics, splitMiniBatches } from "./mini-batches.js";
 import { renderRewardCurve } from "./curve.js";
@@ -398,15 +399,9 @@ async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: Train
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
 }
 
+/** The SFT subsets' random source: the compiler's mulberry32, on a seed of its own. */
 function seededRandom(seed: number): () => number {
-  let a = (seed ^ 0x9e3779b9) >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return rng((seed ^ 0x9e3779b9) >>> 0);
 }
 
 function sample<T>(list: readonly T[], k: number, random: () => number): T[] {
