@@ -13,7 +13,7 @@ import { Agent, createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import type { ResolvedModel } from "../src/compiler/plan/types.js";
+import type { ResolvedModel } from "../src/compiler/contract/plan.js";
 import { startProxy } from "../src/runtime/proxy/server.js";
 
 const KEY = "bench-key";

@@ -6,7 +6,7 @@
  *   node --import tsx bench/proxy-render.ts
  */
 import { performance } from "node:perf_hooks";
-import type { ResolvedModel } from "../src/compiler/plan/types.js";
+import type { ResolvedModel } from "../src/compiler/contract/plan.js";
 import type { TemplateMessage, TemplateTool } from "../src/runtime/model/chat-template.js";
 import { loadModelRuntime } from "../src/runtime/model/model-runtime.js";
 import { renderTurn } from "../src/runtime/model/output-format.js";

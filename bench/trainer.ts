@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRng } from "../src/runtime/policy/rng.js";
+import { createRng } from "../src/compiler/contract/rng.js";
 import { TrainerWorker, trainerRoot } from "../src/runtime/training/trainer-process.js";
 import type { PackedTree, TrainingBatch } from "../src/runtime/trajectories/batch.js";
 import { unpackPaths } from "../src/runtime/trajectories/samples.js";

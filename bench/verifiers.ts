@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { loadAndResolve } from "../src/compiler/index.js";
-import type { ResolvedCheck } from "../src/compiler/plan/types.js";
+import type { ResolvedCheck } from "../src/compiler/contract/plan.js";
 import { normalizeCheck } from "../src/compiler/schema/checks.js";
 import { CheckContext } from "../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../src/runtime/verifiers/directory-reader.js";

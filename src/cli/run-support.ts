@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { execFileSync } from "node:child_process";
 import { compilePlan, type Plan } from "../compiler/index.js";
-import type { Diagnostic } from "../compiler/diagnostics.js";
+import type { Diagnostic } from "../compiler/contract/diagnostics.js";
 import { RunStore } from "../runtime/store/run-store.js";
 import { EXIT } from "./exit-codes.js";
 import { printJson, reportDiagnostics, say } from "./io.js";

@@ -2,18 +2,18 @@
  * The compiler's public API: load → validate → resolve → plan. Every function returns
  * `{value, diagnostics}`; nothing here prints, reads argv, or touches the runtime.
  */
-import { hasErrors, sortDiagnostics, makeDiagnostic, type Diagnostic, type Result } from "./diagnostics.js";
+import { hasErrors, sortDiagnostics, makeDiagnostic, type Diagnostic, type Result } from "./contract/diagnostics.js";
 import { loadSpecs, type LoadOptions, type LoadedSpecs } from "./load.js";
 import { resolveWorld, type World } from "./resolve/world.js";
 import { buildPlan } from "./plan/build.js";
-import type { Plan, ResolvedTask } from "./plan/types.js";
+import type { Plan, ResolvedTask } from "./contract/plan.js";
 import { positionAt } from "./source/yaml.js";
 
-export type { Diagnostic, Result } from "./diagnostics.js";
-export type { Plan } from "./plan/types.js";
+export type { Diagnostic, Result } from "./contract/diagnostics.js";
+export type { Plan } from "./contract/plan.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
 export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
-export { canonicalJson, digestOf } from "./plan/hash.js";
+export { canonicalJson, digestOf } from "./contract/hash.js";
 
 export interface Loaded {
   loaded: LoadedSpecs;

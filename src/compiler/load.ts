@@ -5,8 +5,8 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Diagnostic, Result } from "./diagnostics.js";
-import { sha256 } from "./plan/hash.js";
+import type { Diagnostic, Result } from "./contract/diagnostics.js";
+import { sha256 } from "./contract/hash.js";
 import { listSpecFiles, readSpecFile, displayPath } from "./source/files.js";
 import { parseSource, positionAt } from "./source/yaml.js";
 import { validateDocument, type TypedDocument } from "./schema/validate.js";

@@ -4,9 +4,9 @@
  * REINS_PROXY_KEY or is generated.
  */
 import { randomBytes } from "node:crypto";
-import { type Diagnostic, hasErrors, makeDiagnostic, type Result } from "./diagnostics.js";
+import { type Diagnostic, hasErrors, makeDiagnostic, type Result } from "./contract/diagnostics.js";
 import { loadAndResolve } from "./index.js";
-import type { ResolvedModel } from "./plan/types.js";
+import type { ResolvedModel } from "./contract/plan.js";
 
 export interface ProxyConfig {
   model: ResolvedModel;

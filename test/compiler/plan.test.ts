@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { parseDocument } from "yaml";
 import { describe, expect, it } from "vitest";
 import { compilePlan, diffPlans } from "../../src/compiler/index.js";
-import { canonicalJson } from "../../src/compiler/plan/hash.js";
+import { canonicalJson } from "../../src/compiler/contract/hash.js";
 
 const CONTRACT = "test/fixtures/valid/contract.yaml";
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ResolvedModel } from "../../src/compiler/plan/types.js";
+import type { ResolvedModel } from "../../src/compiler/contract/plan.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { renderTurn } from "../../src/runtime/model/output-format.js";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";

@@ -7,8 +7,8 @@
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScriptedTurn } from "../../src/compiler/plan/types.js";
-import type { CallRecord } from "../../src/runtime/proxy/record.js";
+import type { ScriptedTurn } from "../../src/compiler/contract/plan.js";
+import type { CallRecord } from "../../src/runtime/records/call-record.js";
 import { commonPrefixLength } from "./prefix.js";
 import { writeSummary } from "./real-harness.js";
 import { OUTPUT_DIR, skipHarness, skipNote, describeRun, runScenario, scriptedModel, writeRecords, type ScenarioResult } from "./scenario.js";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
-import type { ResolvedHarness, ResolvedModel } from "../../src/compiler/plan/types.js";
+import type { ResolvedHarness, ResolvedModel } from "../../src/compiler/contract/plan.js";
 import { HarnessDocument } from "../../src/compiler/schema/harness.js";
 import { ModelDocument } from "../../src/compiler/schema/model.js";
 import { resolveHarness, resolveModel } from "../../src/compiler/resolve/defaults.js";

@@ -1,6 +1,6 @@
 // The real OpenClaw harness, installed from npm (scripts/install-harnesses.sh), against the real proxy.
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ResolvedHarness } from "../../src/compiler/plan/types.js";
+import type { ResolvedHarness } from "../../src/compiler/contract/plan.js";
 import { explainLink, linkChain, mainCalls } from "./prefix.js";
 import { writeSummary, describeRealHarness } from "./real-harness.js";
 import { skipHarness, skipNote, describeRun, runScenario, type ScenarioResult } from "./scenario.js";

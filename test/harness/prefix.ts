@@ -2,7 +2,7 @@
  * Test helper: how call n+1's prompt relates to call n's prompt and completion, token by token.
  * A harness that keeps history append-only gives promptIds(n+1) = promptIds(n) ++ completionIds(n) ++ more.
  */
-import type { CallRecord } from "../../src/runtime/proxy/record.js";
+import type { CallRecord } from "../../src/runtime/records/call-record.js";
 
 export interface PrefixLink {
   from: number;

@@ -7,7 +7,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Dialect } from "../../src/compiler/plan/types.js";
+import type { Dialect } from "../../src/compiler/contract/plan.js";
 import { explainLink, linkChain, mainCalls } from "./prefix.js";
 import { OUTPUT_DIR, skipHarness, skipNote, describeRun, runScenario, type ScenarioResult } from "./scenario.js";
 import type { HarnessName } from "./harness-spec.js";

@@ -19,7 +19,7 @@ import { validate as validateJob } from "kubernetes-models/_schemas/IoK8sApiBatc
 import { validate as validateService } from "kubernetes-models/_schemas/IoK8sApiCoreV1Service";
 import { validate as validateClaim } from "kubernetes-models/_schemas/IoK8sApiCoreV1PersistentVolumeClaim";
 import { compilePlan, type Plan } from "../../src/compiler/index.js";
-import type { ResolvedSandbox } from "../../src/compiler/plan/types.js";
+import type { ResolvedSandbox } from "../../src/compiler/contract/plan.js";
 import { checkWithSchema, validateManifest, type ManifestIssue } from "../../src/runtime/k8s/validate.js";
 import { isDnsLabel } from "../../src/runtime/k8s/names.js";
 import { ownerName, podName } from "../../src/runtime/k8s/manifests.js";

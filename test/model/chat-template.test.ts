@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ResolvedModel } from "../../src/compiler/plan/types.js";
+import type { ResolvedModel } from "../../src/compiler/contract/plan.js";
 import { ChatTemplate, ChatTemplateError, type TemplateMessage } from "../../src/runtime/model/chat-template.js";
 import { loadModelRuntime, ModelLoadError } from "../../src/runtime/model/model-runtime.js";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";

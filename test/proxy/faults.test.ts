@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Engine, GenerateRequest, GenerateResult } from "../../src/runtime/engines/engine.js";
 import { EngineError } from "../../src/runtime/engines/engine.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
-import type { CallRecord } from "../../src/runtime/proxy/record.js";
+import type { CallRecord } from "../../src/runtime/records/call-record.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { accumulateAnthropic, accumulateResponses, httpCall, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
 

@@ -1,7 +1,7 @@
 /** Test helpers: a scripted Qwen3 model, HTTP calls on loopback, and a client-side SSE parser. */
 import { request } from "node:http";
 import { gzipSync } from "node:zlib";
-import type { ResolvedModel, ScriptedTurn } from "../../src/compiler/plan/types.js";
+import type { ResolvedModel, ScriptedTurn } from "../../src/compiler/contract/plan.js";
 
 export function scriptedModel(script: ScriptedTurn[], overrides: Partial<ResolvedModel> = {}): ResolvedModel {
   return {

@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { loadAndResolve } from "../../src/compiler/index.js";
-import type { ResolvedTask } from "../../src/compiler/plan/types.js";
+import type { ResolvedTask } from "../../src/compiler/contract/plan.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { writeResolvedFiles } from "../../src/runtime/verifiers/hidden.js";
 import { judgeFromFunction, type Judge } from "../../src/runtime/verifiers/judge.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRng } from "../../src/runtime/policy/rng.js";
+import { createRng } from "../../src/compiler/contract/rng.js";
 import { computeCorrectionWeights } from "../../src/runtime/trajectories/correction.js";
 import type { Correction } from "./helpers.js";
 import { runCheck } from "./helpers.js";

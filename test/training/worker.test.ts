@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRng } from "../../src/runtime/policy/rng.js";
+import { createRng } from "../../src/compiler/contract/rng.js";
 import { TrainerError } from "../../src/runtime/training/trainer-error.js";
 import type { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import { writeBatchDir, writeBatchJson } from "../../src/runtime/training/batch-file.js";

@@ -5,7 +5,7 @@
  * matters is which prompt extends which earlier sequence.
  */
 import { describe, expect, it } from "vitest";
-import type { ResolvedAlgorithm } from "../../src/compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
 import { DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/algorithm-defaults.js";
 import type { RolloutAnalysis } from "../../src/runtime/trajectories/rollout.js";
 import { analyzeRollout } from "../../src/runtime/trajectories/rollout.js";

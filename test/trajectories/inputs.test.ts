@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resolveAlgorithm } from "../../src/compiler/resolve/defaults.js";
 import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../src/runtime/trajectories/algorithm-defaults.js";
-import { parseCallRecords } from "../../src/runtime/trajectories/records.js";
+import { parseCallRecords } from "../../src/runtime/records/read-calls.js";
 import { parseRewards } from "../../src/runtime/trajectories/rewards.js";
 import { RolloutBuilder, seededRng } from "./synthetic.js";
 

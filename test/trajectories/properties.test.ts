@@ -3,7 +3,7 @@
  * brute-force reference on random call sets (seeded, tiny vocabulary so prefixes collide often).
  */
 import { describe, expect, it } from "vitest";
-import type { CallClass } from "../../src/compiler/plan/types.js";
+import type { CallClass } from "../../src/compiler/contract/plan.js";
 import { computeGroupAdvantages } from "../../src/runtime/trajectories/advantages.js";
 import { analyzeRollout } from "../../src/runtime/trajectories/rollout.js";
 import { packTree, unpackPaths } from "../../src/runtime/trajectories/samples.js";

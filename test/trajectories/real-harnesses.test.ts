@@ -6,8 +6,8 @@
  * completion as a dead leaf; an engine error leaves nothing to train.
  */
 import { describe, expect, it } from "vitest";
-import type { ResolvedHarness, ScriptedTurn } from "../../src/compiler/plan/types.js";
-import type { CallRecord } from "../../src/runtime/proxy/record.js";
+import type { ResolvedHarness, ScriptedTurn } from "../../src/compiler/contract/plan.js";
+import type { CallRecord } from "../../src/runtime/records/call-record.js";
 import { analyzeRollout, DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/index.js";
 import { runScenario, scriptedModel, skipHarness, writeRecords, OUTPUT_DIR } from "../harness/scenario.js";
 import path from "node:path";

@@ -3,8 +3,8 @@
  * (the token sequence from the root to it, as a string key), and every rule is evaluated directly
  * from its definition over the call list. Quadratic and slow on purpose; only for small inputs.
  */
-import type { CallClass } from "../../src/compiler/plan/types.js";
-import type { CallRecord } from "../../src/runtime/proxy/record.js";
+import type { CallClass } from "../../src/compiler/contract/plan.js";
+import type { CallRecord } from "../../src/runtime/records/call-record.js";
 
 export const key = (seq: readonly number[], len = seq.length): string => seq.slice(0, len).join(",");
 

@@ -2,8 +2,8 @@
  * Synthetic call records for tests and benchmarks: a seeded RNG, a rollout builder, harness-like
  * scenarios (token-level mimicry of the behaviours in the harness notes) and random call sets.
  */
-import type { CallClass } from "../../src/compiler/plan/types.js";
-import type { CallRecord, FinishReason } from "../../src/runtime/proxy/record.js";
+import type { CallClass } from "../../src/compiler/contract/plan.js";
+import type { CallRecord, FinishReason } from "../../src/runtime/records/call-record.js";
 
 export type Rng = () => number;
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll } from "vitest";
-import type { ResolvedCheck, ResolvedVerifier } from "../../src/compiler/plan/types.js";
+import type { ResolvedCheck, ResolvedVerifier } from "../../src/compiler/contract/plan.js";
 import { normalizeCheck } from "../../src/compiler/schema/checks.js";
 import { CheckContext } from "../../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";

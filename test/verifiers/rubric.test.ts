@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ResolvedModel } from "../../src/compiler/plan/types.js";
+import type { ResolvedModel } from "../../src/compiler/contract/plan.js";
 import type { Engine, GenerateRequest, GenerateResult } from "../../src/runtime/engines/engine.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";

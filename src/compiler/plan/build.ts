@@ -4,16 +4,16 @@
  * whole plan are content-addressed. Settings that do not change results (concurrency,
  * retries, the bad-step policy) stay out of the hashes.
  */
-import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
-import { CODES } from "../codes.js";
-import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedSandbox, ResolvedTrainer } from "./types.js";
-import { digestOf, seedOf } from "./hash.js";
+import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
+import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedSandbox, ResolvedTrainer } from "../contract/plan.js";
+import { digestOf, seedOf } from "../contract/hash.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
 import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
-import { rng } from "../resolve/matrix.js";
+import { rng } from "../contract/rng.js";
 
 export function buildPlan(world: World, target: TypedDocument, sources: Plan["sources"] = []): Result<Plan | undefined> {
   const diagnostics: Diagnostic[] = [];

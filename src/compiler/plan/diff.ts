@@ -1,6 +1,6 @@
 /** Structural diff of two plans: what changed, by path, with task/step summaries. Pure. */
-import type { Plan } from "./types.js";
-import { canonicalJson } from "./hash.js";
+import type { Plan } from "../contract/plan.js";
+import { canonicalJson } from "../contract/hash.js";
 
 export interface PlanDiff {
   same: boolean;

@@ -1,6 +1,6 @@
 /** Task selection: by name, family, labels or category. */
-import { makeDiagnostic, type Diagnostic } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 import type { World } from "../resolve/world.js";
 import type { TaskSelectorSpec } from "../schema/experiment.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";

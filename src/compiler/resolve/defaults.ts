@@ -9,7 +9,7 @@ import type {
   ResolvedSandbox,
   ResolvedTrainer,
   ScriptedTurn,
-} from "../plan/types.js";
+} from "../contract/plan.js";
 import type { AlgorithmSpec } from "../schema/algorithm.js";
 import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";

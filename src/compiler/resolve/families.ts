@@ -4,15 +4,16 @@
  * Tasks are named `<family>-<slug>-<hash6>`; a diagnostic names the template line and the cell.
  */
 import type { z } from "zod";
-import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
-import { CODES } from "../codes.js";
-import { canonicalJson, seedOf, shortHash } from "../plan/hash.js";
-import type { ResolvedTask, ResolvedVerifier } from "../plan/types.js";
+import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
+import { canonicalJson, seedOf, shortHash } from "../contract/hash.js";
+import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import { TaskSpecSchema, type TaskSpec } from "../schema/task.js";
 import type { TaskFamilySpec } from "../schema/task-family.js";
 import { issuesToDiagnostics, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
-import { expandMatrix, generateValues, generatorForms, rng, type Cell, type Generator } from "./matrix.js";
+import { rng } from "../contract/rng.js";
+import { expandMatrix, generateValues, generatorForms, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
 

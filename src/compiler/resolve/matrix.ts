@@ -6,7 +6,7 @@
  *  - `include`: an entry is merged into every cell where it overwrites no original axis value;
  *    if it can be merged nowhere, it becomes a new cell.
  */
-import { canonicalJson } from "../plan/hash.js";
+import { canonicalJson } from "../contract/hash.js";
 
 export type Cell = Record<string, unknown>;
 
@@ -51,18 +51,6 @@ function equal(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   return canonicalJson(a) === canonicalJson(b);
-}
-
-/** mulberry32: small, fast, deterministic PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface Generator {

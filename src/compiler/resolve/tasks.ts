@@ -1,8 +1,8 @@
 /** Task spec → ResolvedTask: workspace and hidden files, verifier (inline or by reference), digest. */
-import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
-import { CODES } from "../codes.js";
-import { digestOf } from "../plan/hash.js";
-import type { ResolvedTask, ResolvedVerifier } from "../plan/types.js";
+import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
+import { digestOf } from "../contract/hash.js";
+import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import type { TaskSpec } from "../schema/task.js";
 import { resolveVerifierSpec, validateCheck, type VerifierSpec } from "../schema/checks.js";
 import { resolveWorkspace } from "./workspace.js";

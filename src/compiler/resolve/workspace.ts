@@ -5,10 +5,10 @@
 import { readdirSync, readFileSync, statSync, lstatSync } from "node:fs";
 import { dirname, join, posix, relative, resolve } from "node:path";
 import { stringify as yamlStringify } from "yaml";
-import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
-import { CODES } from "../codes.js";
-import { sha256 } from "../plan/hash.js";
-import type { ResolvedFile } from "../plan/types.js";
+import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
+import { sha256 } from "../contract/hash.js";
+import type { ResolvedFile } from "../contract/plan.js";
 import type { WorkspaceFile } from "../schema/task.js";
 
 export const MAX_WORKSPACE_FILE_BYTES = 64 * 1024 * 1024;

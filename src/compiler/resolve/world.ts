@@ -3,8 +3,8 @@
  * expanded, references between tasks and verifiers checked), indexed by name.
  * User documents shadow the shipped library; duplicates among user documents are errors.
  */
-import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 import type {
   ResolvedAlgorithm,
   ResolvedHarness,
@@ -13,7 +13,7 @@ import type {
   ResolvedTask,
   ResolvedTrainer,
   ResolvedVerifier,
-} from "../plan/types.js";
+} from "../contract/plan.js";
 import { resolveVerifierSpec, validateCheck } from "../schema/checks.js";
 import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";

@@ -6,7 +6,7 @@
  * Everything here stays exportable to draft-07 JSON Schema (no transforms, no refinements).
  */
 import { z } from "zod";
-import type { ResolvedCheck, ResolvedVerifier } from "../plan/types.js";
+import type { ResolvedCheck, ResolvedVerifier } from "../contract/plan.js";
 
 const FilePath = z.string().min(1).max(4096).describe("Path of a file relative to the workspace root.");
 const Text = z.union([z.string(), z.array(z.string()).min(1)]);

@@ -5,8 +5,8 @@
  */
 import type { z } from "zod";
 import { closest, distance } from "fastest-levenshtein";
-import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 import { positionAt, type PathSegment, type SourceDocument } from "../source/yaml.js";
 import { API_VERSION } from "./common.js";
 import { KINDS, KIND_NAMES, isKind, type Kind } from "./kinds.js";

@@ -3,8 +3,8 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, relative, resolve } from "node:path";
-import { makeDiagnostic, type Diagnostic, type Result } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 
 export const MAX_SPEC_BYTES = 8 * 1024 * 1024;
 

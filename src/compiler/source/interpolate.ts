@@ -5,8 +5,8 @@
  * runtime at the last moment. `$${...}` escapes a literal `${...}`.
  */
 import { isScalar, visit, type Document, type Node } from "yaml";
-import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 
 const PATTERN = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 const SECRET_NAME = /(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)/i;

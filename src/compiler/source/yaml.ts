@@ -3,8 +3,8 @@
  * and mapping value paths back to `file:line:column`.
  */
 import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, visit, type Document, type Node } from "yaml";
-import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../diagnostics.js";
-import { CODES } from "../codes.js";
+import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
+import { CODES } from "../contract/codes.js";
 import type { SourceText } from "./files.js";
 import { interpolateDocument } from "./interpolate.js";
 

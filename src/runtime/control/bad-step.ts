@@ -6,7 +6,7 @@
  * step as skipped (it counts as done: a resumed run does not train it again) and goes on, until
  * more than `maxSkips` consecutive steps were skipped (counted separately for SFT and RL steps).
  */
-import type { BadStepPolicy } from "../../compiler/plan/types.js";
+import type { BadStepPolicy } from "../../compiler/contract/plan.js";
 import { resolveBadStepPolicy } from "../../compiler/resolve/defaults.js";
 import { TrainerError } from "../training/trainer-error.js";
 import { LoopError } from "./loop-error.js";

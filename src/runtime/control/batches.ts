@@ -1,6 +1,6 @@
 /** From a step's stored results and calls to a training batch (pure). */
-import type { Plan, ResolvedAlgorithm } from "../../compiler/plan/types.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { Plan, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
+import type { CallRecord } from "../records/call-record.js";
 import type { RolloutResult } from "../store/run-store.js";
 import { analyzeRollout, buildTrainingBatch, type BatchReport, type RewardTable, type TrainingBatch } from "../trajectories/index.js";
 

@@ -12,7 +12,7 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/plan/types.js";
+import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/contract/plan.js";
 import { OnnxEngine } from "../engines/onnx.js";
 import { createExecutor, absolutizeModel, type Executor } from "../executor/executor.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
@@ -22,7 +22,7 @@ import type { TrainingBatch } from "../trajectories/batch.js";
 import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { TrainerWorker } from "../training/trainer-process.js";
 import { badStepOf, decideBadStep, describeSkip, DEFAULT_BAD_STEP_POLICY, findNonFinite, stopAtBadStep, type BadStep, type SkipEvent } from "./bad-step.js";
-import { rng } from "../../compiler/resolve/matrix.js";
+import { rng } from "../../compiler/contract/rng.js";
 import { buildSftBatch, buildStepBatch } from "./batches.js";
 import { mergeTrainMetrics, splitMiniBatches } from "./mini-batches.js";
 import { renderRewardCurve } from "./curve.js";

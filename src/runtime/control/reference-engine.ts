@@ -3,7 +3,7 @@
  * harness, rendered in the model's output format and tokenized like any completion. Used to make
  * SFT trajectories (ClawGym's SFT stage) whose environment tokens are what the harness really sent.
  */
-import type { ScriptedTurn } from "../../compiler/plan/types.js";
+import type { ScriptedTurn } from "../../compiler/contract/plan.js";
 import type { Engine, GenerateRequest, GenerateResult } from "../engines/engine.js";
 import { EngineError } from "../engines/engine.js";
 import type { EngineContext } from "../engines/registry.js";

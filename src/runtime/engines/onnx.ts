@@ -18,8 +18,9 @@
  *   that produced it. A session is released when its last generation ends.
  */
 import * as ort from "onnxruntime-node";
-import type { ResolvedEngine } from "../../compiler/plan/types.js";
-import { createRng, hashSeed } from "../policy/rng.js";
+import type { ResolvedEngine } from "../../compiler/contract/plan.js";
+import { createRng } from "../../compiler/contract/rng.js";
+import { seedOf } from "../../compiler/contract/hash.js";
 import { fileVersion, locateModel } from "../policy/model-dir.js";
 import { logSoftmax, sampleToken } from "../policy/sampler.js";
 import {
@@ -185,7 +186,7 @@ export class OnnxEngine implements Engine {
   private async sample(m: LoadedModel, req: GenerateRequest, onChunk?: (c: GenerateChunk) => void): Promise<GenerateResult> {
     const { sampling } = req;
     if (req.promptIds.length === 0) throw new EngineError("the prompt is empty; the onnx engine needs at least one token", "bad-response");
-    const rng = createRng(sampling.seed ?? hashSeed(this.spec.seed, req.rollout, req.seq));
+    const rng = createRng(sampling.seed ?? seedOf(this.spec.seed, req.rollout, req.seq));
     const stop = new Set(sampling.stopIds);
     const ids: number[] = [];
     const logprobs: number[] = [];

@@ -8,7 +8,7 @@
  * A completion that stopped on a stop token the server left out of its ids gets that id appended
  * (logprob 0), so the raw completion always ends the way the model ended it.
  */
-import type { ResolvedEngine } from "../../compiler/plan/types.js";
+import type { ResolvedEngine } from "../../compiler/contract/plan.js";
 import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 import type { EngineFactory } from "./registry.js";
 

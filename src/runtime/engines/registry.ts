@@ -2,7 +2,7 @@
  * Engines by `type`. Each engine file exports one factory; the registry loads it on demand so a
  * proxy that uses the scripted engine never loads onnxruntime.
  */
-import type { ResolvedEngine, ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedEngine, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import type { Engine } from "./engine.js";
 

@@ -4,7 +4,7 @@
  * every downstream stage (parsing, dialects, TITO, trajectories) runs on real token ids.
  * Logprobs are pseudo-values from a hash of (turn, position, token): deterministic, in (-3, 0).
  */
-import type { ResolvedEngine, ScriptedTurn } from "../../compiler/plan/types.js";
+import type { ResolvedEngine, ScriptedTurn } from "../../compiler/contract/plan.js";
 import { renderTurn } from "../model/output-format.js";
 import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 import type { EngineContext, EngineFactory } from "./registry.js";

@@ -6,13 +6,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/plan/types.js";
+import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/contract/plan.js";
 import { installHarness } from "../harness/install.js";
 import { REINS_AGENT_PATH } from "../harness/launch.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { CallRecord } from "../records/call-record.js";
 import { startProxy } from "../proxy/server.js";
 import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import type { RolloutResult, RunStore } from "../store/run-store.js";

@@ -1,5 +1,5 @@
 /** The rubric judge of a run: the plan's model through its own engine instance. */
-import type { ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { createEngine } from "../engines/registry.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
 import { createEngineJudge, type Judge } from "../verifiers/judge.js";

@@ -1,5 +1,5 @@
 /** The sandbox provider a plan asks for, with the plan's settings (the run directory hidden from sandboxes). */
-import type { ResolvedSandbox } from "../../compiler/plan/types.js";
+import type { ResolvedSandbox } from "../../compiler/contract/plan.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import { createSandboxProvider, providerOptionsFor } from "../sandbox/registry.js";
 

@@ -6,11 +6,11 @@
  * with backoff and never become a reward; task failures are rewards.
  */
 import { join } from "node:path";
-import type { PlanRollout, ResolvedHarness, ResolvedTask } from "../../compiler/plan/types.js";
+import type { PlanRollout, ResolvedHarness, ResolvedTask } from "../../compiler/contract/plan.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import { buildLaunchPlan } from "../harness/launch-plan.js";
 import type { ProxyHandle } from "../proxy/api.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { CallRecord } from "../records/call-record.js";
 import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import { SandboxError } from "../sandbox/sandbox-error.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";

@@ -10,7 +10,7 @@
  */
 import Handlebars from "handlebars";
 import path from "node:path";
-import type { ResolvedHarness } from "../../compiler/plan/types.js";
+import type { ResolvedHarness } from "../../compiler/contract/plan.js";
 import { fail, succeed, type Outcome } from "./problem.js";
 
 export interface LaunchContext {

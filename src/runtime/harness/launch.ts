@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { chmod, mkdir, open, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ResolvedHarness } from "../../compiler/plan/types.js";
+import type { ResolvedHarness } from "../../compiler/contract/plan.js";
 import { installHarness, type InstallOptions } from "./install.js";
 import { buildLaunchPlan, type LaunchContext, type LaunchPlan, type LaunchRuntime } from "./launch-plan.js";
 import { fail, succeed, type Outcome } from "./problem.js";

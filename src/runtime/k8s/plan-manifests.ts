@@ -13,7 +13,7 @@
  * The per-rollout proxy env and the proxy-only NetworkPolicy are left out: they need the proxy's
  * address and pod labels, which only exist when a run starts.
  */
-import type { Plan } from "../../compiler/plan/types.js";
+import type { Plan } from "../../compiler/contract/plan.js";
 import { baseEnvironment, SANDBOX_HOME } from "../sandbox/provider.js";
 import {
   buildRunOwner,

@@ -36,7 +36,7 @@
  * the runtime fills the real uid in when it creates the owner.
  */
 import { posix } from "node:path";
-import type { Plan, ResolvedTrainer } from "../../compiler/plan/types.js";
+import type { Plan, ResolvedTrainer } from "../../compiler/contract/plan.js";
 import { ownerName, ownerReference, runLabels, type Manifest, type ObjectMeta } from "./manifests.js";
 import { dnsName, labelValue } from "./names.js";
 

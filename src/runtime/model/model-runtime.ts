@@ -3,8 +3,8 @@
  * the chat template cut into pieces, the output format, and the stop token ids.
  * Loading is an effect (files, a large tokenizer package); the result is reused per model.
  */
-import type { Diagnostic } from "../../compiler/diagnostics.js";
-import type { ResolvedModel } from "../../compiler/plan/types.js";
+import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
+import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { ChatTemplate, ChatTemplateError } from "./chat-template.js";
 import { type OutputFormat, type ParsedCompletion, parseCompletion } from "./output-format.js";
 import { loadTokenizer, type Tokenizer, TokenizerLoadError } from "./tokenizer.js";

@@ -8,7 +8,7 @@
  * of throwing. The rendering matches what the Qwen3 chat template writes for an assistant turn, so
  * a parsed turn round-trips: parseCompletion(renderTurn(t)) gives t back.
  */
-import type { ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { toPythonJson } from "./python-json.js";
 
 export interface OutputFormat {

@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedModel } from "../../compiler/contract/plan.js";
 
 export interface Tokenizer {
   /** What was loaded: "qwen3" or the tokenizer.json path. */

@@ -6,7 +6,7 @@
  * log-probability under the distribution actually sampled from (after temperature and top-p).
  * The two coincide at temperature 1 with top-p 1.
  */
-import type { Rng } from "./rng.js";
+import type { Rng } from "../../compiler/contract/rng.js";
 
 export interface SampleResult {
   id: number;

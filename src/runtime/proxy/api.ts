@@ -2,9 +2,9 @@
  * The proxy's programmatic surface, used by the executor, the CLI (`reins proxy`) and tests.
  * Implemented in ./server.ts as `startProxy(options)`.
  */
-import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
-import type { CallRecord } from "./record.js";
+import type { CallRecord } from "../records/call-record.js";
 
 export interface ProxyOptions {
   model: ResolvedModel;

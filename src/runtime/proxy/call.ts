@@ -5,7 +5,7 @@
  * and clients that went away.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ResolvedModel } from "../../compiler/plan/types.js";
+import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { type Engine, EngineError, type GenerateResult } from "../engines/engine.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import type { CanonicalCompletion, CompletionFinish, SseEvent } from "./canonical.js";
@@ -13,7 +13,7 @@ import { classifyCall } from "./classify.js";
 import type { DialectHandler, ProxyErrorKind } from "./dialects/dialect.js";
 import { readJsonBody } from "./http-body.js";
 import { makeReasoningToken } from "./ids.js";
-import type { CallRecord } from "./record.js";
+import type { CallRecord } from "../records/call-record.js";
 import { renderPrompt } from "./render.js";
 import type { Rollout } from "./rollouts.js";
 import { formatEvent, KEEPALIVE, startEventStream } from "./sse.js";

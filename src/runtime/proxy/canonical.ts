@@ -2,7 +2,7 @@
  * The canonical conversation: what every dialect's request is translated into before rendering,
  * and the canonical completion every dialect's response is built from.
  */
-import type { Dialect } from "../../compiler/plan/types.js";
+import type { Dialect } from "../../compiler/contract/plan.js";
 import type { ParsedCompletion } from "../model/output-format.js";
 
 export interface CanonicalToolCall {

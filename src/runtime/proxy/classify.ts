@@ -1,6 +1,6 @@
 /** Call classification from a harness's callClasses rules: the first rule whose conditions all hold. */
 import type { IncomingHttpHeaders } from "node:http";
-import type { CallClass, ResolvedCallClassRule } from "../../compiler/plan/types.js";
+import type { CallClass, ResolvedCallClassRule } from "../../compiler/contract/plan.js";
 import type { CanonicalRequest } from "./canonical.js";
 
 export function classifyCall(rules: readonly ResolvedCallClassRule[], req: CanonicalRequest, headers: IncomingHttpHeaders): CallClass {

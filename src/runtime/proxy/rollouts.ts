@@ -4,8 +4,8 @@
  * its first authenticated call.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { ResolvedCallClassRule } from "../../compiler/plan/types.js";
-import type { CallRecord } from "./record.js";
+import type { ResolvedCallClassRule } from "../../compiler/contract/plan.js";
+import type { CallRecord } from "../records/call-record.js";
 import { RolloutPromptState } from "./render.js";
 import { SegmentCache } from "./segment-cache.js";
 

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Dialect } from "../../compiler/plan/types.js";
+import type { Dialect } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import { createEngine } from "../engines/registry.js";
 import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
@@ -14,7 +14,7 @@ import { handleModelCall, sendJson } from "./call.js";
 import { DIALECT_HANDLERS } from "./dialects/index.js";
 import { readJsonBody } from "./http-body.js";
 import { nowSeconds } from "./ids.js";
-import type { CallRecord } from "./record.js";
+import type { CallRecord } from "../records/call-record.js";
 import { renderPromptFresh } from "./render.js";
 import { type Rollout, RolloutTable } from "./rollouts.js";
 

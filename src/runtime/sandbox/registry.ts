@@ -2,7 +2,7 @@
  * Sandbox providers by type. Built-in providers load lazily (the Kubernetes client is only
  * imported when a run asks for it); others can be registered.
  */
-import type { ResolvedSandbox } from "../../compiler/plan/types.js";
+import type { ResolvedSandbox } from "../../compiler/contract/plan.js";
 import type { SandboxProvider, SandboxProviderType } from "./provider.js";
 import type { LocalProviderOptions } from "./local.js";
 import type { PodmanProviderOptions } from "./podman.js";

@@ -11,8 +11,8 @@
  */
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { Plan } from "../../compiler/plan/types.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { Plan } from "../../compiler/contract/plan.js";
+import type { CallRecord } from "../records/call-record.js";
 
 export type RolloutStatus = "ok" | "timeout" | "infra-failed" | "verifier-error" | "harness-error";
 

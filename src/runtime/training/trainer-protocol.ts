@@ -2,7 +2,7 @@
  * The trainer protocol, version 1: JSON over HTTP on loopback (trainers/torch/README.md).
  * Every POST body may carry `protocolVersion`; every answer carries it.
  */
-import type { ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import type { TrainingBatch } from "../trajectories/batch.js";
 
 export const TRAINER_PROTOCOL_VERSION = 1;

@@ -8,10 +8,10 @@
 import { distance } from "fastest-levenshtein";
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from "yaml";
 import type { Node, YAMLMap } from "yaml";
-import type { Diagnostic, Result } from "../../compiler/diagnostics.js";
-import { makeDiagnostic } from "../../compiler/diagnostics.js";
-import type { CallClass, ResolvedAlgorithm } from "../../compiler/plan/types.js";
-import { CALL_CLASSES } from "./records.js";
+import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
+import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
+import type { CallClass, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
+import { CALL_CLASSES } from "../records/read-calls.js";
 
 export const DEFAULT_ALGORITHM: ResolvedAlgorithm = {
   type: "GRPO",

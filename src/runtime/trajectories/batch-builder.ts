@@ -7,7 +7,7 @@
  * GRPO/RLOO advantages are one number per rollout; PPO advantages come per branch from critic
  * values (see gae.ts), so the report has no single PPO advantage.
  */
-import type { ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import type { GroupStats, RolloutReward } from "./advantages.js";
 import { computeGroupAdvantages } from "./advantages.js";
 import type { BatchComposition, PackedTree, PathSample, TrainingBatch } from "./batch.js";

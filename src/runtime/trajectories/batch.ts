@@ -3,7 +3,7 @@
  * Serialized as JSON (small batches, tests) or as a directory of little-endian binary arrays
  * plus `batch.json` metadata (layout: src/runtime/trajectories/README.md). Both sides are tested against this.
  */
-import type { ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 
 /** One rollout's tree, packed: tokens in DFS order; each token's parent is an earlier index (or -1). */
 export interface PackedTree {

@@ -21,7 +21,7 @@
  * trained tokens sharing a sequence id: in the per-path layout the path index, in the tree layout
  * `ownerLeaf` (the same tokens, since each trained token is owned by exactly one path).
  */
-import type { ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 
 export type CorrectionSettings = ResolvedAlgorithm["correction"];
 

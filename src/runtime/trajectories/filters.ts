@@ -9,7 +9,7 @@
  * otherwise as a dropped dead leaf. A rollout whose kept tree has more than `maxBranches` leaves
  * (0 = no limit) is dropped as a whole.
  */
-import type { ResolvedAlgorithm } from "../../compiler/plan/types.js";
+import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import type { CallLineage } from "./lineage.js";
 import type { PrefixTree, TreeNode } from "./tree.js";
 

@@ -4,8 +4,8 @@
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Result } from "../../compiler/diagnostics.js";
-import { makeDiagnostic } from "../../compiler/diagnostics.js";
+import type { Result } from "../../compiler/contract/diagnostics.js";
+import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 import type { TrainingBatch } from "./batch.js";
 import type { BinaryManifest } from "./binary.js";
 import { batchToJsonl, decodeBatchBinary, encodeBatchBinary } from "./binary.js";

@@ -5,8 +5,8 @@
  */
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import type { Node } from "yaml";
-import type { Diagnostic, Result } from "../../compiler/diagnostics.js";
-import { makeDiagnostic } from "../../compiler/diagnostics.js";
+import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
+import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 import type { RewardEntry, RewardTable } from "./batch-builder.js";
 
 const HINT = 'The rewards file maps rollout ids to entries: {"r1": {"reward": 0.5, "task": "t", "harness": "h"}}.';

@@ -11,8 +11,8 @@
  * (token-in-token-out guarantees the ids match). A prompt token that no completion covers at
  * that position is context, even when identical text was generated on another branch.
  */
-import type { CallClass } from "../../compiler/plan/types.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { CallClass } from "../../compiler/contract/plan.js";
+import type { CallRecord } from "../records/call-record.js";
 
 export interface TreeNode {
   /** DFS preorder index within the tree. */

@@ -3,7 +3,7 @@
  * stands for checks and script together (their mean) and, when given, replaces their own weights.
  * Pure.
  */
-import type { ResolvedVerifier } from "../../compiler/plan/types.js";
+import type { ResolvedVerifier } from "../../compiler/contract/plan.js";
 
 export type PartName = "checks" | "script" | "rubric";
 export type PartScores = Partial<Record<PartName, number>>;

@@ -6,7 +6,7 @@
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { ResolvedFile } from "../../compiler/plan/types.js";
+import type { ResolvedFile } from "../../compiler/contract/plan.js";
 import { normalizeRelative } from "./workspace.js";
 
 export interface HiddenDir {

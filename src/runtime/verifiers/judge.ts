@@ -6,7 +6,7 @@
  */
 import type { Engine, SamplingParams } from "../engines/engine.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { CallRecord } from "../records/call-record.js";
 
 export interface JudgeRequest {
   system: string;

@@ -1,9 +1,9 @@
 /** The rubric part: the judge scores each item from the task, the items and the workspace files. */
-import type { ResolvedVerifier } from "../../compiler/plan/types.js";
+import type { ResolvedVerifier } from "../../compiler/contract/plan.js";
 import { decodeText } from "./checks/context.js";
 import { matchGlob } from "./glob.js";
 import type { Judge } from "./judge.js";
-import type { CallRecord } from "../proxy/record.js";
+import type { CallRecord } from "../records/call-record.js";
 import { buildJudgePrompt, JUDGE_SYSTEM, type PromptFile } from "./rubric-prompt.js";
 import { parseJudgeScores } from "./rubric-parse.js";
 import type { VerifierProblem } from "./run-checks.js";

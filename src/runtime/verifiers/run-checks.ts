@@ -1,5 +1,5 @@
 /** The checks part: every declarative check evaluated on the final workspace, then weighted. */
-import type { ResolvedCheck } from "../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../compiler/contract/plan.js";
 import type { CheckContext } from "./checks/context.js";
 import { findCheck } from "./checks/registry.js";
 

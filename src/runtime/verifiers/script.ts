@@ -3,7 +3,7 @@
  * pointing at the task's hidden files. It prints `{"reward": x, "subscores": {...}}` and exits 0.
  * A crash, a hang or garbage output is a verifier error, never a reward of 0.
  */
-import type { ResolvedVerifier } from "../../compiler/plan/types.js";
+import type { ResolvedVerifier } from "../../compiler/contract/plan.js";
 import type { VerifierProblem } from "./run-checks.js";
 import type { WorkspaceReader } from "./workspace.js";
 

@@ -3,7 +3,7 @@
  * A part that cannot judge (bad output, timeout, judge unreachable) makes the result a verifier
  * error with reward null: the executor reports or retries it, and never records it as reward 0.
  */
-import type { ResolvedFile, ResolvedTask, ResolvedVerifier } from "../../compiler/plan/types.js";
+import type { ResolvedFile, ResolvedTask, ResolvedVerifier } from "../../compiler/contract/plan.js";
 import { CheckContext } from "./checks/context.js";
 import { combineScores, type PartName, type PartScores } from "./combine.js";
 import { DirectoryReader } from "./directory-reader.js";

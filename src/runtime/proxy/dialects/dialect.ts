@@ -2,7 +2,7 @@
  * One API dialect: request → canonical conversation, canonical completion → response JSON and
  * SSE events, and errors in the dialect's own shape. One file per dialect, registered by name.
  */
-import type { Dialect } from "../../../compiler/plan/types.js";
+import type { Dialect } from "../../../compiler/contract/plan.js";
 import type { CanonicalCompletion, ParsedRequest, SseEvent } from "../canonical.js";
 
 export type ProxyErrorKind =

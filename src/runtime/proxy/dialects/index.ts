@@ -1,5 +1,5 @@
 /** Dialects by name. */
-import type { Dialect } from "../../../compiler/plan/types.js";
+import type { Dialect } from "../../../compiler/contract/plan.js";
 import { anthropicMessages } from "./anthropic-messages.js";
 import type { DialectHandler } from "./dialect.js";
 import { openaiChat } from "./openai-chat.js";

@@ -3,7 +3,7 @@
  * several checks on one file read and parse it once. Reads are capped; failures become sentences.
  */
 import { parse as parseYaml } from "yaml";
-import type { ResolvedCheck } from "../../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import { describeReadFailure, type ListResult, type WorkspaceReader } from "../workspace.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;

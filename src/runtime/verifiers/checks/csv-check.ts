@@ -1,5 +1,5 @@
 /** The csv check: well-formed, columns, row count, cell values (numbers within a tolerance). */
-import type { ResolvedCheck } from "../../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import { formatValue, numbersClose, toNumber } from "../compare.js";
 import { parseCsv } from "../csv-parse.js";
 import { fail, partial, pass, str, type CheckDefinition } from "./context.js";

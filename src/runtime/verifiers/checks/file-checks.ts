@@ -1,5 +1,5 @@
 /** Presence checks: fileExists, fileAbsent, directoryExists, fileCount. */
-import type { ResolvedCheck } from "../../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import { matchGlob } from "../glob.js";
 import { fail, pass, str, type CheckContext, type CheckDefinition } from "./context.js";
 

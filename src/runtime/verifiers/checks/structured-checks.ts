@@ -1,7 +1,7 @@
 /** JSON and YAML checks: jsonValid, jsonPath, jsonSchema, yamlValid, yamlPath. */
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
-import type { ResolvedCheck } from "../../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import { parse as parseYamlText } from "yaml";
 import { describeMismatch, firstDifference, formatValue, matchFraction, valuesEqual } from "../compare.js";
 import { evaluateJsonPath, parseJsonPath } from "../jsonpath.js";

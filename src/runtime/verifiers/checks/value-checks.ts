@@ -1,5 +1,5 @@
 /** Value checks: numeric (a number read from a file) and sameValue (one fact, several places). */
-import type { ResolvedCheck } from "../../../compiler/plan/types.js";
+import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import { formatValue, numbersClose, toNumber, valuesEqual } from "../compare.js";
 import { evaluateJsonPath, parseJsonPath } from "../jsonpath.js";
 import { compileRegex, searchRegex } from "../safe-regex.js";

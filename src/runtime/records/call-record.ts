@@ -3,7 +3,7 @@
  * Written as one JSON line per call (`--record FILE`, run store `calls.jsonl`).
  * Consumed by trajectories (prefix trees), the run store and `reins view`.
  */
-import type { CallClass, Dialect } from "../../compiler/plan/types.js";
+import type { CallClass, Dialect } from "../../compiler/contract/plan.js";
 
 export type FinishReason = "stop" | "tool_calls" | "length" | "error" | "aborted";
 

@@ -7,11 +7,11 @@
  * present; `weightsVersion` defaults to "unknown", `dialect` to "openai-chat", missing
  * bookkeeping fields to empty values. Unknown extra fields are ignored (forward compatible).
  */
-import type { Diagnostic, Result } from "../../compiler/diagnostics.js";
-import { makeDiagnostic } from "../../compiler/diagnostics.js";
-import type { CallClass } from "../../compiler/plan/types.js";
-import { DIALECTS } from "../../compiler/plan/types.js";
-import type { CallRecord, FinishReason } from "../proxy/record.js";
+import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
+import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
+import type { CallClass } from "../../compiler/contract/plan.js";
+import { DIALECTS } from "../../compiler/contract/plan.js";
+import type { CallRecord, FinishReason } from "./call-record.js";
 
 export const CALL_CLASSES: readonly CallClass[] = ["main", "subagent", "compaction", "title", "auxiliary"];
 const FINISH_REASONS: readonly FinishReason[] = ["stop", "tool_calls", "length", "error", "aborted"];
@@ -37,7 +37,7 @@ function fail(field: string, expected: string, got: unknown): never {
 
 function need(obj: Record<string, unknown>, field: string): unknown {
   if (!(field in obj)) {
-    throw new LineError("CallRecordMissingField", `field \`${field}\` is missing`, "Each line must be one complete CallRecord (src/runtime/proxy/record.ts).");
+    throw new LineError("CallRecordMissingField", `field \`${field}\` is missing`, "Each line must be one complete CallRecord (src/runtime/records/call-record.ts).");
   }
   return obj[field];
 }
