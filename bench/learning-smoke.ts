@@ -103,7 +103,7 @@ export async function runLearningSmoke(o: SmokeOptions): Promise<SmokeResult> {
           const rollout = `p${p}-s${step}-g${g}`;
           jobs.push(
             engine
-              .generate({ promptIds: prompt, sampling: { temperature: 1, topP: 1, maxTokens: o.maxTokens, stopIds: [stop] }, rollout, seq: 0 })
+              .generate({ promptIds: prompt, sampling: { temperature: 1, topP: 1, maxTokens: o.maxTokens, stopIds: [stop] }, rolloutId: rollout, try: 1, seq: 0 })
               .then((r) => ({ rollout, task: `p${p}`, prompt, r, reward: reward(r.ids, stop, o.maxTokens) })),
           );
         }

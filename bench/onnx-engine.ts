@@ -73,7 +73,7 @@ async function viaEngine(engine: OnnxEngine, temperature: number, parallel: numb
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: parallel }, (_, k) =>
-      engine.generate({ promptIds: prompt, sampling: { temperature, topP: 1, maxTokens: tokens, stopIds: [] }, rollout: `b${k}`, seq: 0 }),
+      engine.generate({ promptIds: prompt, sampling: { temperature, topP: 1, maxTokens: tokens, stopIds: [] }, rolloutId: `b${k}`, try: 1, seq: 0 }),
     ),
   );
   return (performance.now() - t0) / 1000;

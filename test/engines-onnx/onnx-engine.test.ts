@@ -36,7 +36,8 @@ function request(over: Partial<GenerateRequest> & { maxTokens?: number; temperat
       stopIds: over.stopIds ?? [],
       seed: over.seed,
     },
-    rollout: over.rollout ?? "r1",
+    rolloutId: over.rolloutId ?? "r1",
+    try: over.try ?? 1,
     seq: over.seq ?? 0,
     signal: over.signal,
   };
@@ -95,8 +96,8 @@ describe("onnx engine", () => {
   it("finishes in-flight generations on the version they started with across a reload", async () => {
     const ref1 = engineFor(v1);
     const ref2 = engineFor(v2);
-    const long = request({ maxTokens: 400, rollout: "long" });
-    const short = request({ maxTokens: 20, rollout: "short" });
+    const long = request({ maxTokens: 400, rolloutId: "long" });
+    const short = request({ maxTokens: 20, rolloutId: "short" });
     const want1 = await ref1.generate(long);
     const want2 = await ref2.generate(short);
     await ref1.close();

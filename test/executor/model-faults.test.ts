@@ -1,9 +1,12 @@
 /**
  * Faults around the model: a model-calling harness that crashes before its first call, and an
  * inference engine that cannot be reached, are infrastructure failures (retried, then no reward),
- * never a reward of 0; the run goes on with the other rollouts.
+ * never a reward of 0; the run goes on with the other rollouts. A retried rollout's calls carry
+ * its plan id and the try that made them.
  */
 import { describe, expect, it } from "vitest";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import type { SandboxProvider } from "../../src/runtime/sandbox/provider.js";
 import { planOf, runPlan, taskYaml, tempDir, writeSpecs } from "./helpers.js";
 
 function specs(harness: string, engine: string): string {
@@ -61,5 +64,33 @@ describe("model faults", () => {
     expect(r.reward).toBeNull();
     expect(r.error?.code).toBe("EngineUnavailable");
     expect(results.find((x) => x.harness === "writer")!.reward).toBe(1);
+  }, 120_000);
+
+  it("a rollout retried after an infrastructure failure keeps its id; its calls say which try made them", async () => {
+    const agent = `  dialect: openai-chat\n  command: [node, "{{reinsAgent}}", "{{instruction}}"]\n  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}`;
+    const script = "{type: scripted, script: [{text: 'Writing it.', toolCalls: [{name: write_file, arguments: {path: hello.txt, content: hi}}]}, {text: done}]}";
+    const inner = new LocalSandboxProvider();
+    let refused = false;
+    const provider: SandboxProvider = {
+      type: "local",
+      async create(spec) {
+        if (spec.harness === "h" && !refused) {
+          refused = true;
+          throw new Error("no sandbox slot is free");
+        }
+        return inner.create(spec);
+      },
+      close: () => inner.close(),
+    };
+    const plan = planOf(writeSpecs(tempDir(), specs(agent, script)));
+    const { results, store } = await runPlan(plan, { provider });
+    await inner.close();
+    const r = results.find((x) => x.harness === "h")!;
+    expect(r.tries).toBe(2);
+    expect(r.reward).toBe(1);
+    expect(store.calls().map((c) => [c.rolloutId, c.try, c.seq])).toEqual([
+      [r.id, 2, 0],
+      [r.id, 2, 1],
+    ]);
   }, 120_000);
 });

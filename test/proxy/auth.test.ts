@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import type { ProxyHandle } from "../../src/runtime/proxy/api.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { httpCall, scriptedModel } from "./helpers.js";
@@ -38,7 +38,7 @@ describe("credentials and routes", () => {
     }
     expect(proxy.records("auth-a")).toHaveLength(0);
     expect(proxy.records("auth-b")).toHaveLength(0);
-    expect(seen.filter((r) => r.rollout.startsWith("auth-"))).toHaveLength(0);
+    expect(seen.filter((r) => r.rolloutId.startsWith("auth-"))).toHaveLength(0);
   });
 
   it("accepts x-api-key and Bearer, with or without /v1, and stops serving after unregister", async () => {
@@ -54,7 +54,7 @@ describe("credentials and routes", () => {
       [2, "openai-chat"],
       [3, "openai-responses"],
     ]);
-    expect(seen.filter((x) => x.rollout === "auth-ok")).toHaveLength(4);
+    expect(seen.filter((x) => x.rolloutId === "auth-ok")).toHaveLength(4);
     expect((await httpCall(`${r.baseUrl}/v1/messages`, { body: msgBody, headers: { "x-api-key": r.apiKey } })).status).toBe(401);
   });
 

@@ -56,7 +56,7 @@ describe("reins proxy", () => {
       expect(await p.exit).toBe(0);
       const lines = (await readFile(rec, "utf8")).trim().split("\n");
       expect(lines).toHaveLength(1);
-      expect(JSON.parse(lines[0]!)).toMatchObject({ v: 1, rollout: "cli-1", seq: 0, dialect: "openai-chat", finishReason: "stop" });
+      expect(JSON.parse(lines[0]!)).toMatchObject({ v: 2, rolloutId: "cli-1", try: 1, seq: 0, dialect: "openai-chat", finishReason: "stop" });
     } finally {
       p.child.kill("SIGKILL");
     }

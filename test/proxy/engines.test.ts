@@ -14,24 +14,24 @@ import { accumulateChat, httpCall, parseSse, scriptedModel, TOOL_TURN } from "./
 
 const IM_END = 151645;
 const sampling = { temperature: 0.7, topP: 0.9, maxTokens: 64, stopIds: [IM_END] };
-const req = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({ promptIds: [1, 2, 3], sampling, rollout: "r", seq: 0, ...over });
+const req = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({ promptIds: [1, 2, 3], sampling, rolloutId: "r", try: 1, seq: 0, ...over });
 
 describe("scripted engine", () => {
   it("renders turns in the model's format, per rollout in order, with deterministic logprobs", async () => {
     const model = scriptedModel([TOOL_TURN, { text: "done" }]);
     const runtime = await loadModelRuntime(model);
     const engine = await createEngine(model.engine, { model, runtime });
-    const a = await engine.generate(req({ rollout: "a" }));
-    const b = await engine.generate(req({ rollout: "b" }));
+    const a = await engine.generate(req({ rolloutId: "a" }));
+    const b = await engine.generate(req({ rolloutId: "b" }));
     expect(a).toEqual(b);
     expect(a.ids.at(-1)).toBe(IM_END);
     expect(a.finish).toBe("stop");
     expect(runtime.parse(a.ids).parsed).toMatchObject({ reasoning: TOOL_TURN.reasoning, text: TOOL_TURN.text });
     expect(a.logprobs).toEqual(a.ids.map((id, pos) => pseudoLogprob(0, pos, id)));
     for (const lp of a.logprobs) expect(lp < 0 && lp > -3).toBe(true);
-    const second = await engine.generate(req({ rollout: "a" }));
+    const second = await engine.generate(req({ rolloutId: "a" }));
     expect(runtime.tokenizer.decode(second.ids)).toBe("done<|im_end|>");
-    await expect(engine.generate(req({ rollout: "a" }))).rejects.toBeInstanceOf(EngineError);
+    await expect(engine.generate(req({ rolloutId: "a" }))).rejects.toBeInstanceOf(EngineError);
   });
 
   it("truncates at maxTokens, streams the same ids in chunks", async () => {
@@ -42,9 +42,27 @@ describe("scripted engine", () => {
     expect(cut.ids).toHaveLength(4);
     expect(cut.finish).toBe("length");
     const chunks: number[][] = [];
-    const full = await engine.generateStream!(req({ rollout: "s" }), (c) => chunks.push(c.ids));
+    const full = await engine.generateStream!(req({ rolloutId: "s" }), (c) => chunks.push(c.ids));
     expect(chunks.length).toBeGreaterThan(1);
     expect(chunks.flat()).toEqual(full.ids);
+  });
+
+  it("starts the script over for each try; a cut-stream turn breaks the stream after its tokens", async () => {
+    const model = scriptedModel([{ ...TOOL_TURN, fault: "cut-stream" }, { text: "done" }]);
+    const runtime = await loadModelRuntime(model);
+    const engine = await createEngine(model.engine, { model, runtime });
+    const chunks: number[][] = [];
+    const cut = await engine.generateStream!(req({ rolloutId: "c" }), (c) => chunks.push(c.ids)).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(EngineError);
+    const { kind, partial, message } = cut as EngineError;
+    expect(kind).toBe("stream-cut");
+    expect(message).toMatch(/stream is cut/);
+    expect(partial!.ids.length).toBeGreaterThan(0);
+    expect(chunks.flat()).toEqual(partial!.ids);
+    expect(runtime.parse(partial!.ids).parsed.toolCalls).toHaveLength(1);
+    expect(runtime.tokenizer.decode((await engine.generate(req({ rolloutId: "c" }))).ids)).toBe("done<|im_end|>");
+    // the second try of the same rollout replays from the first turn
+    await expect(engine.generate(req({ rolloutId: "c", try: 2 }))).rejects.toMatchObject({ kind: "stream-cut" });
   });
 });
 

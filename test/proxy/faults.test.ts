@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Engine, GenerateRequest, GenerateResult } from "../../src/runtime/engines/engine.js";
 import { EngineError } from "../../src/runtime/engines/engine.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { accumulateAnthropic, accumulateResponses, httpCall, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
 
@@ -86,6 +86,21 @@ describe("faults", () => {
       expect(parseSse(resp.text).some((e) => e.event === "response.function_call_arguments.delta")).toBe(true);
       expect(parseSse(resp.text).some((e) => e.event === "response.completed")).toBe(false);
       expect(proxy.records("f-cut").map((x) => x.finishReason)).toEqual(["aborted", "tool_calls", "aborted", "aborted"]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("a broken engine stream under a non-streaming request: an engine error, the partial completion recorded", async () => {
+    const proxy = await startProxy({ model: scriptedModel([{ ...TOOL_TURN, fault: "cut-stream" }]) });
+    try {
+      const r = proxy.registerRollout("f-cut-json");
+      const reply = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: chatBody, headers: { authorization: `Bearer ${r.apiKey}` } });
+      expect(reply.status).toBe(500);
+      expect(JSON.parse(reply.text).error).toMatchObject({ type: "server_error", message: expect.stringContaining("cut-stream") });
+      const [rec] = proxy.records("f-cut-json");
+      expect(rec).toMatchObject({ finishReason: "aborted", error: { kind: "engine" }, stream: false });
+      expect(rec!.completionIds.length).toBeGreaterThan(0);
     } finally {
       await proxy.close();
     }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import type { ProxyHandle, RolloutRegistration } from "../../src/runtime/proxy/api.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { accumulateChat, httpCall, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";

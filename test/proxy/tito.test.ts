@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadModelRuntime, type ModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import type { ProxyHandle, RolloutRegistration } from "../../src/runtime/proxy/api.js";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import { renderPromptFresh } from "../../src/runtime/proxy/render.js";
 import { openaiChat } from "../../src/runtime/proxy/dialects/openai-chat.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import { DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/algorithm-defaults.js";
 import type { RewardTable } from "../../src/runtime/trajectories/batch-builder.js";
 import { buildReport, buildTrainingBatch } from "../../src/runtime/trajectories/batch-builder.js";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resolveAlgorithm } from "../../src/compiler/resolve/defaults.js";
 import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../src/runtime/trajectories/algorithm-defaults.js";
-import { parseCallRecords } from "../../src/runtime/records/read-calls.js";
+import { parseCallRecords } from "../../src/runtime/records/index.js";
 import { parseRewards } from "../../src/runtime/trajectories/rewards.js";
 import { RolloutBuilder, seededRng } from "./synthetic.js";
 
@@ -32,11 +32,11 @@ describe("parseCallRecords", () => {
       "{not json",
       JSON.stringify({ ...obj, seq: 5, promptIds: [1, -2] }),
       JSON.stringify({ ...obj, seq: 6, completionLogprobs: [] }),
-      JSON.stringify((({ callClass, ...rest }) => rest)({ ...obj, seq: 7 })),
+      JSON.stringify((({ rolloutId, ...rest }) => rest)({ ...obj, seq: 7 })),
       JSON.stringify({ ...obj, seq: 8, callClass: "helper" }),
       b.replace('"seq":1', '"seq":0'),
       "[1,2]",
-      JSON.stringify({ ...obj, seq: 9, v: 2 }),
+      JSON.stringify({ ...obj, seq: 9, v: 3 }),
     ];
     const r = parseCallRecords(lines.join("\n"), "calls.jsonl");
     expect(codes(r)).toEqual([

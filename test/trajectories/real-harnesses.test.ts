@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ResolvedHarness, ScriptedTurn } from "../../src/compiler/contract/plan.js";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 import { analyzeRollout, DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/index.js";
 import { runScenario, scriptedModel, skipHarness, writeRecords, OUTPUT_DIR } from "../harness/scenario.js";
 import path from "node:path";
@@ -15,7 +15,7 @@ import path from "node:path";
 const filters = DEFAULT_ALGORITHM.filters;
 
 function analyze(records: CallRecord[]) {
-  return analyzeRollout(records[0]!.rollout, records, filters);
+  return analyzeRollout(records[0]!.rolloutId, records, filters);
 }
 
 function scriptOf(harness: string): ScriptedTurn[] {

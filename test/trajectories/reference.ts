@@ -4,7 +4,7 @@
  * from its definition over the call list. Quadratic and slow on purpose; only for small inputs.
  */
 import type { CallClass } from "../../src/compiler/contract/plan.js";
-import type { CallRecord } from "../../src/runtime/records/call-record.js";
+import type { CallRecord } from "../../src/runtime/records/index.js";
 
 export const key = (seq: readonly number[], len = seq.length): string => seq.slice(0, len).join(",");
 

@@ -3,7 +3,7 @@
  * scenarios (token-level mimicry of the behaviours in the harness notes) and random call sets.
  */
 import type { CallClass } from "../../src/compiler/contract/plan.js";
-import type { CallRecord, FinishReason } from "../../src/runtime/records/call-record.js";
+import type { CallRecord, FinishReason } from "../../src/runtime/records/index.js";
 
 export type Rng = () => number;
 
@@ -50,8 +50,9 @@ export class RolloutBuilder {
   call(prompt: number[], completion: number[], opts: CallOptions = {}): number[] {
     const failed = opts.error !== undefined;
     this.records.push({
-      v: 1,
-      rollout: this.rollout,
+      v: 2,
+      rolloutId: this.rollout,
+      try: 1,
       seq: this.next++,
       dialect: "openai-chat",
       model: "m",

@@ -122,7 +122,7 @@ describe("engine judge", () => {
     const r = await runVerifier(verifier({ rubric }), { reader: new DirectoryReader(ws), instruction: "Write the report", judge: createEngineJudge({ runtime, engine }), rollout: "0-1-2" });
     expect(r.parts.rubric?.score).toBeCloseTo((1 + 1.5) / 4, 12);
     const call = r.parts.rubric!.calls[0];
-    expect(call.record).toMatchObject({ rollout: "0-1-2/judge", seq: 0, callClass: "auxiliary", model: "judge-model", finishReason: "stop", weightsVersion: "v0" });
+    expect(call.record).toMatchObject({ rolloutId: "0-1-2/judge", try: 1, seq: 0, callClass: "auxiliary", model: "judge-model", finishReason: "stop", weightsVersion: "v0" });
     expect(seen[0].sampling).toMatchObject({ temperature: 0, maxTokens: 1024, stopIds: runtime.stopIds });
     const promptText = runtime.tokenizer.decode(seen[0].promptIds);
     expect(promptText.startsWith("<|im_start|>system\nYou are a strict, fair grader.")).toBe(true);

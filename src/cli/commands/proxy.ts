@@ -1,4 +1,4 @@
-import { appendFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { loadProxyConfig } from "../../compiler/proxy-config.js";
 import { ModelLoadError } from "../../runtime/model/model-runtime.js";
@@ -49,9 +49,7 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
       port,
       sharedKey: key,
       keepRecords: false,
-      onRecord: (record) => {
-        if (flags.record) appendFileSync(flags.record, `${JSON.stringify(record)}\n`);
-      },
+      ...(flags.record ? { recordFile: flags.record } : {}),
     });
   } catch (err) {
     if (err instanceof ModelLoadError) {

@@ -12,7 +12,7 @@ import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../runtime/trajectorie
 import type { BatchReport, RewardTable } from "../../runtime/trajectories/batch-builder.js";
 import { buildReport, buildTrainingBatch } from "../../runtime/trajectories/batch-builder.js";
 import { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "../../runtime/trajectories/io.js";
-import { parseCallRecords } from "../../runtime/records/read-calls.js";
+import { parseCallRecords } from "../../runtime/records/index.js";
 import { parseRewards } from "../../runtime/trajectories/rewards.js";
 import { analyzeRollouts } from "../../runtime/trajectories/rollout.js";
 import { buildSftSamples } from "../../runtime/trajectories/sft.js";

@@ -60,6 +60,19 @@ export const CODES = {
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   DuplicateDocument: "The same file was given twice; it is read once.",
+  // records (call and rollout record files, src/runtime/records)
+  CallRecordNotJson: "A call record file has one JSON object per line, as the proxy writes it (`reins proxy --record FILE`, a run's calls.jsonl).",
+  CallRecordNotObject: "Each line must be one call record object.",
+  CallRecordMissingField: "Each call record needs at least rolloutId, seq, promptIds, completionIds and completionLogprobs (src/runtime/records/call-record.ts).",
+  CallRecordInvalidField: "Fix the field's value; records the proxy wrote are only wrong when the file was edited or cut.",
+  CallRecordLogprobMismatch: "Each generated token needs exactly one rollout logprob.",
+  CallRecordVersion: "This reins reads call records of versions 1 and 2; write the file with this version of reins.",
+  CallRecordDuplicateSeq: "Each call of a rollout has its own seq; concatenated files must not repeat a rollout.",
+  CallRecordsEmpty: "Point the command at a proxy record file (`calls.jsonl`).",
+  RolloutRecordNotJson: "A rollout record file (a run's rollouts.jsonl) has one JSON object per line, as the run store writes it.",
+  RolloutRecordNotObject: "Each line must be one rollout result object.",
+  RolloutRecordMissingField: "Each rollout result needs at least id, step, task, harness, status, reward and passed (src/runtime/records/rollout-result.ts).",
+  RolloutRecordInvalidField: "Fix the field's value; results the run store wrote are only wrong when the file was edited or cut.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

@@ -1,18 +1,16 @@
 /** From a step's stored results and calls to a training batch (pure). */
 import type { Plan, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import type { CallRecord } from "../records/call-record.js";
-import type { RolloutResult } from "../store/run-store.js";
+import type { CallRecord, RolloutResult } from "../records/index.js";
 import { analyzeRollout, buildTrainingBatch, type BatchReport, type RewardTable, type TrainingBatch } from "../trajectories/index.js";
 
-/** Calls grouped by the plan's rollout id (the store tags each call with it). */
-export function callsByRollout(calls: readonly (CallRecord & { rolloutId?: string })[], ids: ReadonlySet<string>): Map<string, CallRecord[]> {
+/** Calls grouped by the plan's rollout id, in seq order. */
+export function callsByRollout(calls: readonly CallRecord[], ids: ReadonlySet<string>): Map<string, CallRecord[]> {
   const out = new Map<string, CallRecord[]>();
   for (const c of calls) {
-    const id = c.rolloutId ?? c.rollout;
-    if (!ids.has(id)) continue;
-    let list = out.get(id);
-    if (!list) out.set(id, (list = []));
-    list.push({ ...c, rollout: id });
+    if (!ids.has(c.rolloutId)) continue;
+    let list = out.get(c.rolloutId);
+    if (!list) out.set(c.rolloutId, (list = []));
+    list.push(c);
   }
   for (const list of out.values()) list.sort((a, b) => a.seq - b.seq);
   return out;
@@ -47,7 +45,7 @@ export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly Ro
   const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
   let seq = 0;
   const merged: CallRecord[] = [];
-  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rollout: "sft", seq: seq++ });
+  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
   const filters = { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
   const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
   const analysis = analyzeRollout("sft", merged, filters);

@@ -17,7 +17,8 @@ import { OnnxEngine } from "../engines/onnx.js";
 import { createExecutor, absolutizeModel, type Executor } from "../executor/executor.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
-import { RunStore, type RolloutResult } from "../store/run-store.js";
+import type { RolloutResult } from "../records/index.js";
+import { RunStore } from "../store/run-store.js";
 import type { TrainingBatch } from "../trajectories/batch.js";
 import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { TrainerWorker } from "../training/trainer-process.js";
@@ -326,7 +327,7 @@ async function tokenizerCorpus(plan: Plan, o: LoopOptions, policyDir: string, py
     const model = absolutizeModel(plan.model!, plan.root);
     const bootModel: ResolvedModel = { ...model, tokenizer: { type: "file", path: join(bootDir, "policy", "tokenizer.json") } };
     const runtime = await loadModelRuntime(bootModel);
-    const engine = new ReferenceEngine({ model: bootModel, runtime }, (rollout) => scriptOf.get(rollout.replace(/\.t\d+$/, "")));
+    const engine = new ReferenceEngine({ model: bootModel, runtime }, (rolloutId) => scriptOf.get(rolloutId));
     const store = RunStore.open(join(bootDir, "run"), plan, { resume: false }).store!;
     const exec = await createExecutor({ plan, store, provider: o.provider, engine, model: bootModel, ...(o.signal ? { signal: o.signal } : {}) });
     let calls: ReturnType<Executor["calls"]>;
@@ -356,7 +357,7 @@ async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: Train
   log(`SFT: replaying ${rollouts.length} reference solutions through the harness`);
   const model = absolutizeModel(plan.model!, plan.root);
   const runtime = await loadModelRuntime(model);
-  const reference = new ReferenceEngine({ model, runtime }, (rollout) => scriptOf.get(rollout.replace(/\.t\d+$/, "")));
+  const reference = new ReferenceEngine({ model, runtime }, (rolloutId) => scriptOf.get(rolloutId));
   const exec: Executor = await createExecutor({ plan, store, provider: o.provider, engine: reference, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) });
   let results: RolloutResult[];
   let calls: ReturnType<Executor["calls"]>;

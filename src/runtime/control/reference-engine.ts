@@ -13,15 +13,15 @@ export class ReferenceEngine implements Engine {
   readonly type = "reference";
   private readonly engines = new Map<string, ScriptedEngine>();
 
-  /** `scriptOf(rollout)`: the reference turns for a proxy rollout id (tries end in `.tN`). */
+  /** `scriptOf(rolloutId)`: the reference turns for the plan's rollout a request belongs to. */
   constructor(
     private readonly ctx: EngineContext,
-    private readonly scriptOf: (rollout: string) => { key: string; turns: ScriptedTurn[] } | undefined,
+    private readonly scriptOf: (rolloutId: string) => { key: string; turns: ScriptedTurn[] } | undefined,
   ) {}
 
   async generate(req: GenerateRequest): Promise<GenerateResult> {
-    const s = this.scriptOf(req.rollout);
-    if (!s) throw new EngineError(`no reference solution for rollout ${req.rollout}`);
+    const s = this.scriptOf(req.rolloutId);
+    if (!s) throw new EngineError(`no reference solution for rollout ${req.rolloutId}`);
     let e = this.engines.get(s.key);
     if (!e) this.engines.set(s.key, (e = new ScriptedEngine(s.turns, this.ctx)));
     const r = await e.generate(req);

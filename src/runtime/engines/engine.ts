@@ -14,8 +14,10 @@ export interface SamplingParams {
 export interface GenerateRequest {
   promptIds: number[];
   sampling: SamplingParams;
-  /** Rollout id and call sequence, for engines that script per rollout and for logging. */
-  rollout: string;
+  /** The plan's rollout id, its infrastructure try (1-based) and the call's seq within the try:
+   * for engines that script or seed per rollout, and for logging. */
+  rolloutId: string;
+  try: number;
   seq: number;
   /** Aborted when the client goes away; engines should stop promptly. */
   signal?: AbortSignal;
@@ -27,8 +29,6 @@ export interface GenerateResult {
   finish: "stop" | "length";
   /** Weights version that produced these tokens. */
   weightsVersion: string;
-  /** Test-only fault injection (scripted engine): the proxy cuts the response stream mid tool call. */
-  fault?: "cut-stream";
 }
 
 /** Optional token-by-token streaming; `generate` must always work. */
@@ -47,11 +47,19 @@ export interface Engine {
   close?(): Promise<void>;
 }
 
-/** Engine failures that are infrastructure problems (retryable, never a reward). */
+export type EngineErrorKind = "unreachable" | "failed" | "bad-response" | "stream-cut";
+
+/**
+ * Engine failures that are infrastructure problems (retryable, never a reward).
+ * `stream-cut`: the engine's token stream broke after it had produced tokens; `partial` holds
+ * them (as a result: ids, logprobs, the finish it had reached, weights version). The proxy records
+ * them and breaks its own answer's stream the same way, so the harness meets a failing upstream.
+ */
 export class EngineError extends Error {
   constructor(
     message: string,
-    readonly kind: "unreachable" | "failed" | "bad-response" = "failed",
+    readonly kind: EngineErrorKind = "failed",
+    readonly partial?: GenerateResult,
   ) {
     super(message);
     this.name = "EngineError";

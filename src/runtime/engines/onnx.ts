@@ -6,7 +6,8 @@
  *   LM graph taking input_ids (and optionally attention_mask / position_ids) and returning
  *   `logprobs` or `logits` [B, S, V] (then each step recomputes the whole sequence).
  * - Sampling: temperature, top-p, greedy at temperature 0, with a seeded RNG per call
- *   (sampling.seed, else a hash of the engine seed, rollout id and call sequence).
+ *   (sampling.seed, else a hash of the engine seed, the plan's rollout id, the call's seq and,
+ *   from the second try on, the try).
  * - Logprobs: each returned logprob is the UNTEMPERED model's log-probability of the sampled token
  *   (log-softmax of the raw logits), the quantity the trainer recomputes, so TIS ratios measure
  *   only the engine/trainer mismatch. With temperature ≠ 1 or top-p < 1 the behaviour policy is not
@@ -186,7 +187,7 @@ export class OnnxEngine implements Engine {
   private async sample(m: LoadedModel, req: GenerateRequest, onChunk?: (c: GenerateChunk) => void): Promise<GenerateResult> {
     const { sampling } = req;
     if (req.promptIds.length === 0) throw new EngineError("the prompt is empty; the onnx engine needs at least one token", "bad-response");
-    const rng = createRng(sampling.seed ?? seedOf(this.spec.seed, req.rollout, req.seq));
+    const rng = createRng(sampling.seed ?? seedOf(...seedParts(this.spec.seed, req)));
     const stop = new Set(sampling.stopIds);
     const ids: number[] = [];
     const logprobs: number[] = [];
@@ -263,4 +264,9 @@ export async function createOnnxEngine(spec: OnnxEngineSpec, _ctx?: unknown): Pr
   const engine = new OnnxEngine(spec);
   await engine.ready();
   return engine;
+}
+
+/** What the per-call seed hashes: a later try of a rollout samples afresh. */
+function seedParts(seed: number, req: GenerateRequest): unknown[] {
+  return req.try > 1 ? [seed, req.rolloutId, req.seq, req.try] : [seed, req.rolloutId, req.seq];
 }

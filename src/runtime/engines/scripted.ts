@@ -3,6 +3,9 @@
  * Each turn is written in the model's output format and tokenized with the real tokenizer, so
  * every downstream stage (parsing, dialects, TITO, trajectories) runs on real token ids.
  * Logprobs are pseudo-values from a hash of (turn, position, token): deterministic, in (-3, 0).
+ * Each try of a rollout starts the script from its first turn. A turn may fail on purpose:
+ * `fault: engine-error` throws an EngineError; `fault: cut-stream` produces the turn and then
+ * breaks its stream (EngineError "stream-cut" carrying the turn as the partial result).
  */
 import type { ResolvedEngine, ScriptedTurn } from "../../compiler/contract/plan.js";
 import { renderTurn } from "../model/output-format.js";
@@ -25,34 +28,43 @@ export class ScriptedEngine implements Engine {
   ) {}
 
   async generate(req: GenerateRequest): Promise<GenerateResult> {
-    return this.produce(req);
+    return this.produceOrThrow(req);
   }
 
   async generateStream(req: GenerateRequest, onChunk: (c: GenerateChunk) => void): Promise<GenerateResult> {
-    const result = this.produce(req);
+    const { result, cut } = this.produce(req);
     for (let i = 0; i < result.ids.length; i += STREAM_CHUNK_TOKENS) {
       if (req.signal?.aborted) throw new EngineError("generation aborted", "failed");
       onChunk({ ids: result.ids.slice(i, i + STREAM_CHUNK_TOKENS), logprobs: result.logprobs.slice(i, i + STREAM_CHUNK_TOKENS) });
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    if (cut) throw cut;
     return result;
   }
 
-  /** Turns this rollout has consumed so far. */
-  consumed(rollout: string): number {
-    return this.next.get(rollout) ?? 0;
+  /** Turns a rollout's try has consumed so far. */
+  consumed(rolloutId: string, tryNumber = 1): number {
+    return this.next.get(scriptKey(rolloutId, tryNumber)) ?? 0;
   }
 
-  private produce(req: GenerateRequest): GenerateResult {
-    const index = this.next.get(req.rollout) ?? 0;
+  private produceOrThrow(req: GenerateRequest): GenerateResult {
+    const { result, cut } = this.produce(req);
+    if (cut) throw cut;
+    return result;
+  }
+
+  /** The next turn of the request's try, and the error that breaks its stream (cut-stream turns). */
+  private produce(req: GenerateRequest): { result: GenerateResult; cut?: EngineError } {
+    const key = scriptKey(req.rolloutId, req.try);
+    const index = this.next.get(key) ?? 0;
     const turn = this.script[index];
     if (!turn) {
       throw new EngineError(
-        `scripted engine: the script has ${this.script.length} turn(s) and rollout ${req.rollout} asked for turn ${index + 1}`,
+        `scripted engine: the script has ${this.script.length} turn(s) and rollout ${req.rolloutId} asked for turn ${index + 1}`,
         "failed",
       );
     }
-    this.next.set(req.rollout, index + 1);
+    this.next.set(key, index + 1);
     if (turn.fault === "engine-error") throw new EngineError(`scripted fault: engine error on turn ${index + 1}`, "failed");
     const { runtime } = this.ctx;
     const text = turn.raw ?? renderTurn(turn, runtime.format);
@@ -70,9 +82,13 @@ export class ScriptedEngine implements Engine {
       finish,
       weightsVersion: "scripted",
     };
-    if (turn.fault === "cut-stream") result.fault = "cut-stream";
-    return result;
+    if (turn.fault !== "cut-stream") return { result };
+    return { result, cut: new EngineError(`scripted fault: the stream is cut after turn ${index + 1} (cut-stream)`, "stream-cut", result) };
   }
+}
+
+function scriptKey(rolloutId: string, tryNumber: number): string {
+  return JSON.stringify([rolloutId, tryNumber]);
 }
 
 /** A deterministic value in (-3, 0) from (turn, position, token id). */

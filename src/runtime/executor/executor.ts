@@ -12,10 +12,10 @@ import { REINS_AGENT_PATH } from "../harness/launch.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
-import type { CallRecord } from "../records/call-record.js";
 import { startProxy } from "../proxy/server.js";
+import type { CallRecord, RolloutResult } from "../records/index.js";
 import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
-import type { RolloutResult, RunStore } from "../store/run-store.js";
+import type { RunStore } from "../store/run-store.js";
 import type { Judge } from "../verifiers/judge.js";
 import { runRollout, type PreparedHarness, type RolloutContext } from "./rollout.js";
 
@@ -38,8 +38,8 @@ export interface ExecutorOptions {
 export interface Executor {
   /** Run these rollouts (skipping finished ones); resolves with the results of all of them. */
   runRollouts(rollouts: readonly PlanRollout[], step: number): Promise<RolloutResult[]>;
-  /** The recorded calls of finished rollouts (tagged with `rolloutId`), without re-reading the store when it can. */
-  calls(ids: readonly string[]): (CallRecord & { rolloutId: string })[];
+  /** The recorded calls of finished rollouts, without re-reading the store when it can. */
+  calls(ids: readonly string[]): CallRecord[];
   readonly proxy?: ProxyHandle;
   close(): Promise<void>;
 }
@@ -109,7 +109,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);
   // Finished rollouts and their calls, kept in memory: the store is read once (for a resumed run).
   const finished = new Map(store.results().map((r) => [r.id, r]));
-  const callsOf = new Map<string, (CallRecord & { rolloutId: string })[]>();
+  const callsOf = new Map<string, CallRecord[]>();
   let storeCallsRead = false;
   const storeCallsFor = new Set<string>();
 
@@ -126,7 +126,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
           const { result, calls } = await runRollout(r, step, ctx);
           if (result.error?.code === "Interrupted") return;
           store.finish(result, calls);
-          callsOf.set(r.id, calls.map((c) => ({ ...c, rolloutId: r.id })));
+          callsOf.set(r.id, calls);
           store.event({ type: "rollout-finished", rollout: r.id, status: result.status, reward: result.reward, tries: result.tries });
           finished.set(r.id, result);
         }
@@ -138,12 +138,12 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     calls(ids) {
       if (!storeCallsRead && ids.some((id) => finished.has(id) && !callsOf.has(id))) {
         storeCallsRead = true;
-        for (const c of store.calls() as (CallRecord & { rolloutId?: string })[]) {
-          const id = c.rolloutId ?? c.rollout;
+        for (const c of store.calls()) {
+          const id = c.rolloutId;
           if (callsOf.has(id) && !storeCallsFor.has(id)) continue;
           storeCallsFor.add(id);
           const list = callsOf.get(id) ?? [];
-          list.push({ ...c, rolloutId: id });
+          list.push(c);
           callsOf.set(id, list);
         }
       }

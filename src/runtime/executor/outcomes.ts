@@ -1,6 +1,6 @@
 /** Rollout results → evaluation outcomes (for pass@k / pass^k summaries). */
 import { outcomeOf, summarizeEval, type EvalSummary, type RolloutOutcome } from "../eval/index.js";
-import type { RolloutResult } from "../store/run-store.js";
+import type { RolloutResult } from "../records/index.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 
 export function outcomeOfResult(r: RolloutResult): RolloutOutcome {

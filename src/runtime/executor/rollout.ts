@@ -10,13 +10,12 @@ import type { PlanRollout, ResolvedHarness, ResolvedTask } from "../../compiler/
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import { buildLaunchPlan } from "../harness/launch-plan.js";
 import type { ProxyHandle } from "../proxy/api.js";
-import type { CallRecord } from "../records/call-record.js";
 import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import { SandboxError } from "../sandbox/sandbox-error.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
 import type { Judge } from "../verifiers/judge.js";
 import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
-import type { RolloutResult, RolloutStatus } from "../store/run-store.js";
+import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
 import { SandboxReader } from "./sandbox-reader.js";
 
 export interface PreparedHarness {
@@ -71,10 +70,11 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
   let tries = 0;
   for (;;) {
     tries++;
+    // The try's own key: its proxy path, socket and sandbox. Records carry r.id and the try number.
     const tryId = tries === 1 ? r.id : `${r.id}.t${tries}`;
     ctx.onEvent?.({ type: "rollout-started", rollout: r.id, try: tries });
     try {
-      outcome = await runTry(tryId, task, prepared, ctx);
+      outcome = await runTry(tryId, { rolloutId: r.id, try: tries }, task, prepared, ctx);
       break;
     } catch (err) {
       const infra = err instanceof InfraFailure ? err : err instanceof SandboxError ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
@@ -114,7 +114,7 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
   return { result, calls: outcome.calls };
 }
 
-async function runTry(tryId: string, task: ResolvedTask, prepared: PreparedHarness, ctx: RolloutContext): Promise<TryOutcome> {
+async function runTry(tryId: string, identity: { rolloutId: string; try: number }, task: ResolvedTask, prepared: PreparedHarness, ctx: RolloutContext): Promise<TryOutcome> {
   const { harness, runtime, mounts } = prepared;
   const timeoutMs = task.timeoutSeconds * 1000;
   const t0 = Date.now();
@@ -128,7 +128,7 @@ async function runTry(tryId: string, task: ResolvedTask, prepared: PreparedHarne
   try {
     let apiKey = "none";
     if (usesModel) {
-      const reg = ctx.proxy!.registerRollout(tryId, { callClasses: harness.callClasses });
+      const reg = ctx.proxy!.registerRollout(tryId, { ...identity, callClasses: harness.callClasses });
       registered = true;
       apiKey = reg.apiKey;
       bridge = await createSocketBridge(join(ctx.socketDir, `${tryId}.sock`), "127.0.0.1", ctx.proxy!.port);

@@ -4,7 +4,7 @@
  */
 import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
-import type { CallRecord } from "../records/call-record.js";
+import type { CallRecord } from "../records/index.js";
 
 export interface ProxyOptions {
   model: ResolvedModel;
@@ -19,14 +19,27 @@ export interface ProxyOptions {
   sharedKey?: string;
   /** Called once per recorded call, after the response finished. */
   onRecord?: (record: CallRecord) => void;
+  /** Append every call record to this file as it is recorded (`reins proxy --record FILE`). */
+  recordFile?: string;
   /** Keep records in memory for `records()` (default true; `reins proxy` streams them to a file instead). */
   keepRecords?: boolean;
 }
 
+/** Who a registered path serves: the identity every record of its calls carries. */
+export interface RolloutIdentity {
+  /** The plan's rollout id (default: the path). */
+  rolloutId?: string;
+  /** The rollout's infrastructure try, 1-based (default 1). */
+  try?: number;
+}
+
 export interface RolloutRegistration {
+  /** The URL path segment and the key of `records` / `unregisterRollout`: one per try. */
+  path: string;
   rolloutId: string;
+  try: number;
   apiKey: string;
-  /** e.g. http://127.0.0.1:PORT/r/<rolloutId> (a harness appends /v1/...) */
+  /** e.g. http://127.0.0.1:PORT/r/<path> (a harness appends /v1/...) */
   baseUrl: string;
 }
 
@@ -34,12 +47,17 @@ export interface ProxyHandle {
   /** http://host:port */
   url: string;
   port: number;
+  /**
+   * Serve `/r/<path>/…` with its own credential. The path is opaque to the proxy (the executor
+   * uses one per try); the records of its calls carry `rolloutId` and `try` from `opts`.
+   */
   registerRollout(
-    rolloutId: string,
-    opts?: { apiKey?: string; callClasses?: ResolvedCallClassRule[]; weightsVersion?: string },
+    path: string,
+    opts?: RolloutIdentity & { apiKey?: string; callClasses?: ResolvedCallClassRule[]; weightsVersion?: string },
   ): RolloutRegistration;
-  /** Stop serving a rollout (later requests get 401); returns its records. */
-  unregisterRollout(rolloutId: string): CallRecord[];
-  records(rolloutId?: string): CallRecord[];
+  /** Stop serving a path (later requests get 401); returns its records. */
+  unregisterRollout(path: string): CallRecord[];
+  /** The records of one path, or of all. */
+  records(path?: string): CallRecord[];
   close(): Promise<void>;
 }

@@ -55,7 +55,7 @@ export interface CanonicalCompletion {
   reasoningToken: string;
 }
 
-/** An SSE event; `midToolCall` marks the event after which a cut-stream fault closes the socket. */
+/** An SSE event; `midToolCall` marks an event inside a tool call, where a relayed broken stream is cut (call-answer.ts). */
 export interface SseEvent {
   event?: string;
   data: unknown;

@@ -23,7 +23,7 @@ export function chunkText(text: string, size = 48): string[] {
   return out;
 }
 
-/** Split tool arguments into at least two deltas (so a cut-stream fault can land mid call). */
+/** Split tool arguments into at least two deltas (so a broken engine stream can be relayed cut mid call). */
 export function chunkArguments(text: string, size = 48): string[] {
   if (text.length === 0) return [];
   const points = Array.from(text);

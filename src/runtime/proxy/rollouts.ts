@@ -1,16 +1,22 @@
 /**
- * Rollouts the proxy serves: credential, call classes, call counter, prompt state, records.
- * A rollout is registered explicitly (executor) or, in shared-key mode (`reins proxy`), created on
- * its first authenticated call.
+ * Rollouts the proxy serves, by URL path: credential, identity, call classes, call counter, prompt
+ * state, records. A path is registered explicitly (executor: one per try of a plan rollout) or, in
+ * shared-key mode (`reins proxy`), created on its first authenticated call (then the path is the
+ * rollout id and the try is 1).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { ResolvedCallClassRule } from "../../compiler/contract/plan.js";
-import type { CallRecord } from "../records/call-record.js";
+import type { CallRecord } from "../records/index.js";
+import type { RolloutIdentity } from "./api.js";
 import { RolloutPromptState } from "./render.js";
 import { SegmentCache } from "./segment-cache.js";
 
 export interface Rollout {
-  id: string;
+  /** The URL path segment (`/r/<path>/v1/...`); opaque, and the seed of response and tool-call ids. */
+  path: string;
+  /** The plan's rollout id and try: stamped on every record. */
+  rolloutId: string;
+  try: number;
   apiKey: string;
   callClasses: ResolvedCallClassRule[];
   weightsVersion?: string;
@@ -29,38 +35,34 @@ export class RolloutTable {
 
   constructor(private readonly sharedKey?: string) {}
 
-  register(id: string, opts: { apiKey?: string; callClasses?: ResolvedCallClassRule[]; weightsVersion?: string } = {}): Rollout {
-    const rollout: Rollout = {
-      id,
-      apiKey: opts.apiKey ?? `reins-${randomBytes(18).toString("base64url")}`,
-      callClasses: opts.callClasses ?? [],
-      nextSeq: 0,
-      prompts: new RolloutPromptState(this.cache),
-      records: [],
-      ...(opts.weightsVersion !== undefined ? { weightsVersion: opts.weightsVersion } : {}),
-    };
-    this.rollouts.set(id, rollout);
-    this.shared.delete(id);
+  register(path: string, opts: RolloutIdentity & { apiKey?: string; callClasses?: ResolvedCallClassRule[]; weightsVersion?: string } = {}): Rollout {
+    if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1)) throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
+    if (opts.rolloutId === "") throw new Error(`bug: empty rollout id registered for ${path}`);
+    const rollout = this.create(path, opts.apiKey ?? `reins-${randomBytes(18).toString("base64url")}`, opts);
+    if (opts.callClasses) rollout.callClasses = opts.callClasses;
+    if (opts.weightsVersion !== undefined) rollout.weightsVersion = opts.weightsVersion;
+    this.rollouts.set(path, rollout);
+    this.shared.delete(path);
     return rollout;
   }
 
-  unregister(id: string): CallRecord[] {
-    const r = this.rollouts.get(id) ?? this.shared.get(id);
-    this.rollouts.delete(id);
-    this.shared.delete(id);
+  unregister(path: string): CallRecord[] {
+    const r = this.rollouts.get(path) ?? this.shared.get(path);
+    this.rollouts.delete(path);
+    this.shared.delete(path);
     return r?.records ?? [];
   }
 
   /** The rollout this credential may use, or undefined (→ 401). */
-  authorize(id: string, key: string | undefined): Rollout | undefined {
+  authorize(path: string, key: string | undefined): Rollout | undefined {
     if (key === undefined) return undefined;
-    const registered = this.rollouts.get(id);
+    const registered = this.rollouts.get(path);
     if (registered) return sameKey(registered.apiKey, key) ? registered : undefined;
     if (this.sharedKey === undefined || !sameKey(this.sharedKey, key)) return undefined;
-    let r = this.shared.get(id);
+    let r = this.shared.get(path);
     if (!r) {
-      r = { id, apiKey: this.sharedKey, callClasses: [], nextSeq: 0, prompts: new RolloutPromptState(this.cache), records: [] };
-      this.shared.set(id, r);
+      r = this.create(path, this.sharedKey, {});
+      this.shared.set(path, r);
       if (this.shared.size > MAX_SHARED_ROLLOUTS) {
         const oldest = this.shared.keys().next().value;
         if (oldest !== undefined) this.shared.delete(oldest);
@@ -69,12 +71,25 @@ export class RolloutTable {
     return r;
   }
 
-  records(id?: string): CallRecord[] {
-    if (id !== undefined) return [...(this.rollouts.get(id) ?? this.shared.get(id))?.records ?? []];
+  records(path?: string): CallRecord[] {
+    if (path !== undefined) return [...(this.rollouts.get(path) ?? this.shared.get(path))?.records ?? []];
     const all: CallRecord[] = [];
     for (const r of this.rollouts.values()) all.push(...r.records);
     for (const r of this.shared.values()) all.push(...r.records);
     return all;
+  }
+
+  private create(path: string, apiKey: string, identity: RolloutIdentity): Rollout {
+    return {
+      path,
+      rolloutId: identity.rolloutId ?? path,
+      try: identity.try ?? 1,
+      apiKey,
+      callClasses: [],
+      nextSeq: 0,
+      prompts: new RolloutPromptState(this.cache),
+      records: [],
+    };
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The serving proxy: a plain node:http server speaking the three model API dialects under a
- * per-rollout path, `/r/<rolloutId>/v1/...` (also without `v1`, for clients that append only the
- * endpoint path). See ./api.ts for the contract and ./call.ts for one call's pipeline.
+ * per-rollout path, `/r/<path>/v1/...` (also without `v1`, for clients that append only the
+ * endpoint path). See ./api.ts for the contract and ./call.ts for one call's stages.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -9,12 +9,12 @@ import type { Dialect } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import { createEngine } from "../engines/registry.js";
 import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
+import { appendRecords, type CallRecord } from "../records/index.js";
 import type { ProxyHandle, ProxyOptions, RolloutRegistration } from "./api.js";
 import { handleModelCall, sendJson } from "./call.js";
 import { DIALECT_HANDLERS } from "./dialects/index.js";
 import { readJsonBody } from "./http-body.js";
 import { nowSeconds } from "./ids.js";
-import type { CallRecord } from "../records/call-record.js";
 import { renderPromptFresh } from "./render.js";
 import { type Rollout, RolloutTable } from "./rollouts.js";
 
@@ -37,6 +37,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
     engine,
     record(rollout: Rollout, record: CallRecord) {
       if (options.keepRecords !== false) rollout.records.push(record);
+      if (options.recordFile !== undefined) appendRecords(options.recordFile, [record]);
       options.onRecord?.(record);
     },
   };
@@ -55,7 +56,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   server.on("clientError", (_err, socket) => socket.destroy());
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { rolloutId, route } = parsePath(req.method ?? "GET", req.url ?? "/");
+    const { path, route } = parsePath(req.method ?? "GET", req.url ?? "/");
     if (route.kind === "probe") {
       if (req.method === "HEAD") res.writeHead(200).end();
       else sendJson(res, 200, { ok: true, service: "reins-proxy" });
@@ -66,7 +67,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       return;
     }
     const dialect = DIALECT_HANDLERS[route.kind === "count-tokens" ? "anthropic-messages" : route.dialect];
-    const rollout = rolloutId === undefined ? undefined : table.authorize(rolloutId, credentialOf(req));
+    const rollout = path === undefined ? undefined : table.authorize(path, credentialOf(req));
     if (route.kind === "unknown") {
       const { status, body } = dialect.errorResponse("not-found", `no route for ${req.method} ${req.url?.split("?")[0]}`);
       sendJson(res, status, body);
@@ -99,12 +100,12 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   return {
     url,
     port: address.port,
-    registerRollout(rolloutId, opts = {}): RolloutRegistration {
-      const r = table.register(rolloutId, opts);
-      return { rolloutId, apiKey: r.apiKey, baseUrl: `${url}/r/${encodeURIComponent(rolloutId)}` };
+    registerRollout(path, opts = {}): RolloutRegistration {
+      const r = table.register(path, opts);
+      return { path, rolloutId: r.rolloutId, try: r.try, apiKey: r.apiKey, baseUrl: `${url}/r/${encodeURIComponent(path)}` };
     },
-    unregisterRollout: (rolloutId) => table.unregister(rolloutId),
-    records: (rolloutId) => table.records(rolloutId),
+    unregisterRollout: (path) => table.unregister(path),
+    records: (path) => table.records(path),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -115,29 +116,29 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   };
 }
 
-/** `/r/<id>/v1/<endpoint>` (v1 optional) → rollout id and route. */
-export function parsePath(method: string, rawUrl: string): { rolloutId?: string; route: Route } {
-  const path = rawUrl.split("?")[0]!.replace(/\/+$/, "");
-  const m = /^\/r\/([^/]+)(\/.*)?$/.exec(path);
-  let rest = path;
-  let rolloutId: string | undefined;
+/** `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. */
+export function parsePath(method: string, rawUrl: string): { path?: string; route: Route } {
+  const urlPath = rawUrl.split("?")[0]!.replace(/\/+$/, "");
+  const m = /^\/r\/([^/]+)(\/.*)?$/.exec(urlPath);
+  let rest = urlPath;
+  let path: string | undefined;
   if (m) {
     try {
-      rolloutId = decodeURIComponent(m[1]!);
+      path = decodeURIComponent(m[1]!);
     } catch {
-      rolloutId = m[1]!;
+      path = m[1]!;
     }
     rest = m[2] ?? "";
   }
   rest = rest.replace(/^\/v1(?=\/|$)/, "");
   const isGet = method === "GET" || method === "HEAD";
-  if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "probe" } };
-  if (isGet && rest === "/models") return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "models" } };
+  if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(path ? { path } : {}), route: { kind: "probe" } };
+  if (isGet && rest === "/models") return { ...(path ? { path } : {}), route: { kind: "models" } };
   const model = /^\/models\/(.+)$/.exec(rest);
-  if (isGet && model) return { ...(rolloutId ? { rolloutId } : {}), route: { kind: "models", id: decodeURIComponent(model[1]!) } };
+  if (isGet && model) return { ...(path ? { path } : {}), route: { kind: "models", id: decodeURIComponent(model[1]!) } };
   const dialect: Dialect = /messages/.test(rest) ? "anthropic-messages" : /responses/.test(rest) ? "openai-responses" : "openai-chat";
-  const withId = rolloutId ? { rolloutId } : {};
-  if (method !== "POST" || rolloutId === undefined) return { ...withId, route: { kind: "unknown", dialect } };
+  const withId = path ? { path } : {};
+  if (method !== "POST" || path === undefined) return { ...withId, route: { kind: "unknown", dialect } };
   if (rest === "/messages/count_tokens") return { ...withId, route: { kind: "count-tokens" } };
   if (rest === "/messages") return { ...withId, route: { kind: "call", dialect: "anthropic-messages" } };
   if (rest === "/chat/completions") return { ...withId, route: { kind: "call", dialect: "openai-chat" } };

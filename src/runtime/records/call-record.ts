@@ -1,17 +1,37 @@
 /**
  * The call record: one per model call that reached the proxy with a valid credential.
- * Written as one JSON line per call (`--record FILE`, run store `calls.jsonl`).
- * Consumed by trajectories (prefix trees), the run store and `reins view`.
+ * Written as one JSON line per call (`reins proxy --record FILE`, the run store's `calls.jsonl`)
+ * by ./write-records.ts, read back by ./read-calls.ts. Consumed by trajectories (prefix trees), the
+ * run store, the training loop and `reins view`.
+ *
+ * Identity: a call belongs to the plan's rollout `rolloutId` (the id its RolloutResult carries)
+ * and to one infrastructure `try` of it; `seq` counts the calls of that try. The proxy sets all
+ * three when it records the call, from what the executor registered — nothing downstream derives
+ * them from URL paths or other ids.
+ *
+ * Versions: 1 had `rollout` (the proxy's per-try path id, e.g. "3-0-1.t2") and no `try`; the run
+ * store tagged its lines with `rolloutId`. 2 has `rolloutId` + `try`. The reader accepts both.
  */
 import type { CallClass, Dialect } from "../../compiler/contract/plan.js";
 
+export const CALL_RECORD_VERSION = 2;
+
 export type FinishReason = "stop" | "tool_calls" | "length" | "error" | "aborted";
+
+export const CALL_CLASSES: readonly CallClass[] = ["main", "subagent", "compaction", "title", "auxiliary"];
+export const FINISH_REASONS: readonly FinishReason[] = ["stop", "tool_calls", "length", "error", "aborted"];
 
 export interface CallRecord {
   /** Record format version. */
-  v: 1;
-  rollout: string;
-  /** 0-based sequence number of the call within the rollout (arrival order). */
+  v: typeof CALL_RECORD_VERSION;
+  /**
+   * The plan's rollout id (PlanRollout.id, RolloutResult.id). For `reins proxy` (shared key, no
+   * plan) the id on the URL path; for judge calls "<rollout>/judge".
+   */
+  rolloutId: string;
+  /** The rollout's infrastructure try this call belongs to, 1-based (1 when nothing retried). */
+  try: number;
+  /** 0-based sequence number of the call within the try (arrival order). */
   seq: number;
   dialect: Dialect;
   /** Model name the harness asked for. */

@@ -3,8 +3,9 @@
  *   plan.json       the exact plan (written once; a resumed run must match its hash)
  *   manifest.json   versions, git commit, spec digests, start time
  *   events.jsonl    append-only journal (rollout started/retried/finished, step done, …)
- *   rollouts.jsonl  one line per FINISHED rollout: the source of truth for resume
+ *   rollouts.jsonl  one RolloutResult line per FINISHED rollout: the source of truth for resume
  *   calls.jsonl     every model call of finished rollouts (CallRecord), written before their result
+ * Both record files are written and read only through src/runtime/records (one writer, one reader).
  * Crash safety: a rollout's calls are appended first, then its result line (fsync'ed). On resume,
  * a torn last line is ignored, calls of rollouts without a result are dropped, and finished
  * rollouts are skipped. So a killed run loses nothing finished and counts nothing twice.
@@ -12,36 +13,7 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
-import type { CallRecord } from "../records/call-record.js";
-
-export type RolloutStatus = "ok" | "timeout" | "infra-failed" | "verifier-error" | "harness-error";
-
-export interface RolloutResult {
-  id: string;
-  step: number;
-  task: string;
-  harness: string;
-  pair: string;
-  attempt: number;
-  category: string;
-  status: RolloutStatus;
-  /** null when no trustworthy reward exists (infrastructure or verifier error). */
-  reward: number | null;
-  passed: boolean;
-  /** Infrastructure tries used (1 = first try succeeded). */
-  tries: number;
-  durationMs: number;
-  /** Phase timings of the final try, ms. */
-  phases: Record<string, number>;
-  calls: number;
-  harnessExit: { code: number | null; signal: string | null; timedOut: boolean } | null;
-  verifier: unknown;
-  error?: { code: string; message: string };
-  /** Infrastructure failures of earlier tries. */
-  retries: { code: string; message: string }[];
-  weightsVersion?: string;
-  finishedAt: string;
-}
+import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
 
 export interface RunEvent {
   t: string;
@@ -82,19 +54,23 @@ export class RunStore {
     return { store: new RunStore(dir) };
   }
 
-  /** Drop torn lines and calls that belong to no finished rollout (after a crash). */
+  /**
+   * Drop torn lines and calls that belong to no finished rollout (after a crash). Lines the
+   * readers refuse for any other reason are dropped too and counted in the `resumed` event.
+   */
   private compact(): void {
-    const results = readJsonl<RolloutResult>(join(this.dir, "rollouts.jsonl"));
-    const done = new Set(results.map((r) => r.id));
-    const callsFile = join(this.dir, "calls.jsonl");
-    const calls = readJsonl<CallRecord & { rolloutId?: string }>(callsFile).filter((c) => done.has(rolloutOfCall(c)));
-    writeAtomic(join(this.dir, "rollouts.jsonl"), results.map((r) => `${JSON.stringify(r)}\n`).join(""));
-    writeAtomic(callsFile, calls.map((c) => `${JSON.stringify(c)}\n`).join(""));
-    this.event({ type: "resumed", finished: done.size });
+    const results = this.readResults();
+    const done = new Set(results.value.map((r) => r.id));
+    const calls = this.readCalls();
+    const kept = calls.value.filter((c) => done.has(c.rolloutId));
+    writeAtomic(join(this.dir, "rollouts.jsonl"), formatRecordLines(results.value));
+    writeAtomic(join(this.dir, "calls.jsonl"), formatRecordLines(kept));
+    const unreadable = results.diagnostics.length + calls.diagnostics.filter((d) => d.severity === "error").length;
+    this.event({ type: "resumed", finished: done.size, ...(unreadable > 0 ? { unreadableLines: unreadable } : {}) });
   }
 
   results(): RolloutResult[] {
-    return readJsonl<RolloutResult>(join(this.dir, "rollouts.jsonl"));
+    return this.readResults().value;
   }
 
   finishedIds(): Set<string> {
@@ -102,7 +78,17 @@ export class RunStore {
   }
 
   calls(): CallRecord[] {
-    return readJsonl<CallRecord>(join(this.dir, "calls.jsonl"));
+    return this.readCalls().value;
+  }
+
+  private readResults() {
+    const file = join(this.dir, "rollouts.jsonl");
+    return parseRolloutResults(readIfPresent(file), file, { tornTail: true });
+  }
+
+  private readCalls() {
+    const file = join(this.dir, "calls.jsonl");
+    return parseCallRecords(readIfPresent(file), file, { tornTail: true });
   }
 
   event(e: Omit<RunEvent, "t">): void {
@@ -111,12 +97,11 @@ export class RunStore {
 
   /** Record one finished rollout: its calls first, then its result (durable). */
   finish(result: RolloutResult, calls: readonly CallRecord[]): void {
-    if (calls.length > 0) {
-      // The proxy's rollout id is the try's id; the plan's rollout id ties calls to the result.
-      appendFileSync(join(this.dir, "calls.jsonl"), calls.map((c) => `${JSON.stringify({ ...c, rolloutId: result.id })}\n`).join(""));
-    }
+    const stray = calls.find((c) => c.rolloutId !== result.id);
+    if (stray) throw new Error(`bug: a call of rollout ${stray.rolloutId} was stored with rollout ${result.id}`);
+    appendRecords(join(this.dir, "calls.jsonl"), calls);
     if (this.fdResults === null) this.fdResults = openSync(join(this.dir, "rollouts.jsonl"), "a");
-    writeSync(this.fdResults, `${JSON.stringify(result)}\n`);
+    writeSync(this.fdResults, formatRecordLine(result));
     fsyncSync(this.fdResults);
   }
 
@@ -130,11 +115,11 @@ export class RunStore {
   }
 }
 
-function rolloutOfCall(c: CallRecord & { rolloutId?: string }): string {
-  return c.rolloutId ?? c.rollout;
+function readIfPresent(file: string): string {
+  return existsSync(file) ? readFileSync(file, "utf8") : "";
 }
 
-/** Parse JSON lines; a torn (unparseable) line is skipped. */
+/** Parse JSON lines (the events journal); a torn (unparseable) line is skipped. */
 export function readJsonl<T>(file: string): T[] {
   if (!existsSync(file)) return [];
   const out: T[] = [];

@@ -11,7 +11,7 @@ import type { Node, YAMLMap } from "yaml";
 import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
 import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 import type { CallClass, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import { CALL_CLASSES } from "../records/read-calls.js";
+import { CALL_CLASSES } from "../records/index.js";
 
 export const DEFAULT_ALGORITHM: ResolvedAlgorithm = {
   type: "GRPO",

@@ -2,7 +2,7 @@
  * Per-rollout analysis: tree, lineage, filters, ownership and the counts the summary reports.
  */
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import type { CallRecord } from "../records/call-record.js";
+import type { CallRecord } from "../records/index.js";
 import type { FilterResult, RolloutDrop } from "./filters.js";
 import { applyFilters } from "./filters.js";
 import type { CallLineage } from "./lineage.js";

@@ -12,7 +12,7 @@
  * that position is context, even when identical text was generated on another branch.
  */
 import type { CallClass } from "../../compiler/contract/plan.js";
-import type { CallRecord } from "../records/call-record.js";
+import type { CallRecord } from "../records/index.js";
 
 export interface TreeNode {
   /** DFS preorder index within the tree. */
@@ -268,12 +268,12 @@ export function nodeEnd(node: TreeNode): number {
   return node.depth + node.tokens.length;
 }
 
-/** Group records by rollout id, preserving first-appearance order of rollouts. */
+/** Group records by the plan's rollout id, preserving first-appearance order of rollouts. */
 export function groupByRollout(records: readonly CallRecord[]): Map<string, CallRecord[]> {
   const out = new Map<string, CallRecord[]>();
   for (const r of records) {
-    let list = out.get(r.rollout);
-    if (!list) out.set(r.rollout, (list = []));
+    let list = out.get(r.rolloutId);
+    if (!list) out.set(r.rolloutId, (list = []));
     list.push(r);
   }
   return out;

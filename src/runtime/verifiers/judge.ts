@@ -6,7 +6,7 @@
  */
 import type { Engine, SamplingParams } from "../engines/engine.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
-import type { CallRecord } from "../records/call-record.js";
+import { CALL_RECORD_VERSION, type CallRecord } from "../records/index.js";
 
 export interface JudgeRequest {
   system: string;
@@ -68,13 +68,14 @@ export function createEngineJudge(opts: EngineJudgeOptions): Judge {
         stopIds: runtime.stopIds,
         ...(opts.sampling?.seed !== undefined ? { seed: opts.sampling.seed } : {}),
       };
-      const rollout = `${req.rollout}/judge`;
+      const rolloutId = `${req.rollout}/judge`;
       const receivedMs = Date.now();
-      const result = await engine.generate({ promptIds, sampling, rollout, seq: req.seq, ...(req.signal ? { signal: req.signal } : {}) });
+      const result = await engine.generate({ promptIds, sampling, rolloutId, try: 1, seq: req.seq, ...(req.signal ? { signal: req.signal } : {}) });
       const { raw, parsed } = runtime.parse(result.ids);
       const record: CallRecord = {
-        v: 1,
-        rollout,
+        v: CALL_RECORD_VERSION,
+        rolloutId,
+        try: 1,
         seq: req.seq,
         dialect: "openai-chat",
         model: model.name,

@@ -3,7 +3,7 @@ import type { ResolvedVerifier } from "../../compiler/contract/plan.js";
 import { decodeText } from "./checks/context.js";
 import { matchGlob } from "./glob.js";
 import type { Judge } from "./judge.js";
-import type { CallRecord } from "../records/call-record.js";
+import type { CallRecord } from "../records/index.js";
 import { buildJudgePrompt, JUDGE_SYSTEM, type PromptFile } from "./rubric-prompt.js";
 import { parseJudgeScores } from "./rubric-parse.js";
 import type { VerifierProblem } from "./run-checks.js";
