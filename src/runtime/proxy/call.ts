@@ -36,12 +36,7 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
   if (!rendered.ok) return refuseCall(call, res, dialect, rendered);
   const client = watchClient(res);
   const generated = await generateCompletion(deps, call, rendered.prompt, client, res);
-  if (generated.kind === "failed") {
-    if (client.gone()) return abandonCall(call, "before the completion finished");
-    call.setError("engine", generated.message);
-    answerError(res, dialect, "engine", generated.message);
-    return call.finish();
-  }
+  if (generated.kind === "failed") return failCall(call, res, dialect, client.gone(), generated.message);
   const completion = parseCallCompletion(deps, call, dialect, canonical, rendered.prompt, generated.result);
   if (client.gone()) return abandonCall(call, "before the answer was sent");
   recordWhenClosed(call, res);
@@ -52,6 +47,14 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
 function refuseCall(call: PendingCall, res: ServerResponse, dialect: DialectHandler, refusal: Refusal): void {
   call.setError(refusal.recordKind, refusal.message);
   answerError(res, dialect, refusal.kind, refusal.message);
+  call.finish();
+}
+
+/** The engine failed: an engine error in the dialect's shape — unless nobody is listening any more. */
+function failCall(call: PendingCall, res: ServerResponse, dialect: DialectHandler, clientGone: boolean, message: string): void {
+  if (clientGone) return abandonCall(call, "before the completion finished");
+  call.setError("engine", message);
+  answerError(res, dialect, "engine", message);
   call.finish();
 }
 
