@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compilePlan } from "../src/compiler/index.js";
 import { createExecutor } from "../src/runtime/executor/executor.js";
-import { LocalSandboxProvider } from "../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../src/runtime/sandbox/local/provider.js";
 import { RunStore } from "../src/runtime/store/run-store.js";
 import { writeFileSync } from "node:fs";
 

@@ -10,13 +10,13 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { LocalSandboxProvider } from "../src/runtime/sandbox/local.js";
-import { buildKeeperArgs, type KeeperLayout } from "../src/runtime/sandbox/local-args.js";
-import { prepareLocalHost } from "../src/runtime/sandbox/local-host.js";
-import { findExecutable } from "../src/runtime/sandbox/local-host.js";
-import { PodmanSandboxProvider, DEFAULT_PODMAN_IMAGE } from "../src/runtime/sandbox/podman.js";
-import { preparePodmanCli, runPodman } from "../src/runtime/sandbox/podman-cli.js";
-import { SANDBOX_HOME, SANDBOX_WORKSPACE } from "../src/runtime/sandbox/provider.js";
+import { LocalSandboxProvider } from "../src/runtime/sandbox/local/provider.js";
+import { buildKeeperArgs, type KeeperLayout } from "../src/runtime/sandbox/local/keeper-args.js";
+import { prepareLocalHost } from "../src/runtime/sandbox/local/host.js";
+import { findExecutable } from "../src/runtime/sandbox/host/executables.js";
+import { PodmanSandboxProvider } from "../src/runtime/sandbox/podman/provider.js";
+import { preparePodmanCli, runPodman } from "../src/runtime/sandbox/podman/cli.js";
+import { DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME, SANDBOX_WORKSPACE } from "../src/runtime/sandbox/layout.js";
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -101,7 +101,7 @@ try {
   const podman = findExecutable("podman");
   if (podman && podmanRounds > 0) {
     const cli = await preparePodmanCli(podman, root);
-    const hasImage = (await runPodman(cli, ["image", "exists", DEFAULT_PODMAN_IMAGE])).code === 0;
+    const hasImage = (await runPodman(cli, ["image", "exists", DEFAULT_SANDBOX_IMAGE])).code === 0;
     if (hasImage) {
       const pods = new PodmanSandboxProvider({ rootDir: path.join(root, "podman") });
       const playMs = row("podman: kube play + first exec");
@@ -117,14 +117,14 @@ try {
         await box!.destroy();
         runMs.push(
           await timed(async () => {
-            const r = await runPodman(cli, ["run", "--rm", "--network", "none", DEFAULT_PODMAN_IMAGE, "echo", "started"]);
+            const r = await runPodman(cli, ["run", "--rm", "--network", "none", DEFAULT_SANDBOX_IMAGE, "echo", "started"]);
             if (r.code !== 0) throw new Error(r.stderr);
           }),
         );
       }
       await pods.close();
     } else {
-      console.error(`podman rows skipped: no ${DEFAULT_PODMAN_IMAGE} (run scripts/build-image.sh)`);
+      console.error(`podman rows skipped: no ${DEFAULT_SANDBOX_IMAGE} (run scripts/build-image.sh)`);
     }
   } else if (podmanRounds > 0) {
     console.error("podman rows skipped: podman not installed");

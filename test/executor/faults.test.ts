@@ -5,7 +5,7 @@
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { Sandbox, SandboxProvider, SandboxSpec } from "../../src/runtime/sandbox/provider.js";
 import { evaluationYaml, planOf, runPlan, taskYaml, tempDir, writeSpecs } from "./helpers.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compilePlan, type Plan } from "../../src/compiler/index.js";
 import { createExecutor, type ExecutorOptions } from "../../src/runtime/executor/executor.js";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { SandboxProvider } from "../../src/runtime/sandbox/provider.js";
 import { RunStore } from "../../src/runtime/store/run-store.js";
 

@@ -5,7 +5,7 @@
  * its plan id and the try that made them.
  */
 import { describe, expect, it } from "vitest";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { SandboxProvider } from "../../src/runtime/sandbox/provider.js";
 import { planOf, runPlan, taskYaml, tempDir, writeSpecs } from "./helpers.js";
 

@@ -6,14 +6,18 @@
 import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { KubernetesSandboxProvider } from "../../src/runtime/sandbox/kubernetes.js";
-import type { KubernetesSandbox } from "../../src/runtime/sandbox/kubernetes-sandbox.js";
-import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/provider.js";
-import { buildSandboxPod, ownerReference } from "../../src/runtime/k8s/manifests.js";
+import { KubernetesSandboxProvider } from "../../src/runtime/sandbox/kubernetes/provider.js";
+import type { KubernetesSandbox } from "../../src/runtime/sandbox/kubernetes/sandbox.js";
+import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/layout.js";
+import { buildSandboxPod } from "../../src/runtime/sandbox/kubernetes/manifests.js";
+import { ownerReference } from "../../src/runtime/sandbox/kubernetes/objects.js";
 import { validateManifest } from "../../src/runtime/k8s/validate.js";
+import { runRollout } from "../../src/runtime/executor/rollout.js";
+import type { VerifierResult } from "../../src/runtime/verifiers/verify.js";
 import { MockApiServer, type Exchange } from "./mock-api-server.js";
 import { LocalPodBackend } from "./local-pod-backend.js";
 import { tempDir } from "../sandbox/helpers.js";
+import { evaluationYaml, planOf, writeSpecs } from "../executor/helpers.js";
 
 const NS = "reins-test";
 const cleanups: (() => Promise<void>)[] = [];
@@ -151,6 +155,65 @@ describe("kubernetes provider against recorded API exchanges", () => {
     expect(claim.spec).toMatchObject({ warmPoolRef: { name: "reins-pool-run-claims-6bd6dc" }, lifecycle: { shutdownPolicy: "Delete" } });
     expect((await box.exec(["sh", "-c", "echo claimed"])).stdout).toBe("claimed\n");
     await box.destroy();
+    expect(mock.unexpected).toEqual([]);
+    expect(mock.pending()).toEqual([]);
+  });
+});
+
+describe("a kubernetes rollout", () => {
+  // The harness writes answer.txt in the pod; the verifier reads the workspace out of the pod
+  // (tar over the exec websocket), runs its command check and script in the pod, and scores.
+  const task = `apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: answer, labels: {suite: t}}
+spec:
+  instruction: Write the answer into answer.txt
+  workspace:
+    files: [{path: notes/question.md, content: "what is six times seven?"}]
+  hidden:
+    files: [{path: expected.txt, content: "42"}]
+  verifier:
+    checks:
+      - fileEquals: {path: answer.txt, hiddenFile: expected.txt}
+      - fileContains: {path: notes/question.md, text: six times seven}
+      - fileExists: notes/working.md
+      - commandExitsZero: grep -qx 42 answer.txt
+    script:
+      command: ["sh", "-c", "if [ \\"$(cat answer.txt)\\" = \\"$(cat \\"$REINS_HIDDEN/expected.txt\\")\\" ]; then echo '{\\"reward\\": 1}'; else echo '{\\"reward\\": 0}'; fi"]
+      timeoutSeconds: 30
+    combine: {mode: weighted, weights: {checks: 1, script: 1}}
+    passThreshold: 0.5
+  timeoutSeconds: 60
+`;
+
+  it("is verified: the files its pod wrote are read over exec, its checks evaluated, and it gets a reward", async () => {
+    const { mock, provider } = await setup("pod-lifecycle");
+    const plan = planOf(writeSpecs(tempDir("reins-k8s-plan-"), evaluationYaml({ command: ["sh", "-c", "printf 42 > answer.txt"], tasks: task })));
+    const [rollout] = plan.steps.flatMap((s) => s.rollouts);
+    const harness = plan.harnesses[0];
+    const { result } = await runRollout({ ...rollout, id: "r-0" }, 0, {
+      runId: "run-k8s",
+      provider,
+      socketDir: tempDir("reins-k8s-sockets-"),
+      harnesses: new Map([[harness.name, { harness, runtime: { pathDirs: [], node: process.execPath, reinsAgent: "/nonexistent" }, mounts: [] }]]),
+      tasks: new Map(plan.tasks.map((t) => [t.name, t])),
+      retries: 0,
+      backoffMs: 10,
+    });
+    expect(result).toMatchObject({ status: "ok", tries: 1, harnessExit: { code: 0 } });
+    const verifier = result.verifier as VerifierResult;
+    const checks = verifier.parts.checks;
+    expect(checks?.results.map((r) => r.pass)).toEqual([true, true, false, true]);
+    expect(checks?.results[2].reason).toContain("notes/working.md");
+    expect(verifier.parts.script).toMatchObject({ score: 1, exitCode: 0 });
+    expect(result.reward).toBeCloseTo((0.75 + 1) / 2, 12);
+    expect(result.passed).toBe(true);
+
+    const commands = mock.execs.map((e) => e.command.join(" "));
+    expect(commands.some((c) => c.includes("tar -c -f - -C /workspace ."))).toBe(true);
+    expect(commands.some((c) => c.includes("grep -qx 42 answer.txt"))).toBe(true);
+    expect(commands.some((c) => c.includes("tar -x -f - -C /"))).toBe(true);
+    await provider.cleanupRun("run-k8s");
     expect(mock.unexpected).toEqual([]);
     expect(mock.pending()).toEqual([]);
   });

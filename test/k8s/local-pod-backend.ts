@@ -2,7 +2,7 @@
  * Exec backend for the mock API server: each pod is a real local sandbox, so exec commands
  * (the provider's env/cwd wrapper, tar, base64, find) run for real.
  */
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { Sandbox } from "../../src/runtime/sandbox/provider.js";
 import type { ExecBackend } from "./mock-api-server.js";
 

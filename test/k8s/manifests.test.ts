@@ -6,18 +6,18 @@ import { describe, expect, it } from "vitest";
 import { Pod } from "kubernetes-models/v1/Pod";
 import {
   buildProxyOnlyNetworkPolicy,
-  buildRunOwner,
   buildSandboxClaim,
   buildSandboxPod,
   buildSandboxTemplate,
   buildSandboxWarmPool,
   podName,
   rolloutLabels,
-} from "../../src/runtime/k8s/manifests.js";
-import { dnsName, isDnsLabel, isLabelValue, labelValue } from "../../src/runtime/k8s/names.js";
+} from "../../src/runtime/sandbox/kubernetes/manifests.js";
+import { buildRunOwner } from "../../src/runtime/sandbox/kubernetes/objects.js";
+import { dnsName, isDnsLabel, isLabelValue, labelValue } from "../../src/runtime/sandbox/kubernetes/names.js";
 import { validateManifest } from "../../src/runtime/k8s/validate.js";
-import { adaptPodForPodman } from "../../src/runtime/sandbox/podman-manifest.js";
-import { outcomeOfStatus, decodeChannelFrame, encodeChannelFrame } from "../../src/runtime/k8s/exec-status.js";
+import { adaptPodForPodman } from "../../src/runtime/sandbox/podman/manifest.js";
+import { outcomeOfStatus, decodeChannelFrame, encodeChannelFrame } from "../../src/runtime/sandbox/kubernetes/exec-status.js";
 import { statusFor } from "./mock-api-server.js";
 
 const owner = { name: "reins-run-x-123456", uid: "6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11" };

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import type { Duplex } from "node:stream";
-import { CHANNEL, encodeChannelFrame } from "../../src/runtime/k8s/exec-status.js";
+import { CHANNEL, encodeChannelFrame } from "../../src/runtime/sandbox/kubernetes/exec-status.js";
 
 export interface Exchange {
   request: { method: string; path: string; query?: Record<string, string> };

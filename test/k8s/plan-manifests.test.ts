@@ -21,13 +21,14 @@ import { validate as validateClaim } from "kubernetes-models/_schemas/IoK8sApiCo
 import { compilePlan, type Plan } from "../../src/compiler/index.js";
 import type { ResolvedSandbox } from "../../src/compiler/contract/plan.js";
 import { checkWithSchema, validateManifest, type ManifestIssue } from "../../src/runtime/k8s/validate.js";
-import { isDnsLabel } from "../../src/runtime/k8s/names.js";
-import { ownerName, podName } from "../../src/runtime/k8s/manifests.js";
+import { isDnsLabel } from "../../src/runtime/sandbox/kubernetes/names.js";
+import { podName } from "../../src/runtime/sandbox/kubernetes/manifests.js";
+import { ownerName } from "../../src/runtime/sandbox/kubernetes/objects.js";
 import { planManifests } from "../../src/runtime/k8s/plan-manifests.js";
-import type { Manifest } from "../../src/runtime/k8s/manifests.js";
-import { findExecutable } from "../../src/runtime/sandbox/local-host.js";
-import { preparePodmanCli, runPodman } from "../../src/runtime/sandbox/podman-cli.js";
-import { adaptPodForPodman } from "../../src/runtime/sandbox/podman-manifest.js";
+import type { Manifest } from "../../src/runtime/sandbox/kubernetes/objects.js";
+import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
+import { preparePodmanCli, runPodman } from "../../src/runtime/sandbox/podman/cli.js";
+import { adaptPodForPodman } from "../../src/runtime/sandbox/podman/manifest.js";
 import { OWNER_UID_PLACEHOLDER, planRunId } from "../../src/runtime/k8s/trainer-job.js";
 
 type Obj = Record<string, any>;

@@ -13,8 +13,8 @@ import { validate as validateClaim } from "kubernetes-models/_schemas/IoK8sApiCo
 import { compilePlan, type Plan } from "../../src/compiler/index.js";
 import type { ResolvedTrainer } from "../../src/compiler/contract/plan.js";
 import { checkWithSchema, type ManifestIssue } from "../../src/runtime/k8s/validate.js";
-import { isDnsLabel } from "../../src/runtime/k8s/names.js";
-import { ownerName } from "../../src/runtime/k8s/manifests.js";
+import { isDnsLabel } from "../../src/runtime/sandbox/kubernetes/names.js";
+import { ownerName } from "../../src/runtime/sandbox/kubernetes/objects.js";
 import {
   buildTrainerObjects,
   OWNER_UID_PLACEHOLDER,

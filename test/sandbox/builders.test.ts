@@ -3,14 +3,14 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildTar } from "../../src/runtime/sandbox/tar.js";
-import { tarEntriesFor } from "../../src/runtime/sandbox/exec-files.js";
+import { buildTar } from "../../src/runtime/sandbox/files/tar-writer.js";
+import { tarEntriesFor } from "../../src/runtime/sandbox/files/exec-transport.js";
 import { wrapForContainer, waitForListenerCommand } from "../../src/runtime/sandbox/container-command.js";
-import { OutputBuffer } from "../../src/runtime/sandbox/output-buffer.js";
-import { buildEnterArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local-args.js";
-import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local-host.js";
-import { parseProcStat } from "../../src/runtime/sandbox/process-tree.js";
-import { locateInRoots } from "../../src/runtime/sandbox/host-files.js";
+import { OutputBuffer } from "../../src/runtime/sandbox/host/output-buffer.js";
+import { buildEnterArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local/keeper-args.js";
+import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local/host.js";
+import { parseProcStat } from "../../src/runtime/sandbox/host/process-tree.js";
+import { locateSandboxPath } from "../../src/runtime/sandbox/files/transport.js";
 import { tempDir } from "./helpers.js";
 
 const dir = tempDir("reins-builders-");
@@ -175,19 +175,18 @@ describe("small helpers", () => {
   });
 
   it("parses /proc stat lines whose command names contain spaces and parentheses", () => {
-    expect(parseProcStat("123 (a (weird) name) S 45 123 123 0 -1 4194560 0")).toEqual({ pid: 123, ppid: 45, state: "S", flags: 4194560 });
+    expect(parseProcStat("123 (a (weird) name) S 45 123 123 0 -1 4194560 0")).toEqual({ pid: 123, ppid: 45, pgid: 123, state: "S", flags: 4194560 });
   });
 
   it("locates in-sandbox paths in the writable roots only", () => {
-    const roots = [
-      { sandboxPath: "/workspace", hostPath: "/h/ws" },
-      { sandboxPath: "/home/sandbox", hostPath: "/h/home" },
-    ];
-    expect(locateInRoots("a/b", roots)).toEqual({ root: roots[0], rel: "a/b" });
-    expect(locateInRoots("/home/sandbox/.x", roots)).toEqual({ root: roots[1], rel: ".x" });
-    expect(locateInRoots("../x", roots)).toBeNull();
-    expect(locateInRoots("/workspace/../etc/passwd", roots)).toBeNull();
-    expect(locateInRoots("/etc/passwd", roots)).toBeNull();
+    expect(locateSandboxPath("a/b")).toEqual({ root: "/workspace", rel: "a/b", abs: "/workspace/a/b" });
+    expect(locateSandboxPath(".")).toEqual({ root: "/workspace", rel: "", abs: "/workspace" });
+    expect(locateSandboxPath("/home/sandbox/.x/")).toEqual({ root: "/home/sandbox", rel: ".x", abs: "/home/sandbox/.x" });
+    expect(locateSandboxPath("/tmp/t")).toEqual({ root: "/tmp", rel: "t", abs: "/tmp/t" });
+    expect(locateSandboxPath("../x")).toBeNull();
+    expect(locateSandboxPath("/workspace/../etc/passwd")).toBeNull();
+    expect(locateSandboxPath("/etc/passwd")).toBeNull();
+    expect(locateSandboxPath("/workspace2/x")).toBeNull();
   });
 });
 

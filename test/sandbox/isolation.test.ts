@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
-import type { Sandbox } from "../../src/runtime/sandbox/provider.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
+import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { fetchScript, hostPidsWith, startFakeProxy, startOtherServer, tempDir, uniqueMarker, type FakeProxy } from "./helpers.js";
 
 const root = tempDir("reins-iso-");
@@ -18,8 +18,8 @@ const secretName = `reins-test-secret-${process.pid}`;
 const homeSecret = path.join(os.homedir(), secretName);
 const varSecretDir = path.join("/var/tmp", `${secretName}-dir`);
 let proxy: FakeProxy;
-let a: Sandbox;
-let b: Sandbox;
+let a: LocalSandbox;
+let b: LocalSandbox;
 
 beforeAll(async () => {
   process.env.REINS_FAKE_SECRET = "sk-host-secret-123";
@@ -28,8 +28,8 @@ beforeAll(async () => {
   mkdirSync(varSecretDir, { recursive: true });
   writeFileSync(path.join(varSecretDir, "secret"), "var secret");
   proxy = await startFakeProxy(path.join(root, "a.sock"));
-  a = await provider.create({ id: "iso-a", runId: "iso", proxySocketPath: proxy.bridge.path });
-  b = await provider.create({ id: "iso-b", runId: "iso", network: "none" });
+  a = (await provider.create({ id: "iso-a", runId: "iso", proxySocketPath: proxy.bridge.path })) as LocalSandbox;
+  b = (await provider.create({ id: "iso-b", runId: "iso", network: "none" })) as LocalSandbox;
   await b.writeFiles([{ path: "b-private.txt", content: "b's work" }]);
 });
 
@@ -43,11 +43,11 @@ afterAll(async () => {
   rmSync(runDir, { recursive: true, force: true });
 });
 
-const sh = (box: Sandbox, script: string) => box.exec(["sh", "-c", script]);
+const sh = (box: LocalSandbox, script: string) => box.exec(["sh", "-c", script]);
 
 describe("local sandbox isolation", () => {
   it("cannot read another sandbox's workspace, by its host path or otherwise", async () => {
-    const bHost = b.workspaceHostPath as string;
+    const bHost = b.workspaceHostPath;
     expect(existsSync(path.join(bHost, "b-private.txt"))).toBe(true);
     const r = await sh(a, `cat ${bHost}/b-private.txt; ls ${path.dirname(bHost)}; grep -rl "b's work" /tmp /home /run /workspace 2>/dev/null; find /tmp /home /run /var /opt /workspace -name b-private.txt 2>/dev/null`);
     expect(r.stdout).not.toContain("b's work");
@@ -82,7 +82,7 @@ describe("local sandbox isolation", () => {
     expect(r.stdout).toContain("TMP_OK");
     expect(r.stdout).toContain("WS_OK");
     for (const p of [`/${marker}`, `/usr/${marker}`, `/etc/${marker}`, `/var/${marker}`, `/tmp/${marker}`]) expect(existsSync(p)).toBe(false);
-    expect(existsSync(path.join(a.workspaceHostPath as string, "ok.txt"))).toBe(true);
+    expect(existsSync(path.join(a.workspaceHostPath, "ok.txt"))).toBe(true);
   });
 
   it("reaches the proxy through its loopback port and no other port or address", async () => {

@@ -2,11 +2,11 @@ import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, writeFileSync } fr
 import { symlink } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
-import type { LocalSandbox } from "../../src/runtime/sandbox/local-sandbox.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
+import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { SandboxError } from "../../src/runtime/sandbox/sandbox-error.js";
-import { isProcessAlive } from "../../src/runtime/sandbox/process-tree.js";
-import { ownerStamp, pruneStale } from "../../src/runtime/sandbox/local-host.js";
+import { isProcessAlive } from "../../src/runtime/sandbox/host/process-tree.js";
+import { ownerStamp, pruneStale } from "../../src/runtime/sandbox/local/host.js";
 import { hostPidsWith, tempDir, uniqueMarker } from "./helpers.js";
 
 const temps: string[] = [];

@@ -3,18 +3,18 @@
  * `podman kube play`. Skipped only when podman is missing AND REINS_SKIP_PODMAN=1.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findExecutable } from "../../src/runtime/sandbox/local-host.js";
-import { PodmanSandboxProvider } from "../../src/runtime/sandbox/podman.js";
-import type { PodmanSandbox } from "../../src/runtime/sandbox/podman-sandbox.js";
-import { runPodman } from "../../src/runtime/sandbox/podman-cli.js";
-import { buildSandboxPod, podName } from "../../src/runtime/k8s/manifests.js";
-import { adaptPodForPodman } from "../../src/runtime/sandbox/podman-manifest.js";
+import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
+import { PodmanSandboxProvider } from "../../src/runtime/sandbox/podman/provider.js";
+import type { PodmanSandbox } from "../../src/runtime/sandbox/podman/sandbox.js";
+import { runPodman } from "../../src/runtime/sandbox/podman/cli.js";
+import { buildSandboxPod, podName } from "../../src/runtime/sandbox/kubernetes/manifests.js";
+import { adaptPodForPodman } from "../../src/runtime/sandbox/podman/manifest.js";
 import { validateManifest } from "../../src/runtime/k8s/validate.js";
-import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/provider.js";
+import { baseEnvironment, SANDBOX_HOME } from "../../src/runtime/sandbox/layout.js";
 import { fetchScript, startFakeProxy, startOtherServer, tempDir, type FakeProxy } from "./helpers.js";
 
 const podman = findExecutable("podman");
@@ -128,6 +128,16 @@ describe.skipIf(skip)("podman provider", () => {
       expect((await s.exec(["stat", "-c", "%a %u", "deep/dir/data.bin"])).stdout.trim()).toBe("600 1000");
       await expect(s.readFile("missing.txt")).rejects.toThrow(/not a regular file/);
       expect(s.proxyUrl).toBeUndefined();
+      // The workspace out again as the verifier takes it: busybox tar -c streamed over exec.
+      await s.exec(["sh", "-c", "ln -s /etc/passwd leak && mkdir empty"]);
+      const snapshot = path.join(root, "snapshot");
+      mkdirSync(snapshot);
+      const report = await s.copyOut(".", snapshot);
+      expect(report).toMatchObject({ files: 2, symlinks: 1, skipped: [] });
+      expect(Buffer.compare(readFileSync(path.join(snapshot, "deep/dir/data.bin")), Buffer.from(binary))).toBe(0);
+      expect(readFileSync(path.join(snapshot, "notes.md"), "utf8")).toBe("# notes\n");
+      expect(readlinkSync(path.join(snapshot, "leak"))).toBe("/etc/passwd");
+      expect(statSync(path.join(snapshot, "empty")).isDirectory()).toBe(true);
     } finally {
       await viaExec.close();
     }

@@ -3,7 +3,7 @@ import net from "node:net";
 import path from "node:path";
 import { rmSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { LocalSandboxProvider } from "../../src/runtime/sandbox/local.js";
+import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import { fetchScript, startFakeProxy, tempDir } from "./helpers.js";
 
 const root = tempDir("reins-proxy-path-");

@@ -73,6 +73,8 @@ export const CODES = {
   RolloutRecordNotObject: "Each line must be one rollout result object.",
   RolloutRecordMissingField: "Each rollout result needs at least id, step, task, harness, status, reward and passed (src/runtime/records/rollout-result.ts).",
   RolloutRecordInvalidField: "Fix the field's value; results the run store wrote are only wrong when the file was edited or cut.",
+  // verification runtime
+  WorkspaceTooLarge: "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB); have the task keep its outputs small.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

@@ -14,9 +14,9 @@ import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider
 import { SandboxError } from "../sandbox/sandbox-error.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
 import type { Judge } from "../verifiers/judge.js";
-import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
+import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
-import { SandboxReader } from "./sandbox-reader.js";
+import { verifySandbox } from "./sandbox-reader.js";
 
 export interface PreparedHarness {
   harness: ResolvedHarness;
@@ -177,13 +177,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     }
 
     t = Date.now();
-    const verifier = await runVerifier(task.verifier, {
-      reader: new SandboxReader(sandbox),
-      instruction: task.instruction,
-      hiddenFiles: task.hiddenFiles,
-      rollout: tryId,
-      ...(ctx.judge ? { judge: ctx.judge } : {}),
-    });
+    const verifier = await verifySandbox(sandbox, task, { rollout: tryId, ...(ctx.judge ? { judge: ctx.judge } : {}) });
     phases.verifyMs = Date.now() - t;
     if (exit.timedOut) {
       return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };

@@ -1,23 +1,32 @@
 /**
- * A WorkspaceReader over a sandbox: files through the host path when the provider has one
- * (symlinks checked by DirectoryReader), commands inside the sandbox. Hidden files are copied in
- * only for the verifier command, after the harness has exited, under a fresh random directory.
+ * A rollout's final workspace as its verifier sees it, the same on every provider: a snapshot
+ * copied out of the sandbox through the contract (`copyOut`: a host copy for local and podman, tar
+ * over exec for kubernetes), read with the verifiers' hardened directory reader; commands (scripts,
+ * commandExitsZero) run inside the sandbox, with the task's hidden files copied in for them only,
+ * after the harness has exited, under a fresh random directory.
  */
 import { randomBytes } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ResolvedTask } from "../../compiler/contract/plan.js";
+import type { CopyLimits, CopyReport, ExecResult, Sandbox } from "../sandbox/provider.js";
 import { DirectoryReader, verifierEnv } from "../verifiers/directory-reader.js";
-import type { ExecRequest, ExecResult, ListResult, ReadResult, StatResult, WorkspaceReader } from "../verifiers/workspace.js";
-import type { Sandbox } from "../sandbox/provider.js";
+import type { Judge } from "../verifiers/judge.js";
+import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
+import type { ExecRequest, ListResult, ReadResult, StatResult, WorkspaceReader } from "../verifiers/workspace.js";
 
 export class SandboxReader implements WorkspaceReader {
   readonly description: string;
   private readonly files: WorkspaceReader;
 
-  constructor(private readonly sandbox: Sandbox) {
+  /** Files from `snapshotDir` (a copy of the sandbox's workspace), commands in the sandbox. */
+  constructor(
+    private readonly sandbox: Sandbox,
+    snapshotDir: string,
+  ) {
     this.description = `sandbox ${sandbox.id}`;
-    if (!sandbox.workspaceHostPath) throw new Error("SandboxReader needs a provider with a host workspace path");
-    this.files = new DirectoryReader(sandbox.workspaceHostPath, { exec: false });
+    this.files = new DirectoryReader(snapshotDir, { exec: false });
   }
 
   readFile(path: string, opts: { maxBytes: number; prefix?: boolean }): Promise<ReadResult> {
@@ -37,41 +46,73 @@ export class SandboxReader implements WorkspaceReader {
     const extra: Record<string, string> = { ...(req.env ?? {}) };
     if (req.hiddenDir !== undefined) {
       const dir = `${this.sandbox.homePath}/.reins-verify-${randomBytes(12).toString("hex")}`;
-      const files = await listHostFiles(req.hiddenDir);
-      await this.sandbox.writeFiles(await Promise.all(files.map(async (rel) => ({ path: `${dir}/${rel}`, content: await readFile(join(req.hiddenDir!, rel)) }))));
+      await this.sandbox.copyIn(req.hiddenDir, dir);
       extra.REINS_HIDDEN = dir;
     }
     try {
-      const r = await this.sandbox.exec(req.argv, {
+      return await this.sandbox.exec(req.argv, {
         cwd: this.sandbox.workspacePath,
         env: verifierEnv(this.sandbox.workspacePath, this.sandbox.homePath, extra),
         timeoutMs: req.timeoutMs,
         maxOutputBytes: req.maxOutputBytes ?? 1024 * 1024,
       });
-      return {
-        exitCode: r.timedOut ? null : r.exitCode,
-        signal: r.signal,
-        timedOut: r.timedOut,
-        stdout: r.stdout,
-        stderr: r.stderr,
-        outputTruncated: r.stdoutTruncated || r.stderrTruncated,
-        durationMs: r.durationMs,
-      };
     } catch (err) {
-      return { exitCode: null, signal: null, timedOut: false, stdout: "", stderr: "", outputTruncated: false, durationMs: Date.now() - started, spawnError: (err as Error).message };
+      const message = (err as Error).message;
+      return { exitCode: null, signal: null, stdout: "", stderr: "", stdoutTruncated: false, stderrTruncated: false, timedOut: false, durationMs: Date.now() - started, spawnError: message };
     }
   }
 }
 
-async function listHostFiles(root: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for (const e of await readdir(dir, { withFileTypes: true })) {
-      const full = join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
-      else if (e.isFile()) out.push(relative(root, full));
+export interface WorkspaceSnapshot {
+  reader: SandboxReader;
+  report: CopyReport;
+  remove(): Promise<void>;
+}
+
+/** Copies the sandbox's workspace into a private host directory. Sandbox failures throw SandboxError. */
+export async function snapshotWorkspace(sandbox: Sandbox, limits?: CopyLimits): Promise<WorkspaceSnapshot> {
+  const parent = await mkdtemp(join(tmpdir(), "reins-snapshot-"));
+  const remove = (): Promise<void> => rm(parent, { recursive: true, force: true });
+  try {
+    const dir = join(parent, "workspace");
+    await mkdir(dir);
+    const report = await sandbox.copyOut(sandbox.workspacePath, dir, limits);
+    return { reader: new SandboxReader(sandbox, dir), report, remove };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+}
+
+/**
+ * Verifies a rollout's final workspace: snapshot, verifier, snapshot removed. A workspace too large
+ * to copy is the agent's doing: a verifier error, never a reward and never retried.
+ */
+export async function verifySandbox(sandbox: Sandbox, task: ResolvedTask, opts: { rollout: string; judge?: Judge; limits?: CopyLimits }): Promise<VerifierResult> {
+  const started = Date.now();
+  const snapshot = await snapshotWorkspace(sandbox, opts.limits);
+  try {
+    const { incomplete } = snapshot.report;
+    if (incomplete !== undefined) {
+      return {
+        status: "error",
+        reward: null,
+        passed: false,
+        passThreshold: task.verifier.passThreshold,
+        parts: {},
+        weights: {},
+        error: { part: "verifier", code: "WorkspaceTooLarge", message: `the final workspace could not be copied for verification: ${incomplete}` },
+        durationMs: Date.now() - started,
+      };
     }
-  };
-  await walk(root);
-  return out.sort();
+    return await runVerifier(task.verifier, {
+      reader: snapshot.reader,
+      instruction: task.instruction,
+      hiddenFiles: task.hiddenFiles,
+      rollout: opts.rollout,
+      ...(opts.judge ? { judge: opts.judge } : {}),
+    });
+  } finally {
+    await snapshot.remove();
+  }
 }

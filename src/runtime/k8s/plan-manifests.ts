@@ -14,20 +14,10 @@
  * address and pod labels, which only exist when a run starts.
  */
 import type { Plan } from "../../compiler/contract/plan.js";
-import { baseEnvironment, SANDBOX_HOME } from "../sandbox/provider.js";
-import {
-  buildRunOwner,
-  buildSandboxClaim,
-  buildSandboxPod,
-  buildSandboxTemplate,
-  buildSandboxWarmPool,
-  type Manifest,
-  type RolloutIdentity,
-} from "./manifests.js";
+import { buildSandboxClaim, buildSandboxPod, buildSandboxTemplate, buildSandboxWarmPool, type RolloutIdentity } from "../sandbox/kubernetes/manifests.js";
+import { buildRunOwner, type Manifest } from "../sandbox/kubernetes/objects.js";
+import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME } from "../sandbox/layout.js";
 import { buildTrainerObjects, OWNER_UID_PLACEHOLDER, planRunId } from "./trainer-job.js";
-
-/** The sandbox image the providers use when the plan names none. */
-export const DEFAULT_SANDBOX_IMAGE = "localhost/reins-sandbox:1";
 
 /** The plan's first rollout (or a stand-in when it has none), as the executor names it. */
 export function exampleRollout(plan: Plan): RolloutIdentity & { timeoutSeconds: number } {

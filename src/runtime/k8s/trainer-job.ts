@@ -37,8 +37,8 @@
  */
 import { posix } from "node:path";
 import type { Plan, ResolvedTrainer } from "../../compiler/contract/plan.js";
-import { ownerName, ownerReference, runLabels, type Manifest, type ObjectMeta } from "./manifests.js";
-import { dnsName, labelValue } from "./names.js";
+import { dnsName, labelValue } from "../sandbox/kubernetes/names.js";
+import { ownerName, ownerReference, runLabels, type Manifest, type ObjectMeta } from "../sandbox/kubernetes/objects.js";
 
 export const TRAINER_CONTAINER = "trainer";
 export const OWNER_UID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000";

@@ -10,7 +10,7 @@ import { validate as validatePod } from "kubernetes-models/_schemas/IoK8sApiCore
 import { validate as validatePodSpec } from "kubernetes-models/_schemas/IoK8sApiCoreV1PodSpec";
 import { validate as validateConfigMap } from "kubernetes-models/_schemas/IoK8sApiCoreV1ConfigMap";
 import { validate as validateNetworkPolicy } from "kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy";
-import { AGENT_SANDBOX_API } from "./manifests.js";
+import { AGENT_SANDBOX_API } from "../sandbox/kubernetes/manifests.js";
 
 export interface ManifestIssue {
   /** JSON pointer into the manifest, e.g. "/spec/containers/0/imagee". */

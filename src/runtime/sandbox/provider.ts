@@ -1,10 +1,11 @@
 /**
- * The sandbox interface every provider implements (local, podman, kubernetes).
+ * The sandbox contract every provider implements (local, podman, kubernetes; see docs/sandboxes.md).
  *
  * A sandbox is one isolated place for one rollout: a writable workspace, a private HOME and /tmp,
  * the proxy reachable and nothing else on the network. Processes started in it never outlive
  * `destroy()`. Infrastructure failures throw `SandboxError`; a command that exits non-zero is an
- * ordinary `ExecResult`.
+ * ordinary `ExecResult`. Files move in and out only through this contract, never through a host
+ * path, so whoever reads a sandbox (the executor, the verifier) works the same on every provider.
  */
 
 export type SandboxProviderType = "local" | "podman" | "kubernetes";
@@ -69,10 +70,11 @@ export interface ExecOptions {
   maxOutputBytes?: number;
 }
 
+/** How a command ended: in a sandbox, and for the runner's own host processes (verifiers) alike. */
 export interface ExecResult {
-  /** Exit status; 128+n when the command died of signal n inside the sandbox; null when killed by the runner. */
+  /** Exit status; 128+n when the command died of signal n; null when the runner killed it or it never started. */
   exitCode: number | null;
-  /** Set when the runner killed the command (timeout or kill()), e.g. "SIGKILL". */
+  /** Set when the runner killed the command (timeout, kill(), destroy()): "SIGKILL". */
   signal: string | null;
   stdout: string;
   stderr: string;
@@ -80,6 +82,8 @@ export interface ExecResult {
   stderrTruncated: boolean;
   timedOut: boolean;
   durationMs: number;
+  /** Host processes only: the command could not be started at all (e.g. the binary is missing). */
+  spawnError?: string;
 }
 
 /** A long-running command (a harness). */
@@ -91,11 +95,37 @@ export interface SandboxProcess {
 }
 
 export interface SandboxFile {
-  /** Relative to the workspace, or absolute under the workspace or HOME. */
+  /** Relative to the workspace, or absolute under the workspace, HOME or /tmp. */
   path: string;
   content: string | Uint8Array;
   /** Default 0o644. */
   mode?: number;
+}
+
+/** Bounds on a copy out of a sandbox (a workspace is what the agent made of it). */
+export interface CopyLimits {
+  /** Bytes copied of one file; a larger file keeps its size, the rest reads as zeros. Default 16 MiB. */
+  maxFileBytes?: number;
+  /** Entries (files, directories, links) copied; default 200,000. */
+  maxEntries?: number;
+  /** Bytes copied in all; default 2 GiB. */
+  maxBytes?: number;
+  /** How long the copy may take; default 10 minutes. */
+  timeoutMs?: number;
+}
+
+export interface CopyReport {
+  files: number;
+  directories: number;
+  symlinks: number;
+  /** Bytes of file content written on the host. */
+  bytes: number;
+  /** Files larger than maxFileBytes: only their beginning was copied (their size is kept). */
+  truncated: string[];
+  /** Entries left out, with why (special files, unsafe names). */
+  skipped: { path: string; why: string }[];
+  /** Set when a limit stopped the copy before the end: what was left out is unknown. */
+  incomplete?: string;
 }
 
 export interface Sandbox {
@@ -105,16 +135,22 @@ export interface Sandbox {
   readonly workspacePath: string;
   /** HOME inside the sandbox. */
   readonly homePath: string;
-  /** The workspace on the runner's host, where the provider has one (local, podman). */
-  readonly workspaceHostPath?: string;
   /** The proxy as seen from inside, e.g. "http://127.0.0.1:18080"; absent without network. */
   readonly proxyUrl?: string;
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
   spawn(argv: string[], options?: ExecOptions): SandboxProcess;
+  /** Copies files in, owned by the sandbox user; parent directories are created. */
   writeFiles(files: SandboxFile[]): Promise<void>;
+  /** Copies the regular files under a host directory into `dir` (in-sandbox path). */
+  copyIn(hostDir: string, dir: string): Promise<void>;
   readFile(path: string): Promise<Buffer>;
   /** Regular files under `dir` (default the workspace), relative to it, sorted. */
   listFiles(dir?: string): Promise<string[]>;
+  /**
+   * Copies the tree under `dir` (default the workspace) into the empty host directory `hostDir`:
+   * regular files, directories, and symlinks as links (never followed). Special files are skipped.
+   */
+  copyOut(dir: string, hostDir: string, limits?: CopyLimits): Promise<CopyReport>;
   /** False once the sandbox died or was destroyed. */
   alive(): Promise<boolean>;
   /** Kills every process of the sandbox and removes its state. Idempotent. */
@@ -128,32 +164,4 @@ export interface SandboxProvider {
   cleanupRun?(runId: string): Promise<void>;
   /** Destroys every sandbox this provider still holds. */
   close(): Promise<void>;
-}
-
-export const DEFAULT_PROXY_PORT = 18080;
-export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
-export const SANDBOX_WORKSPACE = "/workspace";
-export const SANDBOX_HOME = "/home/sandbox";
-export const SANDBOX_UID = 1000;
-export const SANDBOX_GID = 1000;
-
-/** The minimal environment every command starts from. */
-export function baseEnvironment(home: string): Record<string, string> {
-  return {
-    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    HOME: home,
-    TMPDIR: "/tmp",
-    LANG: "C.UTF-8",
-  };
-}
-
-export function networkOf(spec: SandboxSpec): SandboxNetwork {
-  if (spec.network) return spec.network;
-  return spec.proxySocketPath || spec.proxyUrl ? "proxy-only" : "none";
-}
-
-/** The working directory of a command: absolute in-sandbox path; relative ones resolve against the workspace. */
-export function resolveCwd(cwd: string | undefined): string {
-  if (!cwd) return SANDBOX_WORKSPACE;
-  return cwd.startsWith("/") ? cwd : `${SANDBOX_WORKSPACE}/${cwd}`.replace(/\/+$/, "");
 }

@@ -4,9 +4,9 @@
  */
 import type { ResolvedSandbox } from "../../compiler/contract/plan.js";
 import type { SandboxProvider, SandboxProviderType } from "./provider.js";
-import type { LocalProviderOptions } from "./local.js";
-import type { PodmanProviderOptions } from "./podman.js";
-import type { KubernetesProviderOptions } from "./kubernetes.js";
+import type { KubernetesProviderOptions } from "./kubernetes/provider.js";
+import type { LocalProviderOptions } from "./local/provider.js";
+import type { PodmanProviderOptions } from "./podman/provider.js";
 
 export interface ProviderOptions {
   local?: LocalProviderOptions;
@@ -17,9 +17,9 @@ export interface ProviderOptions {
 export type ProviderFactory = (options: ProviderOptions) => Promise<SandboxProvider>;
 
 const factories = new Map<string, ProviderFactory>([
-  ["local", async (o) => new (await import("./local.js")).LocalSandboxProvider(o.local)],
-  ["podman", async (o) => new (await import("./podman.js")).PodmanSandboxProvider(o.podman)],
-  ["kubernetes", async (o) => new (await import("./kubernetes.js")).KubernetesSandboxProvider(o.kubernetes)],
+  ["local", async (o) => new (await import("./local/provider.js")).LocalSandboxProvider(o.local)],
+  ["podman", async (o) => new (await import("./podman/provider.js")).PodmanSandboxProvider(o.podman)],
+  ["kubernetes", async (o) => new (await import("./kubernetes/provider.js")).KubernetesSandboxProvider(o.kubernetes)],
 ]);
 
 export function registerSandboxProvider(type: string, factory: ProviderFactory): void {

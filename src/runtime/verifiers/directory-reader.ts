@@ -1,18 +1,19 @@
 /**
- * A WorkspaceReader over a host directory. Symlinks are resolved and must stay inside the root;
- * reads are capped; `exec` runs commands on the host with a fixed, minimal environment and kills
- * their whole process tree at the deadline. Sandbox providers wrap their own exec around this or
- * implement WorkspaceReader themselves.
+ * A WorkspaceReader over a host directory (a workspace snapshot, a test's directory). Symlinks are
+ * resolved and must stay inside the root; reads are capped; `exec` runs commands on the host with
+ * the sandboxes' process runner, a fixed, minimal environment, and the whole process tree killed
+ * at the deadline.
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Stats } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, sep } from "node:path";
-import { runProcess } from "./process-tree.js";
+import { runHostCommand } from "../sandbox/host/process-runner.js";
+import type { ExecResult } from "../sandbox/provider.js";
+import { SYSTEM_PATH } from "../sandbox/layout.js";
 import {
   normalizeRelative,
   type ExecRequest,
-  type ExecResult,
   type ListResult,
   type ReadResult,
   type StatResult,
@@ -20,7 +21,6 @@ import {
 } from "./workspace.js";
 
 const DEFAULT_MAX_ENTRIES = 100_000;
-const SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 type Resolved = { kind: "inside"; abs: string } | { kind: "outside"; target: string } | { kind: "missing" } | { kind: "error"; message: string };
 
@@ -32,13 +32,14 @@ export interface DirectoryReaderOptions {
 /** Environment every verifier command gets: nothing from the caller's or the harness's environment. */
 export function verifierEnv(workspace: string, home: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    PATH: `${dirname(process.execPath)}:${SAFE_PATH}`,
+    PATH: `${dirname(process.execPath)}:${SYSTEM_PATH}`,
     HOME: home,
     TMPDIR: home,
     LANG: "C.UTF-8",
     LC_ALL: "C.UTF-8",
     PYTHONDONTWRITEBYTECODE: "1",
     PYTHONSAFEPATH: "1",
+    PYTHONNOUSERSITE: "1",
     NO_COLOR: "1",
     REINS_WORKSPACE: workspace,
     ...extra,
@@ -203,8 +204,7 @@ export class DirectoryReader implements WorkspaceReader {
     try {
       const extra: Record<string, string> = { ...(req.env ?? {}) };
       if (req.hiddenDir !== undefined) extra.REINS_HIDDEN = req.hiddenDir;
-      return await runProcess({
-        argv: req.argv,
+      return await runHostCommand(req.argv, {
         cwd: root,
         env: verifierEnv(root, home, extra),
         timeoutMs: req.timeoutMs,

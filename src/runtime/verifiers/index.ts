@@ -5,7 +5,6 @@ export { combineScores, type Combined, type PartName, type PartScores } from "./
 export { DirectoryReader, verifierEnv } from "./directory-reader.js";
 export { materializeHiddenFiles, writeResolvedFiles, type HiddenDir } from "./hidden.js";
 export { createEngineJudge, judgeFromFunction, type Judge, type JudgeReply, type JudgeRequest } from "./judge.js";
-export { killTree, runProcess } from "./process-tree.js";
 export { buildJudgePrompt, JUDGE_SYSTEM } from "./rubric-prompt.js";
 export { parseJudgeScores } from "./rubric-parse.js";
 export { DEFAULT_RUBRIC_LIMITS, gatherRubricFiles, runRubric, type JudgeCall, type RubricPart } from "./rubric.js";

@@ -1,9 +1,11 @@
 /**
  * WorkspaceReader: how verifiers see a final workspace. A host directory implements it
- * (directory-reader.ts); sandbox providers may implement it over their own file access and exec.
+ * (directory-reader.ts); a rollout's workspace is a snapshot copied out of its sandbox through the
+ * sandbox contract, with commands run inside the sandbox (executor/sandbox-reader.ts).
  * Every method returns values for bad workspaces (missing, escaping symlink, too large); none throws
  * for hostile content.
  */
+import type { ExecResult } from "../sandbox/provider.js";
 
 export type ReadFailure =
   | { kind: "missing" }
@@ -46,20 +48,6 @@ export interface ExecRequest {
   maxOutputBytes?: number;
 }
 
-export interface ExecResult {
-  /** null when killed by a signal or timed out. */
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  stdout: string;
-  stderr: string;
-  /** True when output beyond maxOutputBytes was dropped (the tail is kept). */
-  outputTruncated: boolean;
-  durationMs: number;
-  /** Set when the command could not be started at all (binary missing, provider failure). */
-  spawnError?: string;
-}
-
 export interface WorkspaceReader {
   /** Human name for reports, e.g. the host path or "sandbox r-12". */
   readonly description: string;
@@ -70,7 +58,10 @@ export interface WorkspaceReader {
   readFile(path: string, opts: { maxBytes: number; prefix?: boolean }): Promise<ReadResult>;
   stat(path: string): Promise<StatResult>;
   list(opts?: { maxEntries?: number }): Promise<ListResult>;
-  /** Run a command in the workspace (inside the sandbox). Absent when the provider cannot. */
+  /**
+   * Run a command in the workspace (inside the sandbox); never throws for a bad command: one that
+   * cannot start has `spawnError`. Absent when the workspace has no place to run commands.
+   */
   exec?(req: ExecRequest): Promise<ExecResult>;
 }
 

@@ -5,23 +5,24 @@
  * carry activeDeadlineSeconds, so a runner that dies cannot leave them running forever.
  */
 import type { V1Pod } from "@kubernetes/client-node";
-import { apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "../k8s/client.js";
+import { BaseSandboxProvider } from "../base-provider.js";
+import { sleep } from "../host/process-tree.js";
+import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME } from "../layout.js";
+import type { SandboxSpec } from "../provider.js";
+import { messageOf, SandboxError } from "../sandbox-error.js";
+import { apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "./client.js";
 import {
+  AGENT_SANDBOX,
   buildProxyOnlyNetworkPolicy,
-  buildRunOwner,
   buildSandboxClaim,
   buildSandboxPod,
   buildSandboxTemplate,
   buildSandboxWarmPool,
-  ownerName,
   rolloutLabels,
-  type Manifest,
   type RolloutIdentity,
-} from "../k8s/manifests.js";
-import { sleep } from "./process-tree.js";
-import { KubernetesSandbox, isPodReady } from "./kubernetes-sandbox.js";
-import { baseEnvironment, SANDBOX_HOME, type Sandbox, type SandboxProvider, type SandboxSpec } from "./provider.js";
-import { SandboxError, messageOf } from "./sandbox-error.js";
+} from "./manifests.js";
+import { buildRunOwner, ownerName, type Manifest } from "./objects.js";
+import { isPodReady, KubernetesSandbox } from "./sandbox.js";
 
 export interface KubernetesProviderOptions {
   /** Explicit API server; default the kubeconfig or in-cluster config. */
@@ -43,21 +44,19 @@ export interface KubernetesProviderOptions {
   pollIntervalMs?: number;
 }
 
-const AGENT_SANDBOX = { group: "extensions.agents.x-k8s.io", version: "v1beta1" };
-const DEFAULT_IMAGE = "localhost/reins-sandbox:1";
 
 interface RunObjects {
   owner: { name: string; uid: string };
 }
 
-export class KubernetesSandboxProvider implements SandboxProvider {
+export class KubernetesSandboxProvider extends BaseSandboxProvider {
   readonly type = "kubernetes" as const;
   readonly namespace: string;
   private clientsValue: KubeClients | null = null;
   private readonly runs = new Map<string, Promise<RunObjects>>();
-  private readonly live = new Set<KubernetesSandbox>();
 
   constructor(private readonly options: KubernetesProviderOptions = {}) {
+    super();
     this.namespace = options.namespace ?? "default";
   }
 
@@ -100,7 +99,7 @@ export class KubernetesSandboxProvider implements SandboxProvider {
           await this.createOrGet(() => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }), async () => undefined);
         }
         if (this.options.useSandboxClaims) {
-          const pool = { runId, namespace: ns, image: this.options.image ?? DEFAULT_IMAGE, replicas: this.options.warmPool ?? 1, runtimeClassName: this.options.runtimeClassName, owner };
+          const pool = { runId, namespace: ns, image: this.options.image ?? DEFAULT_SANDBOX_IMAGE, replicas: this.options.warmPool ?? 1, runtimeClassName: this.options.runtimeClassName, owner };
           await this.createCustom("sandboxtemplates", buildSandboxTemplate(pool));
           await this.createCustom("sandboxwarmpools", buildSandboxWarmPool(pool));
         }
@@ -112,7 +111,7 @@ export class KubernetesSandboxProvider implements SandboxProvider {
     return run;
   }
 
-  async create(spec: SandboxSpec): Promise<Sandbox> {
+  protected async createSandbox(spec: SandboxSpec): Promise<KubernetesSandbox> {
     const identity: RolloutIdentity = { runId: spec.runId, rolloutId: spec.id, task: spec.task, harness: spec.harness };
     const ns = this.namespace;
     let owner: { name: string; uid: string };
@@ -136,7 +135,7 @@ export class KubernetesSandboxProvider implements SandboxProvider {
         const pod = buildSandboxPod({
           identity,
           namespace: ns,
-          image: spec.image ?? this.options.image ?? DEFAULT_IMAGE,
+          image: spec.image ?? this.options.image ?? DEFAULT_SANDBOX_IMAGE,
           resources: spec.resources,
           deadlineSeconds: spec.timeoutSeconds,
           owner,
@@ -153,9 +152,7 @@ export class KubernetesSandboxProvider implements SandboxProvider {
       if (error instanceof SandboxError) throw error;
       throw new SandboxError("create-failed", spec.id, `cannot create the sandbox pod: ${messageOf(error)}`, "check the image, the namespace's quota and RBAC", { cause: error });
     }
-    const sandbox = new KubernetesSandbox({ id: spec.id, clients: this.clients, namespace: ns, podName, claimName, env, proxyUrl }, () => this.live.delete(sandbox));
-    this.live.add(sandbox);
-    return sandbox;
+    return new KubernetesSandbox({ id: spec.id, clients: this.clients, namespace: ns, podName, claimName, env, proxyUrl });
   }
 
   private async deleteQuietly(podName: string | undefined, claimName: string | undefined): Promise<void> {
@@ -207,9 +204,5 @@ export class KubernetesSandboxProvider implements SandboxProvider {
     } catch (error) {
       if (apiStatus(error) !== 404) throw error;
     }
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([...this.live].map((s) => s.destroy().catch(() => undefined)));
   }
 }

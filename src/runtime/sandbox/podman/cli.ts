@@ -3,9 +3,11 @@
  * (hybrid cgroups), lowered ulimits (root lacks CAP_SYS_RESOURCE); catatonit must be installed for
  * `kube play`'s pause image.
  */
-import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
+import { runHostCommand } from "../host/process-runner.js";
+import { signalQuietly } from "../host/process-tree.js";
+import { SYSTEM_PATH } from "../layout.js";
 
 export const CONTAINERS_CONF = `# Written by reins for podman on hosts with hybrid cgroups and no CAP_SYS_RESOURCE.
 [containers]
@@ -28,7 +30,7 @@ export async function preparePodmanCli(binary: string, stateRoot: string, contai
   }
   return {
     binary,
-    env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", CONTAINERS_CONF: conf, HOME: "/root" },
+    env: { PATH: SYSTEM_PATH, CONTAINERS_CONF: conf, HOME: "/root" },
   };
 }
 
@@ -38,16 +40,20 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runPodman(cli: PodmanCli, args: string[], timeoutMs = 120_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      cli.binary,
-      args,
-      { env: cli.env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof (error as { code?: unknown }).code === "number" ? ((error as { code: number }).code) : 1) : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) || (error && code === 1 ? error.message : "") });
-      },
-    );
+/**
+ * One podman CLI call. Only the client is killed at the timeout: podman hands containers to conmon,
+ * which must outlive the call that started them.
+ */
+export async function runPodman(cli: PodmanCli, args: string[], timeoutMs = 120_000): Promise<CliResult> {
+  const r = await runHostCommand([cli.binary, ...args], {
+    env: cli.env,
+    newSession: false,
+    timeoutMs,
+    maxOutputBytes: 16 * 1024 * 1024,
+    killTree: async (child) => {
+      if (child.pid !== undefined) signalQuietly(child.pid);
+    },
   });
+  const why = r.spawnError ?? (r.timedOut ? `podman ${args[0]} took longer than ${timeoutMs} ms` : "");
+  return { code: r.exitCode ?? 1, stdout: r.stdout, stderr: r.stderr || why };
 }

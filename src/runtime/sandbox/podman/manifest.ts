@@ -5,7 +5,8 @@
  * proxy arrives through its Unix socket and a forwarder container on the pod's own loopback (the
  * pod is played with `--network none`, so it has nothing else).
  */
-import { SANDBOX_CONTAINER, type Manifest } from "../k8s/manifests.js";
+import type { Manifest } from "../kubernetes/objects.js";
+import { PROXY_SOCKET_IN_SANDBOX, SANDBOX_CONTAINER } from "../layout.js";
 
 export interface PodmanAdaptation {
   workspaceHost: string;
@@ -18,7 +19,6 @@ export interface PodmanAdaptation {
   extraMounts?: { hostPath: string; sandboxPath: string; readOnly: boolean }[];
 }
 
-export const PROXY_SOCKET_IN_POD = "/run/reins/proxy.sock";
 export const FORWARDER_CONTAINER = "proxy-forwarder";
 
 type Obj = Record<string, unknown>;
@@ -53,9 +53,9 @@ export function adaptPodForPodman(pod: Manifest, a: PodmanAdaptation): Manifest 
       name: FORWARDER_CONTAINER,
       image: sandbox.image,
       imagePullPolicy: sandbox.imagePullPolicy,
-      command: ["socat", `TCP-LISTEN:${a.proxy.port},bind=127.0.0.1,reuseaddr,fork`, `UNIX-CONNECT:${PROXY_SOCKET_IN_POD}`],
+      command: ["socat", `TCP-LISTEN:${a.proxy.port},bind=127.0.0.1,reuseaddr,fork`, `UNIX-CONNECT:${PROXY_SOCKET_IN_SANDBOX}`],
       securityContext: sandbox.securityContext,
-      volumeMounts: [{ name: "proxy-socket", mountPath: PROXY_SOCKET_IN_POD, readOnly: true }],
+      volumeMounts: [{ name: "proxy-socket", mountPath: PROXY_SOCKET_IN_SANDBOX, readOnly: true }],
     });
   }
   copy.spec = { ...spec, containers, volumes };

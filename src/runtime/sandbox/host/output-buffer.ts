@@ -40,3 +40,27 @@ export class OutputBuffer {
     return this.bytes().toString("utf8");
   }
 }
+
+/** Both output streams of one command, each capped, with every chunk also passed to `onOutput`. */
+export class OutputCapture {
+  readonly stdout: OutputBuffer;
+  readonly stderr: OutputBuffer;
+
+  constructor(
+    maxBytes: number,
+    private readonly onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void,
+  ) {
+    this.stdout = new OutputBuffer(maxBytes);
+    this.stderr = new OutputBuffer(maxBytes);
+  }
+
+  push(stream: "stdout" | "stderr", chunk: Buffer): void {
+    this[stream].push(chunk);
+    this.onOutput?.(stream, chunk);
+  }
+
+  /** The captured text and whether each stream lost its head. */
+  fields(): { stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean } {
+    return { stdout: this.stdout.text(), stderr: this.stderr.text(), stdoutTruncated: this.stdout.truncated, stderrTruncated: this.stderr.truncated };
+  }
+}

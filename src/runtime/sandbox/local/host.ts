@@ -2,10 +2,11 @@
  * What the local provider learns about the host once: which top-level entries to show, what to
  * hide, where bwrap and socat live, and the passwd/group files that name the sandbox user.
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./local-args.js";
+import { findExecutable } from "../host/executables.js";
+import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./keeper-args.js";
 
 export interface LocalHost {
   bwrap: string | null;
@@ -15,18 +16,6 @@ export interface LocalHost {
   emptyFile: string;
   passwdFile: string;
   groupFile: string;
-}
-
-export function findExecutable(name: string, dirs = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin"]): string | null {
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    try {
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
 }
 
 export function scanHostRoot(systemDirs: string[] = SYSTEM_DIRS): HostEntry[] {

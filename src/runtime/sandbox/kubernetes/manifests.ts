@@ -1,30 +1,12 @@
 /**
- * Pure builders of the Kubernetes objects the kubernetes provider creates (and the podman provider
- * plays): a run-scoped owner ConfigMap, a Pod per rollout, a proxy-only NetworkPolicy, and the
- * agent-sandbox objects (SandboxTemplate, SandboxWarmPool, SandboxClaim) for warm pools.
- * Everything a run creates carries `reins.dev/run` and an ownerReference to the run's owner, so
- * deleting the owner deletes the run.
+ * Pure builders of the Kubernetes objects the kubernetes provider creates for sandboxes (and the
+ * podman provider plays): a Pod per rollout, a proxy-only NetworkPolicy, and the agent-sandbox
+ * objects (SandboxTemplate, SandboxWarmPool, SandboxClaim) for warm pools. Each carries
+ * `reins.dev/run` and an ownerReference to the run's owner (objects.ts).
  */
+import { SANDBOX_CONTAINER, SANDBOX_GID, SANDBOX_HOME, SANDBOX_TMP, SANDBOX_UID, SANDBOX_WORKSPACE } from "../layout.js";
 import { dnsName, labelValue } from "./names.js";
-
-export type Manifest = Record<string, unknown> & { apiVersion: string; kind: string; metadata: ObjectMeta };
-
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: OwnerReference[];
-}
-
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  blockOwnerDeletion?: boolean;
-  controller?: boolean;
-}
+import { ownedMetadata, runLabels, type Manifest } from "./objects.js";
 
 export interface RolloutIdentity {
   runId: string;
@@ -33,23 +15,11 @@ export interface RolloutIdentity {
   harness?: string;
 }
 
-export const AGENT_SANDBOX_API = "extensions.agents.x-k8s.io/v1beta1";
-export const SANDBOX_CONTAINER = "sandbox";
-export const WORKSPACE_PATH = "/workspace";
-export const HOME_PATH = "/home/sandbox";
-export const SANDBOX_USER = 1000;
+/** kubernetes-sigs/agent-sandbox's extensions API, as a group and version (custom object calls) and as apiVersion. */
+export const AGENT_SANDBOX = { group: "extensions.agents.x-k8s.io", version: "v1beta1" } as const;
+export const AGENT_SANDBOX_API = `${AGENT_SANDBOX.group}/${AGENT_SANDBOX.version}`;
 /** Keeps the container alive and exits at once on SIGTERM (busybox sh or any POSIX sh). */
 export const KEEPER_COMMAND = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
-
-export function runLabels(runId: string): Record<string, string> {
-  return {
-    "app.kubernetes.io/name": "reins",
-    "app.kubernetes.io/part-of": "reins",
-    "app.kubernetes.io/managed-by": "reins",
-    "app.kubernetes.io/instance": labelValue(runId),
-    "reins.dev/run": labelValue(runId),
-  };
-}
 
 export function rolloutLabels(id: RolloutIdentity, extra: Record<string, string> = {}): Record<string, string> {
   const labels: Record<string, string> = {
@@ -63,42 +33,23 @@ export function rolloutLabels(id: RolloutIdentity, extra: Record<string, string>
   return labels;
 }
 
-export function ownerName(runId: string): string {
-  return dnsName(["reins-run", runId]);
-}
-
 export function podName(id: RolloutIdentity): string {
   return dnsName(["reins", id.runId, id.rolloutId]);
 }
 
-/** The run's owner object: a ConfigMap every other object of the run points to. */
-export function buildRunOwner(o: { runId: string; namespace: string; ttlSeconds?: number; now?: Date }): Manifest {
-  const annotations: Record<string, string> = { "reins.dev/run-id": o.runId };
-  if (o.ttlSeconds !== undefined) {
-    const now = o.now ?? new Date();
-    annotations["reins.dev/expires-at"] = new Date(now.getTime() + o.ttlSeconds * 1000).toISOString();
-  }
-  return {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: { name: ownerName(o.runId), namespace: o.namespace, labels: { ...runLabels(o.runId), "app.kubernetes.io/component": "run" }, annotations },
-    data: { runId: o.runId },
-  };
-}
-
-export function ownerReference(owner: { name: string; uid: string }): OwnerReference {
-  return { apiVersion: "v1", kind: "ConfigMap", name: owner.name, uid: owner.uid, blockOwnerDeletion: false, controller: false };
-}
-
-export interface PodOptions {
-  identity: RolloutIdentity;
+/** What every object holding a sandbox pod spec is built from. */
+interface SandboxPodBase {
   namespace: string;
   image: string;
   resources?: { cpu: string; memoryMiB: number };
+  runtimeClassName?: string;
+  owner?: { name: string; uid: string };
+}
+
+export interface PodOptions extends SandboxPodBase {
+  identity: RolloutIdentity;
   /** Pod lifetime bound (activeDeadlineSeconds). */
   deadlineSeconds?: number;
-  owner?: { name: string; uid: string };
-  runtimeClassName?: string;
   env?: Record<string, string>;
   labels?: Record<string, string>;
 }
@@ -122,20 +73,20 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     image: o.image,
     imagePullPolicy: "IfNotPresent",
     command: KEEPER_COMMAND,
-    workingDir: WORKSPACE_PATH,
-    env: envList({ HOME: HOME_PATH, TMPDIR: "/tmp", ...(o.env ?? {}) }),
+    workingDir: SANDBOX_WORKSPACE,
+    env: envList({ HOME: SANDBOX_HOME, TMPDIR: SANDBOX_TMP, ...(o.env ?? {}) }),
     securityContext: {
       allowPrivilegeEscalation: false,
       capabilities: { drop: ["ALL"] },
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
-      runAsUser: SANDBOX_USER,
-      runAsGroup: SANDBOX_USER,
+      runAsUser: SANDBOX_UID,
+      runAsGroup: SANDBOX_GID,
     },
     volumeMounts: [
-      { name: "workspace", mountPath: WORKSPACE_PATH },
-      { name: "home", mountPath: HOME_PATH },
-      { name: "tmp", mountPath: "/tmp" },
+      { name: "workspace", mountPath: SANDBOX_WORKSPACE },
+      { name: "home", mountPath: SANDBOX_HOME },
+      { name: "tmp", mountPath: SANDBOX_TMP },
     ],
   };
   if (resources) container.resources = resources;
@@ -144,7 +95,7 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     terminationGracePeriodSeconds: 0,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: { runAsNonRoot: true, runAsUser: SANDBOX_USER, runAsGroup: SANDBOX_USER, fsGroup: SANDBOX_USER },
+    securityContext: { runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_GID, fsGroup: SANDBOX_GID },
     containers: [container],
     volumes: [
       { name: "workspace", emptyDir: {} },
@@ -158,13 +109,12 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
 }
 
 export function buildSandboxPod(o: PodOptions): Manifest {
-  const metadata: ObjectMeta = {
+  const metadata = ownedMetadata({
     name: podName(o.identity),
     namespace: o.namespace,
     labels: rolloutLabels(o.identity, o.labels),
     annotations: { "reins.dev/rollout-id": o.identity.rolloutId, "reins.dev/run-id": o.identity.runId },
-  };
-  if (o.owner) metadata.ownerReferences = [ownerReference(o.owner)];
+  }, o.owner);
   return { apiVersion: "v1", kind: "Pod", metadata, spec: buildSandboxPodSpec(o) };
 }
 
@@ -198,8 +148,7 @@ export function buildProxyOnlyNetworkPolicy(o: ProxyPolicyOptions): Manifest {
       ],
     });
   }
-  const metadata: ObjectMeta = { name: dnsName(["reins-proxy-only", o.runId]), namespace: o.namespace, labels: runLabels(o.runId) };
-  if (o.owner) metadata.ownerReferences = [ownerReference(o.owner)];
+  const metadata = ownedMetadata({ name: dnsName(["reins-proxy-only", o.runId]), namespace: o.namespace, labels: runLabels(o.runId) }, o.owner);
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
@@ -213,14 +162,9 @@ export function buildProxyOnlyNetworkPolicy(o: ProxyPolicyOptions): Manifest {
   };
 }
 
-export interface WarmPoolOptions {
+export interface WarmPoolOptions extends SandboxPodBase {
   runId: string;
-  namespace: string;
-  image: string;
   replicas: number;
-  resources?: { cpu: string; memoryMiB: number };
-  runtimeClassName?: string;
-  owner?: { name: string; uid: string };
 }
 
 export function templateName(runId: string): string {
@@ -231,33 +175,24 @@ export function warmPoolName(runId: string): string {
   return dnsName(["reins-pool", runId]);
 }
 
+/** An agent-sandbox object of the run's warm pool. */
+function poolObject(kind: string, name: string, o: WarmPoolOptions, spec: Record<string, unknown>): Manifest {
+  return { apiVersion: AGENT_SANDBOX_API, kind, metadata: ownedMetadata({ name, namespace: o.namespace, labels: runLabels(o.runId) }, o.owner), spec };
+}
+
 /** agent-sandbox SandboxTemplate holding the same pod spec as a plain sandbox Pod. */
 export function buildSandboxTemplate(o: WarmPoolOptions): Manifest {
-  const metadata: ObjectMeta = { name: templateName(o.runId), namespace: o.namespace, labels: runLabels(o.runId) };
-  if (o.owner) metadata.ownerReferences = [ownerReference(o.owner)];
-  return {
-    apiVersion: AGENT_SANDBOX_API,
-    kind: "SandboxTemplate",
-    metadata,
-    spec: {
-      podTemplate: {
-        metadata: { labels: { ...runLabels(o.runId), "app.kubernetes.io/component": "sandbox" } },
-        spec: buildSandboxPodSpec({ image: o.image, resources: o.resources, runtimeClassName: o.runtimeClassName }),
-      },
-      networkPolicyManagement: "Unmanaged",
+  return poolObject("SandboxTemplate", templateName(o.runId), o, {
+    podTemplate: {
+      metadata: { labels: { ...runLabels(o.runId), "app.kubernetes.io/component": "sandbox" } },
+      spec: buildSandboxPodSpec({ image: o.image, resources: o.resources, runtimeClassName: o.runtimeClassName }),
     },
-  };
+    networkPolicyManagement: "Unmanaged",
+  });
 }
 
 export function buildSandboxWarmPool(o: WarmPoolOptions): Manifest {
-  const metadata: ObjectMeta = { name: warmPoolName(o.runId), namespace: o.namespace, labels: runLabels(o.runId) };
-  if (o.owner) metadata.ownerReferences = [ownerReference(o.owner)];
-  return {
-    apiVersion: AGENT_SANDBOX_API,
-    kind: "SandboxWarmPool",
-    metadata,
-    spec: { replicas: o.replicas, sandboxTemplateRef: { name: templateName(o.runId) } },
-  };
+  return poolObject("SandboxWarmPool", warmPoolName(o.runId), o, { replicas: o.replicas, sandboxTemplateRef: { name: templateName(o.runId) } });
 }
 
 export interface ClaimOptions {
@@ -276,8 +211,7 @@ export function claimName(id: RolloutIdentity): string {
 /** A SandboxClaim taking one warm sandbox from the run's pool; the pod gets the rollout's labels. */
 export function buildSandboxClaim(o: ClaimOptions): Manifest {
   const labels = rolloutLabels(o.identity);
-  const metadata: ObjectMeta = { name: claimName(o.identity), namespace: o.namespace, labels };
-  if (o.owner) metadata.ownerReferences = [ownerReference(o.owner)];
+  const metadata = ownedMetadata({ name: claimName(o.identity), namespace: o.namespace, labels }, o.owner);
   const spec: Record<string, unknown> = {
     warmPoolRef: { name: warmPoolName(o.identity.runId) },
     additionalPodMetadata: { labels },

@@ -12,6 +12,7 @@
  * The host's /root, /home, /mnt, /media, /srv, /tmp, /run and every other non-system top-level
  * directory are absent. The root itself is remounted read-only once everything is in place.
  */
+import { PROXY_SOCKET_IN_SANDBOX } from "../layout.js";
 
 export interface HostEntry {
   /** Top-level name under "/", e.g. "usr". */
@@ -62,7 +63,6 @@ export const DEFAULT_HIDDEN = [
   "/var/tmp",
 ];
 
-export const PROXY_SOCKET_IN_SANDBOX = "/run/reins/proxy.sock";
 export const FORWARDER_NODE_IN_SANDBOX = "/run/reins/node";
 
 /** bwrap arguments (without the trailing command) for the keeper. */

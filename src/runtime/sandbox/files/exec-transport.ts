@@ -1,23 +1,20 @@
 /**
  * File access through exec alone (kubernetes; podman when asked): a tar archive on stdin to write,
- * base64 on stdout to read, `find` to list. Needs sh, tar, base64 and find in the image (busybox
- * has them).
+ * base64 on stdout to read, `find` to list, and `tar -c` streamed into a TarReader to copy a tree
+ * out. Needs sh, tar, base64 and find in the image (busybox has them).
  */
-import path from "node:path";
-import { buildTar, type TarEntry } from "./tar.js";
-import type { ExecOptions, ExecResult, SandboxFile } from "./provider.js";
+import type { ExecOptions, ExecResult } from "../provider.js";
+import type { SnapshotWriter } from "./snapshot-writer.js";
+import { TarReader } from "./tar-reader.js";
+import { buildTar, type TarEntry } from "./tar-writer.js";
+import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
 
 export type ExecFn = (argv: string[], options?: ExecOptions) => Promise<ExecResult>;
 
 const MAX_READ_BYTES = 256 * 1024 * 1024;
 
-/** Absolute in-sandbox path for a file path relative to the workspace. */
-export function absoluteIn(workspace: string, p: string): string {
-  return p.startsWith("/") ? path.posix.normalize(p) : path.posix.join(workspace, p);
-}
-
 /** Tar entries (with parent directories below `roots`) for files given by absolute path. */
-export function tarEntriesFor(files: { abs: string; content: Uint8Array; mode: number }[], roots: string[]): TarEntry[] {
+export function tarEntriesFor(files: { abs: string; content: Uint8Array; mode: number }[], roots: readonly string[]): TarEntry[] {
   const dirs = new Set<string>();
   const entries: TarEntry[] = [];
   for (const f of files) {
@@ -41,20 +38,15 @@ function describe(result: ExecResult): string {
   return (result.stderr || result.stdout).trim().slice(-500) || `exit ${result.exitCode ?? result.signal}`;
 }
 
-export async function writeFilesViaExec(exec: ExecFn, workspace: string, roots: string[], files: SandboxFile[]): Promise<void> {
+async function writeFilesViaExec(exec: ExecFn, files: PreparedFile[]): Promise<void> {
   if (files.length === 0) return;
-  const prepared = files.map((f) => ({
-    abs: absoluteIn(workspace, f.path),
-    content: typeof f.content === "string" ? Buffer.from(f.content, "utf8") : f.content,
-    mode: f.mode ?? 0o644,
-  }));
-  const archive = buildTar(tarEntriesFor(prepared, roots));
+  const roots = [...new Set(files.map((f) => f.at.root))];
+  const archive = buildTar(tarEntriesFor(files.map((f) => ({ abs: f.at.abs, content: f.content, mode: f.mode })), roots));
   const result = await exec(["tar", "-x", "-f", "-", "-C", "/"], { stdin: archive, cwd: "/" });
   if (result.exitCode !== 0) throw new Error(`tar in the sandbox failed: ${describe(result)}`);
 }
 
-export async function readFileViaExec(exec: ExecFn, workspace: string, p: string): Promise<Buffer> {
-  const abs = absoluteIn(workspace, p);
+async function readFileViaExec(exec: ExecFn, abs: string): Promise<Buffer> {
   const result = await exec(["sh", "-c", 'test -f "$1" || { echo "not a regular file: $1" >&2; exit 2; }; base64 < "$1"', "sh", abs], {
     cwd: "/",
     maxOutputBytes: MAX_READ_BYTES,
@@ -65,8 +57,7 @@ export async function readFileViaExec(exec: ExecFn, workspace: string, p: string
 }
 
 /** Regular files under dir, relative to it, sorted. Paths are NUL-separated on the wire. */
-export async function listFilesViaExec(exec: ExecFn, workspace: string, dir: string): Promise<string[]> {
-  const abs = absoluteIn(workspace, dir);
+async function listFilesViaExec(exec: ExecFn, abs: string): Promise<string[]> {
   const result = await exec(["find", abs, "-type", "f", "-print0"], { cwd: "/", maxOutputBytes: 64 * 1024 * 1024 });
   if (result.exitCode !== 0) throw new Error(`cannot list ${abs}: ${describe(result)}`);
   const prefix = abs.endsWith("/") ? abs : `${abs}/`;
@@ -75,4 +66,34 @@ export async function listFilesViaExec(exec: ExecFn, workspace: string, dir: str
     .filter((s) => s.startsWith(prefix))
     .map((s) => s.slice(prefix.length))
     .sort();
+}
+
+/**
+ * `tar -c` of the tree, read as it streams. tar's own complaints about single entries (unreadable
+ * files, a file that changed while read) leave a complete archive and are reported as skipped;
+ * an archive that did not end is a failure.
+ */
+async function copyOutViaExec(exec: ExecFn, abs: string, into: SnapshotWriter, timeoutMs: number): Promise<void> {
+  const reader = new TarReader(into);
+  const result = await exec(["tar", "-c", "-f", "-", "-C", abs, "."], {
+    cwd: "/",
+    timeoutMs,
+    maxOutputBytes: 64 * 1024,
+    onOutput: (stream, chunk) => {
+      if (stream === "stdout") reader.push(chunk);
+    },
+  });
+  if (result.timedOut) throw new Error(`copying ${abs} out took longer than ${timeoutMs} ms`);
+  if (reader.error) throw new Error(`copying ${abs} out: ${reader.error}`);
+  if (!reader.complete) throw new Error(`copying ${abs} out: the archive ended early (${describe(result)})`);
+  if (result.exitCode !== 0) into.skip(".", `tar: ${describe(result)}`);
+}
+
+export function execTransport(exec: ExecFn): FileTransport {
+  return {
+    write: (files: PreparedFile[]) => writeFilesViaExec(exec, files),
+    read: (at: SandboxPath) => readFileViaExec(exec, at.abs),
+    list: (at: SandboxPath) => listFilesViaExec(exec, at.abs),
+    copyOut: (at, into, timeoutMs) => copyOutViaExec(exec, at.abs, into, timeoutMs),
+  };
 }

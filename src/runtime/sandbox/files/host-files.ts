@@ -1,0 +1,151 @@
+/**
+ * File access to a sandbox's writable directories from the host side (local, podman), safe against
+ * what the sandbox may have left there: a symlink or a swapped directory never leads the host
+ * outside the sandbox's own roots, and a planted symlink is copied as a link, never followed.
+ */
+import { constants } from "node:fs";
+import { chown, lstat, mkdir, open, readdir, readlink, realpath } from "node:fs/promises";
+import path from "node:path";
+import type { SnapshotWriter } from "./snapshot-writer.js";
+import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
+
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+const COPY_CHUNK = 1024 * 1024;
+
+async function ensureDirs(base: string, parts: string[], owner?: Owner): Promise<string> {
+  let current = base;
+  for (const part of parts) {
+    current = path.join(current, part);
+    let info;
+    try {
+      info = await lstat(current);
+    } catch {
+      await mkdir(current, { mode: 0o755 });
+      if (owner) await chown(current, owner.uid, owner.gid);
+      continue;
+    }
+    if (!info.isDirectory()) throw new Error(`${current} is not a directory`);
+  }
+  return current;
+}
+
+/** Writes one file under `base`, never following a symlink the sandbox may have planted. */
+export async function writeInside(base: string, rel: string, content: string | Uint8Array, mode: number, owner?: Owner): Promise<void> {
+  const parts = rel.split("/").filter((s) => s.length > 0 && s !== ".");
+  if (parts.length === 0 || parts.includes("..")) throw new Error(`invalid file path "${rel}"`);
+  const dir = await ensureDirs(base, parts.slice(0, -1), owner);
+  const target = path.join(dir, parts[parts.length - 1]);
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  const handle = await open(target, flags, mode);
+  try {
+    await handle.writeFile(content);
+    await handle.chmod(mode);
+    if (owner) await handle.chown(owner.uid, owner.gid);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function insideReal(base: string, target: string): Promise<string> {
+  const realBase = await realpath(base);
+  const realTarget = await realpath(target);
+  if (realTarget !== realBase && !realTarget.startsWith(realBase + "/")) {
+    throw new Error(`"${target}" leads outside the sandbox`);
+  }
+  return realTarget;
+}
+
+export async function readInside(base: string, rel: string): Promise<Buffer> {
+  const real = await insideReal(base, path.join(base, rel));
+  const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new Error(`"${rel}" is not a regular file`);
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Regular files under base/rel (symlinks are neither followed nor listed), sorted. */
+export async function listInside(base: string, rel: string): Promise<string[]> {
+  const start = await insideReal(base, path.join(base, rel));
+  const out: string[] = [];
+  const walk = async (dir: string, prefix: string): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const relPath = prefix ? `${prefix}/${e.name}` : e.name;
+      if (e.isDirectory()) await walk(path.join(dir, e.name), relPath);
+      else if (e.isFile()) out.push(relPath);
+    }
+  };
+  await walk(start, "");
+  return out.sort();
+}
+
+/** One regular file into the writer: opened without following a link, at most `wanted` bytes read. */
+async function copyFileOut(abs: string, name: string, into: SnapshotWriter): Promise<void> {
+  let handle;
+  try {
+    handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    return into.skip(name, `unreadable (${(e as NodeJS.ErrnoException).code})`);
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return into.skip(name, "not a regular file");
+    const sink = into.file(name, info.mode, info.size);
+    const buffer = Buffer.alloc(Math.min(COPY_CHUNK, Math.max(1, sink.wanted)));
+    let position = 0;
+    while (sink.wanted > 0) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, sink.wanted), position);
+      if (bytesRead === 0) break;
+      sink.write(buffer.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+    sink.end();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Every entry under base/rel into the writer: directories, files, symlinks as links; the rest skipped. */
+export async function copyTreeOut(base: string, rel: string, into: SnapshotWriter): Promise<void> {
+  const start = await insideReal(base, path.join(base, rel));
+  const walk = async (dir: string, prefix: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true });
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      if (into.full) return;
+      const name = prefix ? `${prefix}/${e.name}` : e.name;
+      const abs = path.join(dir, e.name);
+      if (e.isFile()) await copyFileOut(abs, name, into);
+      else if (e.isSymbolicLink()) into.symlink(name, await readlink(abs));
+      else if (e.isDirectory()) {
+        into.directory(name, (await lstat(abs)).mode);
+        await walk(abs, name);
+      } else into.skip(name, "not a regular file, directory or link");
+    }
+  };
+  await walk(start, "");
+}
+
+/** Files through the host directories behind the sandbox's roots, owned by the sandbox user. */
+export function hostTransport(hostDirs: Record<string, string>, owner: Owner): FileTransport {
+  const dirOf = (at: SandboxPath): string => {
+    const dir = hostDirs[at.root];
+    if (!dir) throw new Error(`no host directory for ${at.root}`);
+    return dir;
+  };
+  return {
+    async write(files: PreparedFile[]) {
+      for (const f of files) await writeInside(dirOf(f.at), f.at.rel, f.content, f.mode, owner);
+    },
+    read: (at) => readInside(dirOf(at), at.rel),
+    list: (at) => listInside(dirOf(at), at.rel),
+    copyOut: (at, into) => copyTreeOut(dirOf(at), at.rel, into),
+  };
+}

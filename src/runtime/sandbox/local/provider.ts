@@ -1,0 +1,144 @@
+/**
+ * The `local` provider (the embedded default): Linux namespaces through bubblewrap.
+ *
+ * A sandbox is a "keeper" bwrap process that holds a mount, pid, network, ipc and uts namespace;
+ * commands join those namespaces with nsenter, each in a pid namespace of its own. Destroying the
+ * sandbox kills the keeper's pid 1, and the kernel then kills every process in the sandbox: there
+ * is no way to outlive it (setsid, nohup and ignored SIGTERM do not help).
+ */
+import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { BaseSandboxProvider, hostSetup, makeStateDirs, proxySocketFor } from "../base-provider.js";
+import {
+  baseEnvironment,
+  DEFAULT_PROXY_PORT,
+  SANDBOX_GID,
+  SANDBOX_HOME,
+  SANDBOX_UID,
+  SANDBOX_WORKSPACE,
+} from "../layout.js";
+import type { SandboxSpec } from "../provider.js";
+import { messageOf, SandboxError } from "../sandbox-error.js";
+import { ownerStamp, prepareLocalHost, type LocalHost } from "./host.js";
+import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
+import { startKeeper } from "./keeper.js";
+import { LocalSandbox } from "./sandbox.js";
+
+export interface LocalProviderOptions {
+  /** Where sandbox state (workspace, HOME, /tmp) lives; default $TMPDIR/reins-sandboxes. Hidden from sandboxes. */
+  rootDir?: string;
+  uid?: number;
+  gid?: number;
+  /** Host paths hidden from every sandbox, on top of the defaults (the run directory belongs here). */
+  hidePaths?: string[];
+  /** Top-level host directories shown read-only; default usr, bin, sbin, lib*, etc, opt, var, sys. */
+  systemDirs?: string[];
+  /** In-sandbox proxy forwarder; default socat when installed, else the host's node. */
+  forwarder?: "auto" | "socat" | "node";
+  /** How long creation may take before it counts as failed; default 30 s. */
+  readyTimeoutMs?: number;
+  /**
+   * Each command in a pid namespace of its own, so that everything it started ends with it
+   * (default true). With false, commands share the sandbox's pid namespace like processes in a
+   * container, and background processes live until destroy().
+   */
+  isolateCommands?: boolean;
+}
+
+function safeName(id: string): string {
+  return id.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 60) || "sandbox";
+}
+
+export class LocalSandboxProvider extends BaseSandboxProvider {
+  readonly type = "local" as const;
+  readonly rootDir: string;
+  private readonly uid: number;
+  private readonly gid: number;
+  private readonly host: (sandboxId: string) => Promise<LocalHost>;
+  private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
+
+  constructor(private readonly options: LocalProviderOptions = {}) {
+    super();
+    this.rootDir = path.resolve(options.rootDir ?? path.join(os.tmpdir(), "reins-sandboxes"));
+    this.uid = options.uid ?? SANDBOX_UID;
+    this.gid = options.gid ?? SANDBOX_GID;
+    this.host = hostSetup(
+      () => prepareLocalHost(this.rootDir, this.uid, this.gid, SANDBOX_HOME, options.hidePaths ?? [], options.systemDirs),
+      (error) => `cannot prepare the sandbox root ${this.rootDir}: ${messageOf(error)}`,
+      "check that the directory is writable",
+    );
+  }
+
+  protected async createSandbox(spec: SandboxSpec): Promise<LocalSandbox> {
+    const host = await this.host(spec.id);
+    if (!host.bwrap) {
+      throw new SandboxError("create-failed", spec.id, "bubblewrap (bwrap) is not installed", "install it: apt-get install -y bubblewrap");
+    }
+    const socket = proxySocketFor(spec);
+    // Synchronous: a handful of small syscalls, cheaper than hops through the thread pool.
+    const stateDir = mkdtempSync(path.join(this.rootDir, `${safeName(spec.id)}-`));
+    try {
+      writeFileSync(path.join(stateDir, "owner"), this.stamp);
+      return await this.startSandbox(spec, host, stateDir, socket);
+    } catch (error) {
+      await rm(stateDir, { recursive: true, force: true }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async startSandbox(spec: SandboxSpec, host: LocalHost, stateDir: string, socket: string | undefined): Promise<LocalSandbox> {
+    const dirs = makeStateDirs(stateDir, this.uid, this.gid);
+    const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
+    if (socket && this.options.forwarder === "socat" && !host.socat) {
+      throw new SandboxError("create-failed", spec.id, "socat is not installed", "install it (apt-get install -y socat) or use forwarder: node");
+    }
+    const useSocat = this.options.forwarder === "socat" || (this.options.forwarder !== "node" && host.socat !== null);
+    const forwarder = !socket ? null : useSocat ? socatForwarder(host.socat as string, port) : nodeForwarder(port);
+    const layout: KeeperLayout = {
+      hostEntries: host.hostEntries,
+      hide: [...host.hide, ...hiddenFor(spec)],
+      emptyFile: host.emptyFile,
+      passwdFile: host.passwdFile,
+      groupFile: host.groupFile,
+      workspaceHost: dirs.workspace,
+      homeHost: dirs.home,
+      tmpHost: dirs.tmp,
+      workspacePath: SANDBOX_WORKSPACE,
+      homePath: SANDBOX_HOME,
+      mounts: (spec.mounts ?? []).map((m) => ({ hostPath: m.hostPath, sandboxPath: m.sandboxPath, readOnly: m.readOnly !== false })),
+      proxySocketHost: socket,
+      forwarderNodeHost: forwarder && !useSocat ? process.execPath : undefined,
+      hostname: "sandbox",
+      network: socket ? "proxy-only" : "none",
+    };
+    const args = [...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
+    const keeper = await startKeeper(host.bwrap as string, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
+    return new LocalSandbox({
+      id: spec.id,
+      stateDir,
+      dirs,
+      keeper,
+      uid: this.uid,
+      gid: this.gid,
+      isolateCommands: this.options.isolateCommands !== false,
+      env: { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) },
+      proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
+    });
+  }
+}
+
+function hiddenFor(spec: SandboxSpec): { path: string; kind: "dir" | "file" }[] {
+  const out: { path: string; kind: "dir" | "file" }[] = [];
+  for (const p of spec.hidePaths ?? []) {
+    let info;
+    try {
+      info = lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (!info.isSymbolicLink()) out.push({ path: path.resolve(p), kind: info.isDirectory() ? "dir" : "file" });
+  }
+  return out;
+}

@@ -1,0 +1,104 @@
+/** One live local sandbox (see provider.ts): commands through nsenter, files through its host directories. */
+import type { ChildProcess } from "node:child_process";
+import { rm } from "node:fs/promises";
+import { hostDirsOf, type StateDirs } from "../base-provider.js";
+import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
+import type { OutputSink, RunningCommand } from "../command.js";
+import { hostTransport } from "../files/host-files.js";
+import type { FileTransport } from "../files/transport.js";
+import { startHostProcess } from "../host/process-runner.js";
+import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } from "../host/process-tree.js";
+import { buildEnterArgv } from "./keeper-args.js";
+import type { Keeper } from "./keeper.js";
+
+export interface LocalSandboxState {
+  id: string;
+  stateDir: string;
+  dirs: StateDirs;
+  keeper: Keeper;
+  uid: number;
+  gid: number;
+  isolateCommands: boolean;
+  env: Record<string, string>;
+  proxyUrl?: string;
+}
+
+/**
+ * Kills everything behind one nsenter. With its own pid namespace, the command's init is at depth
+ * 2 (nsenter → unshare → init): killing it makes the kernel kill the whole namespace. unshare is
+ * never killed before it has forked that init, since an init forked in that instant would miss
+ * its parent-death signal and survive. Without a pid namespace every descendant is killed.
+ */
+async function killEnterTree(child: ChildProcess, ownPidNamespace: boolean): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
+  const deadline = Date.now() + 5000;
+  for (let round = 0; !exited(); round++) {
+    const tree = listDescendants(pid);
+    const late = Date.now() > deadline;
+    const targets = ownPidNamespace && !late ? tree.filter((p) => p.depth >= 2) : tree;
+    for (const p of targets) signalQuietly(p.pid);
+    if (late && tree.length === 0) signalQuietly(pid);
+    if (late && Date.now() > deadline + 5000) return;
+    await sleep(round < 20 ? 2 : 20);
+  }
+}
+
+export class LocalSandbox extends BaseSandbox {
+  readonly provider = "local" as const;
+  /** The workspace on this host (for tests and diagnostics; readers go through the contract). */
+  readonly workspaceHostPath: string;
+  protected readonly files: FileTransport;
+  protected override execHint = "nsenter, unshare and setpriv (util-linux) must be installed";
+  private keeperExited = false;
+  private gone = false;
+
+  constructor(private readonly local: LocalSandboxState) {
+    super(local.id, local.env, local.proxyUrl);
+    this.workspaceHostPath = local.dirs.workspace;
+    this.files = hostTransport(hostDirsOf(local.dirs), { uid: local.uid, gid: local.gid });
+    local.keeper.process.on("exit", () => {
+      this.keeperExited = true;
+    });
+  }
+
+  /** Host pid of the sandbox's pid 1 (for tests and diagnostics). */
+  get hostPid(): number {
+    return this.local.keeper.childPid;
+  }
+
+  protected async probe(): Promise<boolean> {
+    return !this.keeperExited && isProcessAlive(this.local.keeper.childPid);
+  }
+
+  protected startCommand(request: CommandRequest, sink: OutputSink): RunningCommand {
+    const enter = buildEnterArgv({
+      targetPid: this.local.keeper.childPid,
+      uid: this.local.uid,
+      gid: this.local.gid,
+      cwd: request.cwd,
+      argv: request.argv,
+      ownPidNamespace: this.local.isolateCommands,
+    });
+    const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child, this.local.isolateCommands);
+    const host = startHostProcess(enter, { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
+    return {
+      done: host.done.then((end) => ("failure" in end ? { failure: `cannot enter the sandbox: ${end.failure}` } : end)),
+      kill: host.kill,
+      release: () => void host.kill(),
+    };
+  }
+
+  protected async stop(): Promise<void> {
+    // pid 1 of the sandbox: when it dies the kernel kills every process in the sandbox.
+    const { process: keeper, childPid } = this.local.keeper;
+    signalQuietly(childPid);
+    if (keeper.pid !== undefined) signalQuietly(keeper.pid);
+    this.gone = await waitForExit(childPid, 10_000);
+  }
+
+  protected override async removeState(): Promise<void> {
+    if (this.gone) await rm(this.local.stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The `podman` provider: plays the very Pod manifest the kubernetes provider creates
+ * (kubernetes/manifests.ts), adapted only where podman differs (manifest.ts), with
+ * `podman kube play --network none`. Commands run with `podman exec`; destroy stops and removes
+ * the pod. The image is built offline by scripts/build-image.sh.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import { BaseSandboxProvider, hostSetup, makeStateDirs, proxySocketFor } from "../base-provider.js";
+import { waitForListenerCommand } from "../container-command.js";
+import { findExecutable } from "../host/executables.js";
+import { buildSandboxPod, podName, type RolloutIdentity } from "../kubernetes/manifests.js";
+import { baseEnvironment, DEFAULT_PROXY_PORT, DEFAULT_SANDBOX_IMAGE, SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID } from "../layout.js";
+import type { SandboxSpec } from "../provider.js";
+import { messageOf, SandboxError } from "../sandbox-error.js";
+import { preparePodmanCli, runPodman, type PodmanCli } from "./cli.js";
+import { adaptPodForPodman, podmanContainerName } from "./manifest.js";
+import { PodmanSandbox } from "./sandbox.js";
+
+export interface PodmanProviderOptions {
+  rootDir?: string;
+  image?: string;
+  podmanPath?: string;
+  /** A containers.conf to use instead of the one written with the fixes this host needs. */
+  containersConf?: string;
+  /** Mount the host's node at /usr/local/bin/node (read-only). Default true. */
+  mountHostNode?: boolean;
+  /** "host": file access through the hostPath workspace (default); "exec": tar/base64 over exec, as on kubernetes. */
+  fileTransfer?: "host" | "exec";
+  readyTimeoutMs?: number;
+}
+
+export class PodmanSandboxProvider extends BaseSandboxProvider {
+  readonly type = "podman" as const;
+  readonly rootDir: string;
+  private readonly cli: (sandboxId: string) => Promise<PodmanCli>;
+
+  constructor(private readonly options: PodmanProviderOptions = {}) {
+    super();
+    this.rootDir = path.resolve(options.rootDir ?? path.join(os.tmpdir(), "reins-podman"));
+    this.cli = hostSetup(
+      async () => {
+        const binary = options.podmanPath ?? findExecutable("podman");
+        if (!binary) throw new Error("podman is not installed");
+        await mkdir(this.rootDir, { recursive: true });
+        return preparePodmanCli(binary, this.rootDir, options.containersConf);
+      },
+      messageOf,
+      "apt-get install -y podman runc catatonit; then scripts/build-image.sh",
+    );
+  }
+
+  protected async createSandbox(spec: SandboxSpec): Promise<PodmanSandbox> {
+    const cli = await this.cli(spec.id);
+    const socket = proxySocketFor(spec);
+    const stateDir = await mkdtemp(path.join(this.rootDir, "pod-"));
+    const identity: RolloutIdentity = { runId: spec.runId, rolloutId: spec.id, task: spec.task, harness: spec.harness };
+    const name = podName(identity);
+    const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
+    try {
+      const dirs = makeStateDirs(stateDir, SANDBOX_UID, SANDBOX_GID);
+      const env = { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) };
+      const pod = buildSandboxPod({
+        identity,
+        namespace: "default",
+        image: spec.image ?? this.options.image ?? DEFAULT_SANDBOX_IMAGE,
+        resources: spec.resources,
+        deadlineSeconds: spec.timeoutSeconds,
+        env,
+        labels: spec.labels,
+      });
+      const played = adaptPodForPodman(pod, {
+        workspaceHost: dirs.workspace,
+        homeHost: dirs.home,
+        tmpHost: dirs.tmp,
+        nodeHost: this.options.mountHostNode === false ? undefined : process.execPath,
+        proxy: socket ? { socketHost: socket, port } : undefined,
+        extraMounts: (spec.mounts ?? []).map((m) => ({ hostPath: m.hostPath, sandboxPath: m.sandboxPath, readOnly: m.readOnly !== false })),
+      });
+      const manifestPath = path.join(stateDir, "pod.yaml");
+      await writeFile(manifestPath, stringify(played));
+      const play = await runPodman(cli, ["kube", "play", "--network", "none", "--replace", manifestPath], this.options.readyTimeoutMs ?? 120_000);
+      if (play.code !== 0) {
+        throw new SandboxError("create-failed", spec.id, `podman kube play failed: ${play.stderr.trim() || play.stdout.trim()}`, "check the image (scripts/build-image.sh) and podman's setup");
+      }
+      const sandbox = new PodmanSandbox({
+        id: spec.id,
+        cli,
+        podName: name,
+        container: podmanContainerName(name),
+        stateDir,
+        dirs,
+        env,
+        manifest: played,
+        fileTransfer: this.options.fileTransfer ?? "host",
+        proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
+      });
+      if (socket) await this.awaitForwarder(sandbox, spec.id, port);
+      return sandbox;
+    } catch (error) {
+      await runPodman(cli, ["pod", "rm", "-f", name]).catch(() => undefined);
+      await rm(stateDir, { recursive: true, force: true }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async awaitForwarder(sandbox: PodmanSandbox, id: string, port: number): Promise<void> {
+    const ready = await sandbox.exec(waitForListenerCommand(port), { cwd: "/" }).catch(() => null);
+    if (ready?.exitCode === 0) return;
+    await sandbox.destroy();
+    throw new SandboxError("create-failed", id, `the proxy forwarder did not listen on 127.0.0.1:${port}`, "check that socat is in the image");
+  }
+}
