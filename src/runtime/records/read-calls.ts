@@ -9,11 +9,9 @@
  */
 import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
 import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
-import type { CallClass } from "../../compiler/contract/plan.js";
-import { DIALECTS } from "../../compiler/contract/plan.js";
+import { CALL_CLASSES, DIALECTS, type CallClass } from "../../compiler/contract/plan.js";
 import type { CallRecord, FinishReason } from "./call-record.js";
 
-export const CALL_CLASSES: readonly CallClass[] = ["main", "subagent", "compaction", "title", "auxiliary"];
 const FINISH_REASONS: readonly FinishReason[] = ["stop", "tool_calls", "length", "error", "aborted"];
 const MAX_TOKEN_ID = 2 ** 31 - 1;
 
