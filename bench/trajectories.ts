@@ -12,12 +12,14 @@ import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { CallRecord } from "../src/runtime/records/index.js";
-import { DEFAULT_ALGORITHM } from "../src/runtime/trajectories/algorithm-defaults.js";
+import { defaultAlgorithm } from "../src/compiler/index.js";
 import { parseCallRecords } from "../src/runtime/records/index.js";
 import type { RolloutAnalysis } from "../src/runtime/trajectories/rollout.js";
 import { analyzeRollouts } from "../src/runtime/trajectories/rollout.js";
 import { packTree, unpackPaths } from "../src/runtime/trajectories/samples.js";
 import { benchRollout, seededRng } from "../test/trajectories/synthetic.js";
+
+const DEFAULT_ALGORITHM = defaultAlgorithm();
 
 interface Row {
   label: string;

@@ -12,7 +12,7 @@ import { join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { loadAndResolve } from "../src/compiler/index.js";
 import type { ResolvedCheck } from "../src/compiler/contract/plan.js";
-import { normalizeCheck } from "../src/compiler/schema/checks.js";
+import { normalizeCheck } from "../src/compiler/resolve/verifier.js";
 import { CheckContext } from "../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../src/runtime/verifiers/directory-reader.js";
 import { writeResolvedFiles } from "../src/runtime/verifiers/hidden.js";

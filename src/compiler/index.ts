@@ -1,31 +1,34 @@
 /**
- * The compiler's public API: load → validate → resolve → plan. Every function returns
- * `{value, diagnostics}`; nothing here prints, reads argv, or touches the runtime.
+ * The compiler's public API: load → validate → resolve → plan, plus the single-document readers
+ * (an Algorithm file, a proxy's Model file). Every function returns `{value, diagnostics}`; nothing
+ * here prints, reads argv, or touches the runtime. Every function takes `{cwd, env}`: relative
+ * paths are resolved from the caller's cwd (recorded as Plan.root) and host paths in the plan come
+ * out absolute, resolved once here; when a caller gives none, the process's cwd and environment.
+ * The runtime imports only this file and src/compiler/contract/.
  */
 import { hasErrors, sortDiagnostics, makeDiagnostic, type Diagnostic, type Result } from "./contract/diagnostics.js";
-import { loadSpecs, type LoadOptions, type LoadedSpecs } from "./load.js";
-import { resolveWorld, type World } from "./resolve/world.js";
+import type { LoadOptions } from "./load.js";
+import { loadAndResolve, settle, type Loaded } from "./load-world.js";
 import { buildPlan } from "./plan/build.js";
 import type { Plan, ResolvedTask } from "./contract/plan.js";
 import { positionAt } from "./source/yaml.js";
 
-export type { Diagnostic, Result } from "./contract/diagnostics.js";
-export type { Plan } from "./contract/plan.js";
+export type { Diagnostic, Result, SourcePosition, Severity } from "./contract/diagnostics.js";
+export { hasErrors, sortDiagnostics } from "./contract/diagnostics.js";
+export type * from "./contract/plan.js";
+export { CALL_CLASSES, DIALECTS, DEFAULT_BAD_STEP_POLICY } from "./contract/plan.js";
+export { CODES, type DiagnosticCode } from "./contract/codes.js";
+export { ReinsError, isReinsError, type Problem } from "./contract/problem.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
+export { hashPlan } from "./plan/build.js";
 export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
+export { NAME_PATTERN } from "./schema/common.js";
 export { canonicalJson, digestOf } from "./contract/hash.js";
-
-export interface Loaded {
-  loaded: LoadedSpecs;
-  world: World;
-}
-
-/** Load and resolve everything under `paths`; all problems are reported, none thrown. */
-export function loadAndResolve(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {
-  const loaded = loadSpecs(paths, opts);
-  const world = resolveWorld(loaded.value.documents, loaded.value.builtins);
-  return { value: { loaded: loaded.value, world: world.value }, diagnostics: sortDiagnostics([...loaded.diagnostics, ...world.diagnostics]) };
-}
+export { loadAlgorithm, defaultAlgorithm } from "./algorithm-file.js";
+export { loadProxyConfig, type ProxyConfig } from "./proxy-config.js";
+export { normalizeCheck } from "./resolve/verifier.js";
+export { loadAndResolve, type Loaded } from "./load-world.js";
+export type { LoadOptions } from "./load.js";
 
 export interface CompileOptions extends LoadOptions {
   /** Name of the Experiment/Evaluation to plan when several are given. */
@@ -34,16 +37,18 @@ export interface CompileOptions extends LoadOptions {
 
 /** Validate: load, resolve, and plan every Experiment/Evaluation found (to surface their problems). */
 export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {
-  const r = loadAndResolve(paths, opts);
+  const settled = settle(opts);
+  const r = loadAndResolve(paths, settled);
   const diagnostics = [...r.diagnostics];
   for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
-    diagnostics.push(...buildPlan(r.value.world, target).diagnostics);
+    diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd }).diagnostics);
   }
   return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
 
 export function compilePlan(paths: readonly string[], opts: CompileOptions = {}): Result<Plan | undefined> {
-  const r = loadAndResolve(paths, opts);
+  const settled = settle(opts);
+  const r = loadAndResolve(paths, settled);
   const diagnostics: Diagnostic[] = [...r.diagnostics];
   const targets = [...r.value.world.experiments, ...r.value.world.evaluations];
   const chosen = opts.target ? targets.filter((t) => t.name === opts.target) : targets;
@@ -67,16 +72,16 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }
   if (hasErrors(diagnostics)) {
-    diagnostics.push(...buildPlan(r.value.world, chosen[0]!).diagnostics);
+    diagnostics.push(...buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd }).diagnostics);
     return { value: undefined, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
   }
-  const plan = buildPlan(r.value.world, chosen[0]!, r.value.loaded.sources);
+  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, sources: r.value.loaded.sources });
   diagnostics.push(...plan.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
 
 /** The expanded documents (families rendered into Tasks), as plain objects for YAML output. */
-export function renderTasks(world: World): Record<string, unknown>[] {
+export function renderTasks(world: Loaded["world"]): Record<string, unknown>[] {
   return [...world.tasks.values()].map(({ value }) => taskDocument(value));
 }
 

@@ -7,14 +7,16 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Diagnostic, Result } from "./contract/diagnostics.js";
 import { sha256 } from "./contract/hash.js";
-import { listSpecFiles, readSpecFile, displayPath } from "./source/files.js";
+import { listSpecFiles, readSpecFile } from "./source/files.js";
 import { parseSource, positionAt } from "./source/yaml.js";
 import { validateDocument, type TypedDocument } from "./schema/validate.js";
 
 export const BUILTIN_SPECS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../specs");
 
 export interface LoadOptions {
+  /** Directory relative paths are resolved from and shown relative to; recorded as Plan.root. Default: the process's cwd. */
   cwd?: string;
+  /** Environment for `${VAR}` interpolation. Default: the process's environment. */
   env?: NodeJS.ProcessEnv;
   /** Load the shipped library (specs/) as fallbacks for references. Default true. */
   builtins?: boolean;
@@ -26,9 +28,8 @@ export interface LoadedSpecs {
   sources: { file: string; digest: string }[];
 }
 
-export function loadSpecs(paths: readonly string[], opts: LoadOptions = {}): Result<LoadedSpecs> {
-  const cwd = opts.cwd ?? process.cwd();
-  const env = opts.env ?? process.env;
+export function loadSpecs(paths: readonly string[], opts: LoadOptions & { cwd: string; env: NodeJS.ProcessEnv }): Result<LoadedSpecs> {
+  const { cwd, env } = opts;
   const diagnostics: Diagnostic[] = [];
   const listed = listSpecFiles(paths, cwd);
   diagnostics.push(...listed.diagnostics);
@@ -82,8 +83,11 @@ function pick(p: { file: string; line: number; column: number }) {
 
 let builtinCache: TypedDocument[] | undefined;
 
-/** The shipped library; problems there are reins bugs, caught by its own tests. */
-export function loadBuiltins(env: NodeJS.ProcessEnv = process.env): TypedDocument[] {
+/**
+ * The shipped library; problems there are reins bugs, caught by its own tests. Its files are shown
+ * by absolute path, whatever the caller's cwd.
+ */
+export function loadBuiltins(env: NodeJS.ProcessEnv): TypedDocument[] {
   if (builtinCache) return builtinCache;
   const out: TypedDocument[] = [];
   if (!existsSync(BUILTIN_SPECS_DIR)) return (builtinCache = out);
@@ -91,7 +95,7 @@ export function loadBuiltins(env: NodeJS.ProcessEnv = process.env): TypedDocumen
   for (const f of listed.value) {
     const read = readSpecFile(resolve(BUILTIN_SPECS_DIR, f), BUILTIN_SPECS_DIR);
     if (!read.value) continue;
-    read.value.file = displayPath(read.value.absPath);
+    read.value.file = read.value.absPath;
     for (const src of parseSource(read.value, env).value) {
       const typed = validateDocument(src);
       if (typed.value) out.push(typed.value);

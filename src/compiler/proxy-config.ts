@@ -5,16 +5,18 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Diagnostic, hasErrors, makeDiagnostic, type Result } from "./contract/diagnostics.js";
-import { loadAndResolve } from "./index.js";
 import type { ResolvedModel } from "./contract/plan.js";
+import type { LoadOptions } from "./load.js";
+import { loadAndResolve, settle } from "./load-world.js";
 
 export interface ProxyConfig {
   model: ResolvedModel;
   key: string;
 }
 
-export async function loadProxyConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<Result<ProxyConfig | undefined>> {
-  const loaded = loadAndResolve([path], { builtins: false, env });
+export async function loadProxyConfig(path: string, opts: Omit<LoadOptions, "builtins"> = {}): Promise<Result<ProxyConfig | undefined>> {
+  const { cwd, env } = settle(opts);
+  const loaded = loadAndResolve([path], { cwd, env, builtins: false });
   const diagnostics: Diagnostic[] = [...loaded.diagnostics];
   if (hasErrors(diagnostics)) return { value: undefined, diagnostics };
   const models = [...loaded.value.world.models.values()];

@@ -50,7 +50,7 @@ describe("reins CLI", () => {
       expect(r.stderr, f).not.toMatch(/\n\s+at .+:\d+:\d+\)?\n/);
       expect(r.stderr, f).not.toContain("internal error");
     }
-  }, 120_000);
+  }, 300_000);
 
   it("missing files and directories are diagnostics too", () => {
     const r = reins(["validate", "no/such/file.yaml", "--json"]);

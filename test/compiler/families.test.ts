@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAndResolve } from "../../src/compiler/index.js";
-import { expandMatrix } from "../../src/compiler/resolve/matrix.js";
+import { expandMatrix, unknownMatrixKeys } from "../../src/compiler/resolve/matrix.js";
 
 function family(spec: string, name = "fam"): string {
   const dir = mkdtempSync(join(tmpdir(), "reins-fam-"));
@@ -41,6 +41,55 @@ describe("matrix expansion (GitHub Actions semantics)", () => {
       { fruit: "banana" },
       { fruit: "banana", animal: "cat" },
     ]);
+  });
+});
+
+describe("matrix include/exclude keys", () => {
+  it("exclude names axes only; include may add declared parameters to the cells it matches", () => {
+    const matrix = { who: ["ada", "bob"], exclude: [{ who: "bob" }, { tone: "warm" }], include: [{ who: "ada", tone: "warm" }, { whom: "cy" }] };
+    expect(unknownMatrixKeys(matrix, ["tone"]).map((p) => [p.list, p.index, p.key])).toEqual([
+      ["exclude", 1, "tone"],
+      ["include", 1, "whom"],
+    ]);
+    expect(unknownMatrixKeys(matrix, []).map((p) => [p.list, p.index, p.key])).toEqual([
+      ["exclude", 1, "tone"],
+      ["include", 0, "tone"],
+      ["include", 1, "whom"],
+    ]);
+  });
+
+  it("a typo is an error with a did-you-mean, and no task is rendered from the family", () => {
+    const file = family(`  parameters:
+    - {name: who}
+    - {name: tone, default: plain}
+  matrix:
+    who: [ada, bob]
+    include:
+      - {who: ada, tnoe: warm}
+  template:
+    instruction: "{{tone}} {{who}}"
+    verifier: {checks: [{fileExists: f.txt}]}
+`);
+    const { tasks, diagnostics } = tasksOf(file);
+    expect(tasks).toEqual([]);
+    expect(diagnostics.map((d) => [d.code, d.line, d.column])).toEqual([["UnknownMatrixKey", 11, 20]]);
+    expect(diagnostics[0]!.message).toContain('Did you mean "tone"?');
+    const fixed = tasksOf(family(`  parameters:\n    - {name: who}\n    - {name: tone, default: plain}\n  matrix:\n    who: [ada, bob]\n    include:\n      - {who: ada, tone: warm}\n  template:\n    instruction: "{{tone}} {{who}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`));
+    expect(fixed.tasks.map((t) => t.instruction).sort()).toEqual(["plain bob", "warm ada"]);
+  });
+
+  it("an exclude entry that matches no cell is a warning", () => {
+    const { tasks, diagnostics } = tasksOf(family(`  matrix:
+    who: [ada, bob]
+    exclude:
+      - {who: cy}
+  template:
+    instruction: "{{who}}"
+    verifier: {checks: [{fileExists: f.txt}]}
+`));
+    expect(tasks.length).toBe(2);
+    expect(diagnostics.map((d) => [d.code, d.severity, d.line])).toEqual([["MatrixEntryUnused", "warning", 8]]);
+    expect(expandMatrix({ who: ["ada", "bob"], exclude: [{ who: "ada" }, { who: "cy" }] }).unusedExcludes).toEqual([1]);
   });
 });
 

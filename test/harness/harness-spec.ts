@@ -25,8 +25,9 @@ export function proxyExampleFile(name: string): string {
 }
 
 export function loadHarnessSpec(name: string): ResolvedHarness {
-  const doc = HarnessDocument.parse(parse(readFileSync(harnessSpecFile(name), "utf8")));
-  return resolveHarness(doc.metadata.name, doc.spec);
+  const file = harnessSpecFile(name);
+  const doc = HarnessDocument.parse(parse(readFileSync(file, "utf8")));
+  return resolveHarness(doc.metadata.name, doc.spec, file);
 }
 
 export function loadProxyExample(name: string): ResolvedModel {

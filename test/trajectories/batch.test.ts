@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
 import type { CallRecord } from "../../src/runtime/records/index.js";
-import { DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/algorithm-defaults.js";
+import { defaultAlgorithm } from "../../src/compiler/index.js";
 import type { RewardTable } from "../../src/runtime/trajectories/batch-builder.js";
 import { buildReport, buildTrainingBatch } from "../../src/runtime/trajectories/batch-builder.js";
 import { batchToJsonl } from "../../src/runtime/trajectories/binary.js";
@@ -13,6 +13,8 @@ import { readBatchDirectory, writeBatchDirectory } from "../../src/runtime/traje
 import { analyzeRollouts } from "../../src/runtime/trajectories/rollout.js";
 import { buildSftSamples } from "../../src/runtime/trajectories/sft.js";
 import { appendOnlyChain, DEFAULT_SHAPE, RolloutBuilder, seededRng, trailingContextChain } from "./synthetic.js";
+
+const DEFAULT_ALGORITHM = defaultAlgorithm();
 
 const dirs: string[] = [];
 afterAll(async () => {

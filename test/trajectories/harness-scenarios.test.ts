@@ -6,11 +6,13 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
-import { DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/algorithm-defaults.js";
+import { defaultAlgorithm } from "../../src/compiler/index.js";
 import type { RolloutAnalysis } from "../../src/runtime/trajectories/rollout.js";
 import { analyzeRollout } from "../../src/runtime/trajectories/rollout.js";
 import { packTree, unpackPaths } from "../../src/runtime/trajectories/samples.js";
 import { appendOnlyChain, DEFAULT_SHAPE, RolloutBuilder, seededRng, trailingContextChain } from "./synthetic.js";
+
+const DEFAULT_ALGORITHM = defaultAlgorithm();
 
 const FILTERS = DEFAULT_ALGORITHM.filters;
 

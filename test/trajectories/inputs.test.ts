@@ -1,9 +1,5 @@
-/** Input files: call records, rewards and the Algorithm YAML; mistakes become located diagnostics. */
-import { readFileSync } from "node:fs";
+/** Input files: call records and rewards; mistakes become located diagnostics. (The Algorithm file: test/compiler/algorithm-file.test.ts.) */
 import { describe, expect, it } from "vitest";
-import { parse } from "yaml";
-import { resolveAlgorithm } from "../../src/compiler/resolve/defaults.js";
-import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../src/runtime/trajectories/algorithm-defaults.js";
 import { parseCallRecords } from "../../src/runtime/records/index.js";
 import { parseRewards } from "../../src/runtime/trajectories/rewards.js";
 import { RolloutBuilder, seededRng } from "./synthetic.js";
@@ -78,58 +74,5 @@ describe("parseRewards", () => {
     ]);
     expect(parseRewards('{"r1": {', "rw.json").diagnostics[0].code).toBe("RewardsNotJson");
     expect(parseRewards("[1]", "rw.json").diagnostics[0].code).toBe("RewardsNotObject");
-  });
-});
-
-describe("parseAlgorithmYaml", () => {
-  it("fills defaults around what the spec sets", () => {
-    const yaml = [
-      "apiVersion: reins/v1alpha1",
-      "kind: Harness",
-      "metadata: {name: x}",
-      "---",
-      "apiVersion: reins/v1alpha1",
-      "kind: Algorithm",
-      "metadata: {name: grpo}",
-      "spec:",
-      "  type: RLOO",
-      "  advantage: {dropZeroVariance: true}",
-      "  correction: {type: MIS, level: geometric}",
-      "  filters:",
-      "    dropClasses: [subagent]",
-      "    maxBranches: 8",
-    ].join("\n");
-    const r = parseAlgorithmYaml(yaml, "algo.yaml");
-    expect(r.diagnostics).toEqual([]);
-    expect(r.value).toEqual({
-      ...DEFAULT_ALGORITHM,
-      type: "RLOO",
-      advantage: { ...DEFAULT_ALGORITHM.advantage, dropZeroVariance: true },
-      correction: { type: "MIS", level: "geometric", low: 0.5, high: 2 },
-      filters: { dropDeadLeaves: true, dropClasses: ["subagent"], maxBranches: 8 },
-    });
-  });
-
-  it("reports unknown fields with a suggestion and wrong values with their line", () => {
-    const yaml = ["kind: Algorithm", "spec:", "  filters:", "    dropDeadLeaf: false", "    maxBranches: -1", "  correction: {type: TIS, cap: 0}"].join("\n");
-    const r = parseAlgorithmYaml(yaml, "algo.yaml");
-    expect(codes(r)).toEqual([
-      ["AlgorithmUnknownField", 4],
-      ["AlgorithmInvalidField", 5],
-      ["AlgorithmInvalidField", 6],
-    ]);
-    expect(r.diagnostics[0].hint).toContain("dropDeadLeaves");
-    expect(parseAlgorithmYaml("kind: Task\n", "a.yaml").diagnostics[0].code).toBe("AlgorithmNotFound");
-    expect(parseAlgorithmYaml("kind: [\n", "a.yaml").diagnostics[0].code).toBe("AlgorithmYamlSyntax");
-  });
-
-  it("reads the shipped Algorithm specs exactly as the compiler resolves them", () => {
-    for (const name of ["grpo", "ppo"]) {
-      const file = `specs/algorithms/${name}.yaml`;
-      const text = readFileSync(file, "utf8");
-      const r = parseAlgorithmYaml(text, file);
-      expect(r.diagnostics).toEqual([]);
-      expect(r.value).toEqual(resolveAlgorithm(parse(text).spec));
-    }
   });
 });

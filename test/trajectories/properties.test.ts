@@ -3,7 +3,7 @@
  * brute-force reference on random call sets (seeded, tiny vocabulary so prefixes collide often).
  */
 import { describe, expect, it } from "vitest";
-import type { CallClass } from "../../src/compiler/contract/plan.js";
+import { CALL_CLASSES, type CallClass } from "../../src/compiler/contract/plan.js";
 import { computeGroupAdvantages } from "../../src/runtime/trajectories/advantages.js";
 import { analyzeRollout } from "../../src/runtime/trajectories/rollout.js";
 import { packTree, unpackPaths } from "../../src/runtime/trajectories/samples.js";
@@ -12,7 +12,7 @@ import { key, referenceGroupAdvantage, referenceRollout } from "./reference.js";
 import { pick, randInt, randomCallSet, seededRng } from "./synthetic.js";
 
 const CASES = 300;
-const ALL_CLASSES: CallClass[] = ["main", "subagent", "compaction", "title", "auxiliary"];
+const ALL_CLASSES: CallClass[] = [...CALL_CLASSES];
 
 function randomFilters(rng: () => number) {
   return {

@@ -8,11 +8,12 @@
 import { describe, expect, it } from "vitest";
 import type { ResolvedHarness, ScriptedTurn } from "../../src/compiler/contract/plan.js";
 import type { CallRecord } from "../../src/runtime/records/index.js";
-import { analyzeRollout, DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/index.js";
+import { defaultAlgorithm } from "../../src/compiler/index.js";
+import { analyzeRollout } from "../../src/runtime/trajectories/index.js";
 import { runScenario, scriptedModel, skipHarness, writeRecords, OUTPUT_DIR } from "../harness/scenario.js";
 import path from "node:path";
 
-const filters = DEFAULT_ALGORITHM.filters;
+const filters = defaultAlgorithm().filters;
 
 function analyze(records: CallRecord[]) {
   return analyzeRollout(records[0]!.rolloutId, records, filters);

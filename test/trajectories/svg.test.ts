@@ -1,9 +1,11 @@
 /** The SVG renderer draws one box per node, colored by kind, and escapes text. */
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ALGORITHM } from "../../src/runtime/trajectories/algorithm-defaults.js";
+import { defaultAlgorithm } from "../../src/compiler/index.js";
 import { analyzeRollout } from "../../src/runtime/trajectories/rollout.js";
 import { renderTreeSvg } from "../../src/runtime/trajectories/svg.js";
 import { appendOnlyChain, DEFAULT_SHAPE, RolloutBuilder, seededRng } from "./synthetic.js";
+
+const DEFAULT_ALGORITHM = defaultAlgorithm();
 
 describe("renderTreeSvg", () => {
   it("draws every node once: green kept generated, grey kept context, red dashed dropped", () => {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll } from "vitest";
 import type { ResolvedCheck, ResolvedVerifier } from "../../src/compiler/contract/plan.js";
-import { normalizeCheck } from "../../src/compiler/schema/checks.js";
+import { normalizeCheck } from "../../src/compiler/resolve/verifier.js";
 import { CheckContext } from "../../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { runChecks, type CheckResult } from "../../src/runtime/verifiers/run-checks.js";

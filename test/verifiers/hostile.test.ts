@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { symlink, truncate, writeFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { normalizeCheck } from "../../src/compiler/schema/checks.js";
+import { normalizeCheck } from "../../src/compiler/resolve/verifier.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { mayBacktrackBadly } from "../../src/runtime/verifiers/safe-regex.js";
 import { gatherRubricFiles, DEFAULT_RUBRIC_LIMITS } from "../../src/runtime/verifiers/rubric.js";

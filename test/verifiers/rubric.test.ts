@@ -7,7 +7,7 @@ import { createEngineJudge, judgeFromFunction } from "../../src/runtime/verifier
 import { buildJudgePrompt } from "../../src/runtime/verifiers/rubric-prompt.js";
 import { parseJudgeScores } from "../../src/runtime/verifiers/rubric-parse.js";
 import { runVerifier } from "../../src/runtime/verifiers/verify.js";
-import { normalizeCheck } from "../../src/compiler/schema/checks.js";
+import { normalizeCheck } from "../../src/compiler/resolve/verifier.js";
 import { makeWorkspace, verifier } from "./fixture.js";
 
 const ids = ["clarity", "totals"];

@@ -1,18 +1,11 @@
-/** The verifier spec (src/compiler/schema/checks.ts) and its agreement with the runtime's checks. */
+/** The verifier spec (src/compiler/schema/checks.ts, verifier.ts) and its agreement with the runtime's checks. */
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  CHECK_SHORTHAND,
-  CHECK_TYPES,
-  CheckSpecSchema,
-  checkSchemas,
-  normalizeCheck,
-  resolveVerifierSpec,
-  validateCheck,
-  validateVerifier,
-  VerifierSpecSchema,
-} from "../../src/compiler/schema/checks.js";
+import { CHECK_SHORTHAND, CHECK_TYPES, CheckSpecSchema, checkSchemas } from "../../src/compiler/schema/checks.js";
+import { VerifierSpecSchema } from "../../src/compiler/schema/verifier.js";
+import { normalizeCheck, resolveVerifierSpec } from "../../src/compiler/resolve/verifier.js";
+import { validateCheck, validateVerifier } from "../../src/compiler/resolve/verifier-problems.js";
 import { CHECKS } from "../../src/runtime/verifiers/checks/registry.js";
 
 describe("VerifierSpecSchema", () => {

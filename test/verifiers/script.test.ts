@@ -3,7 +3,7 @@ import { chmod, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ResolvedFile } from "../../src/compiler/contract/plan.js";
-import { normalizeCheck } from "../../src/compiler/schema/checks.js";
+import { normalizeCheck } from "../../src/compiler/resolve/verifier.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { parseScriptOutput } from "../../src/runtime/verifiers/script.js";
 import { runVerifier } from "../../src/runtime/verifiers/verify.js";

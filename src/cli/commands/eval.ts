@@ -34,7 +34,7 @@ export function register(program: Command): void {
       const ac = interruptible();
       const progress = new Progress(!opts.json && !opts.quiet);
       const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
-      const judge = plan.model ? await createJudge(plan.model, plan.root) : undefined;
+      const judge = plan.model ? await createJudge(plan.model) : undefined;
       const executor = await createExecutor({
         plan,
         store,

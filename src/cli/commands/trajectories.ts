@@ -8,7 +8,7 @@ import pc from "picocolors";
 import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
 import { hasErrors, sortDiagnostics } from "../../compiler/contract/diagnostics.js";
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../runtime/trajectories/algorithm-defaults.js";
+import { defaultAlgorithm, loadAlgorithm } from "../../compiler/index.js";
 import type { BatchReport, RewardTable } from "../../runtime/trajectories/batch-builder.js";
 import { buildReport, buildTrainingBatch } from "../../runtime/trajectories/batch-builder.js";
 import { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "../../runtime/trajectories/io.js";
@@ -43,7 +43,7 @@ export function register(program: Command): void {
     .description("Build prefix trees from a call record file; print leaves, dropped branches, token counts and advantages per rollout")
     .argument("<calls>", "call record file (JSON lines, as the proxy writes it)")
     .option("--rewards <file>", 'JSON {"<rolloutId>": {"reward", "task", "harness"}}; enables advantages')
-    .option("--algorithm <file>", "YAML with a `kind: Algorithm` document (filters, advantage, correction)")
+    .option("--algorithm <file>", "YAML with one `kind: Algorithm` document (filters, advantage, correction; default: GRPO with the compiler's defaults)")
     .option("--json", "print JSON on stdout")
     .option("--svg <out.svg>", "draw the prefix tree of --rollout as SVG")
     .option("--rollout <id>", "rollout to draw with --svg")
@@ -84,15 +84,11 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   if (!Number.isFinite(minReward)) return usage(io, `--min-reward must be a number, got ${opts.minReward}`);
 
   const diagnostics: Diagnostic[] = [];
-  let algorithm: ResolvedAlgorithm = DEFAULT_ALGORITHM;
+  let algorithm: ResolvedAlgorithm = defaultAlgorithm();
   if (opts.algorithm) {
-    const text = await readTextFile(opts.algorithm);
-    diagnostics.push(...text.diagnostics);
-    if (text.value !== undefined) {
-      const parsed = parseAlgorithmYaml(text.value, opts.algorithm);
-      diagnostics.push(...parsed.diagnostics);
-      algorithm = parsed.value;
-    }
+    const loaded = loadAlgorithm(opts.algorithm, { cwd: process.cwd() });
+    diagnostics.push(...loaded.diagnostics);
+    if (loaded.value) algorithm = loaded.value;
   }
   let rewards: RewardTable | undefined;
   if (opts.rewards) {

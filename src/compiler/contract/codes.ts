@@ -15,6 +15,8 @@ export const CODES = {
   TooDeep: "The document nests too deeply. Flatten the structure.",
   EmptyDocument: "Remove the empty document or give it content.",
   UndefinedVariable: "Set the environment variable, or give a default with ${VAR:-default}.",
+  SecretOutsideHarnessEnv:
+    "Use secrets in a Harness's env or homeFiles (kept as references, read from the environment when the harness starts) or name them with an engine's apiKeyEnv. Not a secret? Rename the variable. A literal? Write $${...}.",
   // schema
   MissingApiVersion: "Add `apiVersion: reins/v1alpha1` to the document.",
   UnsupportedApiVersion: "Use `apiVersion: reins/v1alpha1`.",
@@ -25,6 +27,8 @@ export const CODES = {
   InvalidValue: "Use one of the allowed values.",
   MissingField: "Add the required field.",
   InvalidName: "Names are lowercase letters, digits and '-', starting with a letter or digit (at most 63 characters).",
+  NotSupportedYet: "Remove the field: reins does not support it yet, and it would otherwise be silently ignored.",
+  FieldHasNoEffect: "Remove the field: nothing reads it.",
   // resolve
   DuplicateName: "Rename one of them: names are unique per kind.",
   UnknownReference: "Define a document with that kind and name, or fix the name.",
@@ -37,11 +41,16 @@ export const CODES = {
   TemplateRender: "Fix the template or the parameter values.",
   MatrixEmpty: "The matrix expands to no cells: check `exclude`, or add axes/`include` entries.",
   MatrixTooLarge: "Reduce the matrix or the generate count.",
+  UnknownMatrixKey: "`exclude` entries name matrix axes; `include` entries name axes or declared parameters. Fix the name, or declare the parameter.",
+  MatrixEntryUnused: "The entry matches no cell, so it changes nothing: check its values against the axes.",
   InvalidParameter: "Give the parameter a value of its declared type.",
   MissingParameter: "Give the parameter a value in the matrix, `include`, `generate`, or a default.",
   InvalidCheck: "Fix the check.",
+  InvalidVerifier: "Give the verifier at least one part (checks, script or rubric) and weigh only the parts it has.",
   NoPlanTarget: "Add an Experiment or Evaluation document.",
   AmbiguousPlanTarget: "Choose one with --target NAME.",
+  AlgorithmNotFound: "Give a file with one `kind: Algorithm` document (apiVersion: reins/v1alpha1, a name and a spec with at least `type`).",
+  AlgorithmAmbiguous: "Keep one Algorithm document in the file.",
   // semantic
   GroupSizeTooSmall: "GRPO normalizes rewards within a group; use groupSize 2 or more.",
   UnsupportedDialect: "Use one of the dialects the proxy speaks: anthropic-messages, openai-chat, openai-responses.",
@@ -75,6 +84,8 @@ export const CODES = {
   RolloutRecordInvalidField: "Fix the field's value; results the run store wrote are only wrong when the file was edited or cut.",
   // verification runtime
   WorkspaceTooLarge: "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB); have the task keep its outputs small.",
+  // harness launch (runtime)
+  HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

@@ -1,13 +1,35 @@
 /**
  * The plan and the Resolved* types: what the planner produces and the runtime consumes.
- * The runtime imports only this file (and diagnostics) from the compiler.
- * Users write *Spec types (src/compiler/schema); the compiler turns them into these.
+ * The runtime imports only the compiler's front door and this folder.
+ * Users write *Spec types (src/compiler/schema); the compiler turns them into these. Where a
+ * resolved type mirrors a schema (enums, scripted turns, call-class rules, defaults filled in),
+ * it is derived from the zod schema through type-only imports, so the two cannot drift and this
+ * file still loads nothing at run time.
+ *
+ * Paths: every host path in a plan (model tokenizer and onnx files, harness mounts) is absolute,
+ * resolved once by the compiler against the spec file that names it (relative paths in specs are
+ * relative to their file; the files named on the command line are relative to the caller's cwd,
+ * recorded as `Plan.root`). The plan hash sees these paths relative to `Plan.root`, so it is the
+ * same on every machine and in every checkout (see `portablePlan` in src/compiler/plan/paths.ts).
  */
+import type { z } from "zod";
+import type { AlgorithmSpecSchema } from "../schema/algorithm.js";
+import type { BadStepPolicy as BadStepPolicySchema } from "../schema/experiment.js";
+import type { CallClassRuleSchema, HarnessSpecSchema } from "../schema/harness.js";
+import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
+import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
+import type { CombineSpecSchema } from "../schema/verifier.js";
+import type { CallClass, Dialect } from "./vocabulary.js";
 
-export type Dialect = "anthropic-messages" | "openai-chat" | "openai-responses";
-export const DIALECTS: readonly Dialect[] = ["anthropic-messages", "openai-chat", "openai-responses"];
+export { CALL_CLASSES, DIALECTS, type CallClass, type Dialect } from "./vocabulary.js";
 
-export type CallClass = "main" | "subagent" | "compaction" | "title" | "auxiliary";
+/** `T` with every optional field required (defaults filled in) and `undefined` removed. */
+type Filled<T> = { [K in keyof T]-?: Exclude<T[K], undefined> };
+type AlgorithmSpec = z.output<typeof AlgorithmSpecSchema>;
+type ModelSpec = z.output<typeof ModelSpecSchema>;
+type SandboxSpec = z.output<typeof SandboxSpecSchema>;
+type TrainerSpec = z.output<typeof TrainerSpecSchema>;
+type EngineOf<T extends string> = Extract<z.output<typeof EngineSpec>, { type: T }>;
 
 /** A workspace file after resolution. `content` is UTF-8 text unless `encoding: base64`. */
 export interface ResolvedFile {
@@ -29,7 +51,7 @@ export interface ResolvedVerifier {
   checks: ResolvedCheck[];
   script?: { command: string[]; timeoutSeconds: number };
   rubric?: { judge?: string; items: { id: string; criterion: string; weight: number }[]; files: string[] };
-  combine: { mode: "weighted" | "all" | "min" | "any"; weights: Record<string, number> };
+  combine: { mode: z.output<typeof CombineSpecSchema>["mode"]; weights: Record<string, number> };
   /** Reward at or above which an attempt counts as passed (pass@k). */
   passThreshold: number;
 }
@@ -53,85 +75,74 @@ export interface ResolvedTask {
   digest: string;
 }
 
-export interface ResolvedCallClassRule {
-  class: CallClass;
-  /** All present conditions must hold. */
-  match: {
-    noTools?: boolean;
-    systemPromptIncludes?: string;
-    modelIncludes?: string;
-    headerEquals?: { name: string; value: string };
-  };
-}
+/** A rule classifying calls: all present `match` conditions must hold. */
+export type ResolvedCallClassRule = z.output<typeof CallClassRuleSchema> & { class: CallClass };
 
 export interface ResolvedHarness {
   name: string;
   /** Absent for plain command harnesses that never call the model. */
   dialect?: Dialect;
-  install?: { npm?: string; node?: string; image?: string; bin?: string };
+  install?: z.output<typeof HarnessSpecSchema>["install"];
   /** argv, Handlebars templates over {instruction, workspace, model, baseUrl, apiKey}. */
   command: string[];
-  /** Env vars; values are Handlebars templates over {baseUrl, apiKey, model, workspace, home}. */
+  /**
+   * Env vars; values are Handlebars templates over {baseUrl, apiKey, model, workspace, home}.
+   * `${VAR}` / `${VAR:-default}` references are kept as written (never substituted by the
+   * compiler, so secrets never reach plan.json) and resolved from reins's own environment when the
+   * harness is launched; `$${...}` stands for a literal `${...}`.
+   */
   env: Record<string, string>;
-  /** Files written into the harness's HOME before launch (config files), templated like env. */
+  /** Files written into the harness's HOME before launch (config files), templated like env, references included. */
   homeFiles: { path: string; content: string }[];
   /** Env/config that stops the harness's other traffic (telemetry, updates). Merged into env. */
   optOuts: Record<string, string>;
   /** Model name the harness is told to use. */
   model: string;
   callClasses: ResolvedCallClassRule[];
-  mcpServers: { name: string; command: string[] }[];
   /** Extra seconds a harness needs to start (documented startup cost). */
   startupSeconds: number;
-  /** Read-only host paths shown in the sandbox; hostPath relative to Plan.root. */
+  /** Read-only host paths shown in the sandbox; hostPath absolute. */
   mounts: { hostPath: string; sandboxPath: string }[];
 }
 
 export interface ResolvedModel {
   name: string;
-  /** File paths (tokenizer, onnx model) are relative to Plan.root (or the cwd outside a plan). */
-  tokenizer: { type: "qwen3" } | { type: "file"; path: string };
+  /** File paths (tokenizer, onnx model) are absolute. */
+  tokenizer: ModelSpec["tokenizer"];
   /** Jinja chat template text; when absent the tokenizer package's own template is used. */
   chatTemplate?: string;
-  toolCallFormat: "qwen3" | "hermes" | "none";
-  reasoning: { start: string; end: string } | null;
+  toolCallFormat: Filled<ModelSpec>["toolCallFormat"];
+  /** Reasoning markers; null when the model has none. */
+  reasoning: Exclude<ModelSpec["reasoning"], undefined>;
   /** Token strings that end a completion (e.g. "<|im_end|>"). */
   stopTokens: string[];
   maxContextTokens: number;
-  sampling: { temperature: number; topP: number; maxTokens: number };
+  sampling: Filled<Filled<ModelSpec>["sampling"]>;
   engine: ResolvedEngine;
 }
 
+/**
+ * The inference engine. openai-compatible: `api` is vLLM/SGLang `/v1/completions` (default) or
+ * llama-server `/completion`; `apiKeyEnv` names the variable holding the key. onnx: `modelPath`
+ * is absolute.
+ */
 export type ResolvedEngine =
   | { type: "scripted"; script: ScriptedTurn[] }
-  | {
-      type: "openai-compatible";
-      baseUrl: string;
-      apiKeyEnv?: string;
-      model: string;
-      /** Wire API: vLLM/SGLang `/v1/completions` (default) or llama-server `/completion`. */
-      api?: "completions" | "llama-server";
-    }
-  | { type: "onnx"; modelPath: string; weightsDir?: string; threads: number; seed: number };
+  | EngineOf<"openai-compatible">
+  | (Filled<EngineOf<"onnx">> & { modelPath: string });
 
-/** One scripted model turn: rendered in the model's output format, then tokenized. */
-export interface ScriptedTurn {
-  reasoning?: string;
-  text?: string;
-  toolCalls?: { name: string; arguments: Record<string, unknown> | string }[];
-  /** Raw completion text, used verbatim (for malformed-output tests). */
-  raw?: string;
-  /** Finish reason to report; default "stop" (or "tool_calls" when tool calls are present). */
-  finish?: "stop" | "length";
-  /** Fault injection for tests: fail the call with an engine error or cut the stream. */
-  fault?: "engine-error" | "cut-stream";
-}
+/**
+ * One scripted model turn: rendered in the model's output format, then tokenized. `raw` is used
+ * verbatim (malformed-output tests); `finish` defaults to "stop" ("tool_calls" with tool calls);
+ * `fault` fails the call with an engine error or cuts the stream (fault injection).
+ */
+export type ScriptedTurn = z.output<typeof ScriptedTurnSpec>;
 
 export interface ResolvedAlgorithm {
-  type: "GRPO" | "PPO" | "RLOO";
+  type: AlgorithmSpec["type"];
   groupSize: number;
-  advantage: { normalizeStd: boolean; dropZeroVariance: boolean; positiveOnly: boolean; gamma: number; lambda: number };
-  clip: { low: number; high: number };
+  advantage: Filled<Filled<AlgorithmSpec>["advantage"]>;
+  clip: Filled<Filled<AlgorithmSpec>["clip"]>;
   klCoef: number;
   entropyCoef: number;
   learningRate: number;
@@ -146,43 +157,45 @@ export interface ResolvedAlgorithm {
     /** Rollouts with more kept leaves than this are dropped; 0 = no limit. */
     maxBranches: number;
   };
-  lossAggregation: "token-mean" | "sequence-mean" | "sequence-sum";
+  lossAggregation: Filled<AlgorithmSpec>["lossAggregation"];
   /** Optimizer steps per training step (the step's rollouts split into this many mini-batches). */
   miniBatches: number;
 }
 
 export interface ResolvedSandbox {
-  provider: "local" | "podman" | "kubernetes";
+  provider: Filled<SandboxSpec>["provider"];
   image?: string;
-  resources: { cpu: string; memoryMiB: number };
-  network: "proxy-only" | "none";
+  resources: Filled<Filled<SandboxSpec>["resources"]>;
+  network: Filled<SandboxSpec>["network"];
   /** Not part of the plan hash. */
   concurrency: number;
   timeoutSeconds: number;
   /** Not part of the plan hash. */
   retries: number;
   warmPool: number;
-  kubernetes?: { namespace: string; runtimeClassName?: string; useSandboxClaims: boolean; ttlSeconds: number };
+  kubernetes?: Omit<Filled<Filled<SandboxSpec>["kubernetes"]>, "runtimeClassName"> & { runtimeClassName?: string };
 }
 
 export interface ResolvedTrainer {
-  type: "torch";
-  mode: "local" | "kubernetes";
-  device: "cpu" | "cuda";
+  type: Filled<TrainerSpec>["type"];
+  mode: Filled<TrainerSpec>["mode"];
+  device: Filled<TrainerSpec>["device"];
   gpus: number;
   nodes: number;
   checkpointDir: string;
-  weightsFormat: ("onnx" | "safetensors")[];
+  weightsFormat: Filled<TrainerSpec>["weightsFormat"];
   python: string;
   image?: string;
 }
 
-/** What `reins run` does with a step the trainer refuses as non-finite. Not part of the plan hash. */
-export interface BadStepPolicy {
-  action: "stop" | "skip";
-  /** With skip: more consecutive skipped steps than this stop the run. */
-  maxSkips: number;
-}
+/**
+ * What `reins run` does with a step the trainer refuses as non-finite: `stop`, or `skip` until more
+ * than `maxSkips` consecutive steps were skipped. Not part of the plan hash.
+ */
+export type BadStepPolicy = Filled<NonNullable<z.output<typeof BadStepPolicySchema>>>;
+
+/** The compiler's default policy; the runtime uses it for plans written before the field existed. */
+export const DEFAULT_BAD_STEP_POLICY: Readonly<BadStepPolicy> = Object.freeze({ action: "stop", maxSkips: 3 });
 
 export interface PlanPair {
   /** "<task>@<harness>" */
@@ -229,12 +242,15 @@ export interface Plan {
   attempts: number;
   /** Supervised warm-up on reference solutions (Experiment only). */
   sft?: { steps: number; learningRate: number; batchSize: number; when: "if-untrained" | "always" };
-  /** Non-finite training steps: stop or skip (Experiment only; not part of the plan hash). */
+  /** Non-finite training steps: stop or skip (set on every Experiment plan; not part of the plan hash). */
   onBadStep?: BadStepPolicy;
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };
   sources: { file: string; digest: string }[];
-  /** Absolute directory the plan was made in; relative paths in the plan resolve against it. Not hashed. */
+  /**
+   * The caller's cwd when the plan was made (absolute): spec paths given on the command line are
+   * relative to it, and the plan hash sees host paths relative to it. Not hashed.
+   */
   root: string;
 }

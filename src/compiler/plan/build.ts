@@ -14,8 +14,15 @@ import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer 
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
+import { portableHarness, portableModel, portablePlan } from "./paths.js";
 
-export function buildPlan(world: World, target: TypedDocument, sources: Plan["sources"] = []): Result<Plan | undefined> {
+export interface BuildOptions {
+  /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
+  cwd: string;
+  sources?: Plan["sources"];
+}
+
+export function buildPlan(world: World, target: TypedDocument, opts: BuildOptions): Result<Plan | undefined> {
   const diagnostics: Diagnostic[] = [];
   const spec = target.doc.spec;
   const at = (...p: (string | number)[]) => positionAt(target.source, ["spec", ...p]);
@@ -126,7 +133,12 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
     const base = world.harnesses.get(use.name)!.value;
     return use.env ? { ...base, env: { ...base.env, ...use.env } } : base;
   });
-  const common = { model: model ?? null, algorithm: algorithm ?? null, harnesses: usedHarnesses, sandbox: hashedSandbox(sandbox) };
+  const common = {
+    model: model ? portableModel(model, opts.cwd) : null,
+    algorithm: algorithm ?? null,
+    harnesses: usedHarnesses.map((h) => portableHarness(h, opts.cwd)),
+    sandbox: hashedSandbox(sandbox),
+  };
   const commonDigest = digestOf(common);
   for (const step of steps) {
     step.hash = digestOf({ common: commonDigest, kind: step.kind, rollouts: step.rollouts, tasks: [...new Set(step.rollouts.map((r) => r.task))].map((t) => [t, taskDigest.get(t)]) });
@@ -148,8 +160,8 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
     attempts,
     manifests: [],
     estimate: estimate(steps, world),
-    sources,
-    root: process.cwd(),
+    sources: opts.sources ?? [],
+    root: opts.cwd,
   };
   if (model) plan.model = model;
   if (algorithm) plan.algorithm = algorithm;
@@ -166,9 +178,10 @@ export function buildPlan(world: World, target: TypedDocument, sources: Plan["so
 /**
  * The plan hash: everything that changes results; not concurrency, retries, sources, manifests or
  * the bad-step policy (it only decides what a failure does, and may be changed to resume a run).
+ * Host paths count relative to Plan.root (portablePlan), so the hash is machine-independent.
  */
 export function hashPlan(plan: Plan): string {
-  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, sandbox, ...rest } = plan;
+  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, sandbox, ...rest } = portablePlan(plan);
   return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
 }
 

@@ -1,6 +1,7 @@
 /** Structural diff of two plans: what changed, by path, with task/step summaries. Pure. */
 import type { Plan } from "../contract/plan.js";
 import { canonicalJson } from "../contract/hash.js";
+import { portablePlan } from "./paths.js";
 
 export interface PlanDiff {
   same: boolean;
@@ -14,7 +15,10 @@ export interface PlanDiff {
 
 const MAX_CHANGES = 200;
 
-export function diffPlans(a: Plan, b: Plan): PlanDiff {
+/** Host paths are compared relative to each plan's root (as the hash sees them); the roots themselves are not compared. */
+export function diffPlans(before: Plan, after: Plan): PlanDiff {
+  const a = portablePlan(before);
+  const b = portablePlan(after);
   const ta = new Map(a.tasks.map((t) => [t.name, t.digest]));
   const tb = new Map(b.tasks.map((t) => [t.name, t.digest]));
   const added = [...tb.keys()].filter((n) => !ta.has(n)).sort();
@@ -24,7 +28,7 @@ export function diffPlans(a: Plan, b: Plan): PlanDiff {
   const n = Math.max(a.steps.length, b.steps.length);
   for (let i = 0; i < n; i++) if (a.steps[i]?.hash !== b.steps[i]?.hash) stepsChanged.push(i);
   const changes: PlanDiff["changes"] = [];
-  const skip = new Set(["tasks", "steps", "hash", "sources", "pairs"]);
+  const skip = new Set(["tasks", "steps", "hash", "sources", "pairs", "root"]);
   const strip = (p: Plan) => Object.fromEntries(Object.entries(p).filter(([k]) => !skip.has(k)));
   walk(strip(a), strip(b), "", changes);
   const count = (p: Plan) => p.steps.reduce((s, x) => s + x.rollouts.length, 0);

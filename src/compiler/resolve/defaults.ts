@@ -1,15 +1,21 @@
-/** Spec → Resolved* with defaults applied and units normalized. Pure. */
+/**
+ * Spec → Resolved* with defaults applied and units normalized. Host paths (mounts, tokenizer and
+ * onnx files) are made absolute here, once, against the directory of the spec file that names
+ * them; nothing at run time resolves them again.
+ */
 import { readFileSync } from "node:fs";
-import { dirname, relative, resolve } from "node:path";
-import type {
-  BadStepPolicy,
-  ResolvedAlgorithm,
-  ResolvedHarness,
-  ResolvedModel,
-  ResolvedSandbox,
-  ResolvedTrainer,
-  ScriptedTurn,
+import { dirname, resolve } from "node:path";
+import {
+  DEFAULT_BAD_STEP_POLICY,
+  type BadStepPolicy,
+  type ResolvedAlgorithm,
+  type ResolvedHarness,
+  type ResolvedModel,
+  type ResolvedSandbox,
+  type ResolvedTrainer,
+  type ScriptedTurn,
 } from "../contract/plan.js";
+import { CALL_CLASSES } from "../contract/vocabulary.js";
 import type { AlgorithmSpec } from "../schema/algorithm.js";
 import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";
@@ -21,8 +27,9 @@ export function toNumber(v: number | string | undefined, fallback: number): numb
   return typeof v === "number" ? v : Number(v);
 }
 
-export function resolveHarness(name: string, spec: HarnessSpec, specFile = "", root = process.cwd()): ResolvedHarness {
-  const base = dirname(specFile || resolve(root, "x"));
+/** `specFile`: the absolute path of the Harness's file; mount paths are relative to it. */
+export function resolveHarness(name: string, spec: HarnessSpec, specFile: string): ResolvedHarness {
+  const base = dirname(specFile);
   const out: ResolvedHarness = {
     name,
     command: [...spec.command],
@@ -31,25 +38,23 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile = "", r
     optOuts: { ...(spec.optOuts ?? {}) },
     model: spec.model ?? "policy",
     callClasses: (spec.callClasses ?? []).map((r) => ({ class: r.class, match: { ...r.match } })),
-    mcpServers: (spec.mcpServers ?? []).map((m) => ({ name: m.name, command: [...m.command] })),
     startupSeconds: spec.startupSeconds ?? (spec.dialect ? 2 : 0),
-    mounts: (spec.mounts ?? []).map((m) => ({ hostPath: relative(root, resolve(base, m.path)).split("\\").join("/") || ".", sandboxPath: m.sandboxPath })),
+    mounts: (spec.mounts ?? []).map((m) => ({ hostPath: resolve(base, m.path), sandboxPath: m.sandboxPath })),
   };
   if (spec.dialect) out.dialect = spec.dialect;
   if (spec.install) out.install = { ...spec.install };
   return out;
 }
 
-/** `specFile` resolves tokenizer/template/model files relative to the Model document. */
 /**
- * File paths in a resolved model are relative to `root` (the directory the plan was made in,
- * recorded as plan.root), so the plan hash is the same on every machine.
+ * `specFile`: the absolute path of the Model's file; tokenizer, chat template and onnx model paths
+ * are relative to it and come out absolute (the plan hash sees them relative to Plan.root).
  */
-export function resolveModel(name: string, spec: ModelSpec, specFile: string, root = process.cwd()): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
+export function resolveModel(name: string, spec: ModelSpec, specFile: string): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
   const problems: { path: string[]; message: string }[] = [];
   const base = dirname(specFile);
-  const rel = (p: string) => relative(root, resolve(base, p)).split("\\").join("/") || ".";
-  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: rel(spec.tokenizer.path) } : { type: "qwen3" as const };
+  const abs = (p: string) => resolve(base, p);
+  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: abs(spec.tokenizer.path) } : { type: "qwen3" as const };
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
     try {
@@ -66,10 +71,9 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
         ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}), ...(e.api ? { api: e.api } : {}) }
         : {
             type: "onnx",
-            modelPath: rel(e.modelPath),
+            modelPath: abs(e.modelPath),
             threads: e.threads ?? 2,
             seed: e.seed ?? 0,
-            ...(e.weightsDir ? { weightsDir: rel(e.weightsDir) } : {}),
           };
   const model: ResolvedModel = {
     name,
@@ -114,7 +118,7 @@ export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
     correction,
     filters: {
       dropDeadLeaves: spec.filters?.dropDeadLeaves ?? true,
-      dropClasses: spec.filters?.dropClasses ?? ["compaction", "subagent", "title", "auxiliary"],
+      dropClasses: spec.filters?.dropClasses ?? CALL_CLASSES.filter((c) => c !== "main"),
       maxBranches: spec.filters?.maxBranches ?? 0,
     },
     lossAggregation: spec.lossAggregation ?? "token-mean",
@@ -164,5 +168,5 @@ export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
 
 /** Default: stop at the first non-finite step; with skip, at most 3 consecutive skipped steps. */
 export function resolveBadStepPolicy(spec: ExperimentSpec["onBadStep"]): BadStepPolicy {
-  return { action: spec?.action ?? "stop", maxSkips: spec?.maxSkips ?? 3 };
+  return { action: spec?.action ?? DEFAULT_BAD_STEP_POLICY.action, maxSkips: spec?.maxSkips ?? DEFAULT_BAD_STEP_POLICY.maxSkips };
 }

@@ -10,10 +10,10 @@ import { canonicalJson, seedOf, shortHash } from "../contract/hash.js";
 import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import { TaskSpecSchema, type TaskSpec } from "../schema/task.js";
 import type { TaskFamilySpec } from "../schema/task-family.js";
-import { issuesToDiagnostics, type TypedDocument } from "../schema/validate.js";
+import { issuesToDiagnostics, suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
-import { expandMatrix, generateValues, generatorForms, type Cell, type Generator } from "./matrix.js";
+import { expandMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
 
@@ -27,8 +27,8 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
   const at = (path: PathSegment[], key = false) => positionAt(src, ["spec", ...path], { key });
 
   const cellsResult = parameterSets(spec, famName);
-  for (const p of cellsResult.problems) diagnostics.push(makeDiagnostic(p.code, at(p.path), p.message, CODES[p.code]));
-  if (cellsResult.problems.length > 0) return { value: [], diagnostics };
+  for (const p of cellsResult.problems) diagnostics.push(makeDiagnostic(p.code, at(p.path, p.key), p.message, p.hint ?? CODES[p.code], p.severity ?? "error"));
+  if (cellsResult.problems.some((p) => (p.severity ?? "error") === "error")) return { value: [], diagnostics };
 
   const templateRaw = (src.value as any)?.spec?.template as unknown;
   const params = spec.parameters ?? [];
@@ -110,18 +110,37 @@ function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagn
 }
 
 interface Problem {
-  code: "MatrixEmpty" | "MatrixTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue";
+  code: "MatrixEmpty" | "MatrixTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
   path: PathSegment[];
   message: string;
+  /** Point at the key of the last path segment. */
+  key?: boolean;
+  hint?: string;
+  severity?: "error" | "warning";
 }
 
 /** The parameter sets of a family: matrix cells, each expanded by `generate` when present. */
 export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: Cell[]; problems: Problem[] } {
   const problems: Problem[] = [];
-  const { cells, tooLarge } = expandMatrix(spec.matrix as Record<string, unknown> | undefined);
+  const matrix = spec.matrix as Record<string, unknown> | undefined;
+  for (const u of unknownMatrixKeys(matrix, (spec.parameters ?? []).map((p) => p.name))) {
+    const guess = suggest(u.key, u.allowed);
+    problems.push({
+      code: "UnknownMatrixKey",
+      path: ["matrix", u.list, u.index, u.key],
+      key: true,
+      message: `\`${u.list}\` entry ${u.index + 1} names "${u.key}", which is not ${u.list === "exclude" ? "an axis of the matrix" : "an axis of the matrix or a declared parameter"}.${guess ? ` Did you mean "${guess}"?` : ""}`,
+      hint: `${u.list === "exclude" ? "`exclude` entries name axes only" : "`include` entries name axes or parameters declared in `parameters`"}; here: ${u.allowed.join(", ") || "none"}.`,
+    });
+  }
+  if (problems.length > 0) return { cells: [], problems };
+  const { cells, tooLarge, unusedExcludes } = expandMatrix(matrix);
   if (tooLarge) return { cells: [], problems: [{ code: "MatrixTooLarge", path: ["matrix"], message: "The matrix has more than 5,000,000 cells." }] };
+  for (const i of unusedExcludes) {
+    problems.push({ code: "MatrixEntryUnused", path: ["matrix", "exclude", i], message: `\`exclude\` entry ${i + 1} matches no cell of the matrix, so it removes nothing.`, severity: "warning" });
+  }
   let base = spec.matrix ? cells : [{}];
-  if (spec.matrix && base.length === 0) return { cells: [], problems: [{ code: "MatrixEmpty", path: ["matrix"], message: "The matrix expands to no cells." }] };
+  if (spec.matrix && base.length === 0) return { cells: [], problems: [...problems, { code: "MatrixEmpty", path: ["matrix"], message: "The matrix expands to no cells." }] };
   if (spec.generate) {
     const gens = spec.generate.values as Generator[];
     gens.forEach((g, i) => {
@@ -133,7 +152,7 @@ export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: C
     });
     const total = base.length * spec.generate.count;
     if (total > MAX_FAMILY_TASKS) problems.push({ code: "MatrixTooLarge", path: ["generate", "count"], message: `The family would expand to ${total} tasks; the limit is ${MAX_FAMILY_TASKS}.` });
-    if (problems.length > 0) return { cells: [], problems };
+    if (problems.some((p) => (p.severity ?? "error") === "error")) return { cells: [], problems };
     const seed = spec.generate.seed ?? 0;
     const out: Cell[] = [];
     for (const cell of base) {

@@ -12,14 +12,15 @@ export type Cell = Record<string, unknown>;
 
 export const MAX_CELLS = 5_000_000;
 
-export function expandMatrix(matrix: Record<string, unknown> | undefined): { cells: Cell[]; tooLarge: boolean } {
-  if (!matrix) return { cells: [{}], tooLarge: false };
+/** `unusedExcludes`: indexes of `exclude` entries that removed no cell. */
+export function expandMatrix(matrix: Record<string, unknown> | undefined): { cells: Cell[]; tooLarge: boolean; unusedExcludes: number[] } {
+  if (!matrix) return { cells: [{}], tooLarge: false, unusedExcludes: [] };
   const { include, exclude, ...axes } = matrix as { include?: Cell[]; exclude?: Cell[] } & Record<string, unknown[]>;
   const names = Object.keys(axes);
   let size = 1;
   for (const n of names) {
     size *= (axes[n] as unknown[]).length;
-    if (size > MAX_CELLS) return { cells: [], tooLarge: true };
+    if (size > MAX_CELLS) return { cells: [], tooLarge: true, unusedExcludes: [] };
   }
   let cells: Cell[] = names.length === 0 ? [] : [{}];
   for (const n of names) {
@@ -27,9 +28,15 @@ export function expandMatrix(matrix: Record<string, unknown> | undefined): { cel
     for (const c of cells) for (const v of axes[n] as unknown[]) next.push({ ...c, [n]: v });
     cells = next;
   }
+  const used = new Set<number>();
   if (exclude && exclude.length > 0) {
-    cells = cells.filter((c) => !exclude.some((ex) => Object.entries(ex).every(([k, v]) => equal(c[k], v))));
+    cells = cells.filter((c) => {
+      const hit = exclude.findIndex((ex) => Object.entries(ex).every(([k, v]) => equal(c[k], v)));
+      if (hit >= 0) used.add(hit);
+      return hit < 0;
+    });
   }
+  const unusedExcludes = (exclude ?? []).map((_, i) => i).filter((i) => !used.has(i));
   const axisNames = new Set(names);
   const original = [...cells];
   for (const inc of include ?? []) {
@@ -44,7 +51,38 @@ export function expandMatrix(matrix: Record<string, unknown> | undefined): { cel
     }
     if (!merged) cells.push({ ...inc });
   }
-  return { cells, tooLarge: false };
+  return { cells, tooLarge: false, unusedExcludes };
+}
+
+export interface MatrixKeyProblem {
+  list: "include" | "exclude";
+  index: number;
+  key: string;
+  /** Closest allowed key, for a did-you-mean. */
+  allowed: string[];
+}
+
+/**
+ * Keys of `include`/`exclude` entries the matrix does not have (GitHub Actions semantics, with
+ * declared parameters): an exclude entry may name only axes; an include entry may also add a
+ * declared parameter to the cells it matches. Anything else is a typo that would do nothing (or
+ * add a value no template can be checked against).
+ */
+export function unknownMatrixKeys(matrix: Record<string, unknown> | undefined, parameters: readonly string[]): MatrixKeyProblem[] {
+  if (!matrix) return [];
+  const { include, exclude, ...axes } = matrix as { include?: Cell[]; exclude?: Cell[] } & Record<string, unknown>;
+  const axisNames = Object.keys(axes);
+  const forInclude = [...new Set([...axisNames, ...parameters])];
+  const out: MatrixKeyProblem[] = [];
+  for (const [list, entries, allowed] of [
+    ["exclude", exclude ?? [], axisNames],
+    ["include", include ?? [], forInclude],
+  ] as const) {
+    entries.forEach((entry, index) => {
+      for (const key of Object.keys(entry)) if (!allowed.includes(key)) out.push({ list, index, key, allowed: [...allowed] });
+    });
+  }
+  return out;
 }
 
 function equal(a: unknown, b: unknown): boolean {

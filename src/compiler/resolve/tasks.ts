@@ -4,7 +4,9 @@ import { CODES } from "../contract/codes.js";
 import { digestOf } from "../contract/hash.js";
 import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import type { TaskSpec } from "../schema/task.js";
-import { resolveVerifierSpec, validateCheck, type VerifierSpec } from "../schema/checks.js";
+import type { VerifierSpec } from "../schema/verifier.js";
+import { resolveVerifierSpec } from "./verifier.js";
+import { verifierDiagnostics } from "./verifier-problems.js";
 import { resolveWorkspace } from "./workspace.js";
 import { suggest } from "../schema/validate.js";
 
@@ -53,12 +55,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     }
   } else {
     verifier = resolveVerifierSpec(v, "inline");
-    verifier.checks.forEach((check, i) => {
-      for (const p of validateCheck(check)) {
-        const typeKey = check.type;
-        diagnostics.push(makeDiagnostic("InvalidCheck", ctx.positionOf(["verifier", "checks", i, typeKey, p.field]), p.message, p.hint, "error", ctx.notes));
-      }
-    });
+    diagnostics.push(...verifierDiagnostics(verifier, (p) => ctx.positionOf(["verifier", ...p]), ctx.notes));
   }
 
   if (diagnostics.some((d) => d.severity === "error") || !verifier) return { value: undefined, diagnostics };

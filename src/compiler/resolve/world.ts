@@ -14,13 +14,14 @@ import type {
   ResolvedTrainer,
   ResolvedVerifier,
 } from "../contract/plan.js";
-import { resolveVerifierSpec, validateCheck } from "../schema/checks.js";
 import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
 import { expandFamily } from "./families.js";
 import { resolveTask } from "./tasks.js";
+import { resolveVerifierSpec } from "./verifier.js";
+import { verifierDiagnostics } from "./verifier-problems.js";
 
 export interface Entry<T> {
   value: T;
@@ -49,11 +50,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   const verifiers = new Map<string, Entry<ResolvedVerifier>>();
   for (const doc of docsOf("Verifier")) {
     const v = resolveVerifierSpec(doc.doc.spec, doc.name);
-    v.checks.forEach((check, i) => {
-      for (const p of validateCheck(check)) {
-        diagnostics.push(makeDiagnostic("InvalidCheck", positionAt(doc.source, ["spec", "checks", i, check.type, p.field]), p.message, p.hint));
-      }
-    });
+    diagnostics.push(...verifierDiagnostics(v, (p) => positionAt(doc.source, ["spec", ...p])));
     verifiers.set(doc.name, { value: v, doc });
   }
   const verifierValues = new Map([...verifiers].map(([k, e]) => [k, e.value]));

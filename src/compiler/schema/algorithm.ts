@@ -1,5 +1,6 @@
 /** Algorithm: GRPO / PPO / RLOO settings, corrections, trajectory filters. */
 import { z } from "zod";
+import { CallClassSchema } from "./harness.js";
 import { LooseNumber, NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
 
 export const AlgorithmSpecSchema = z
@@ -35,7 +36,7 @@ export const AlgorithmSpecSchema = z
     filters: z
       .strictObject({
         dropDeadLeaves: z.boolean().optional(),
-        dropClasses: z.array(z.enum(["main", "subagent", "compaction", "title", "auxiliary"])).optional(),
+        dropClasses: z.array(CallClassSchema).optional().describe("Call classes whose branches are dropped (default: every class but main)."),
         maxBranches: NonNegativeInt.optional().describe("Drop rollouts with more kept leaves (0 = no limit)."),
       })
       .optional(),

@@ -1,13 +1,14 @@
 /** Harness: how an agent harness is installed, launched and pointed at the proxy. */
 import { z } from "zod";
+import { CALL_CLASSES, DIALECTS } from "../contract/vocabulary.js";
 import { documentSchema } from "./common.js";
 
-export const DialectSchema = z
-  .enum(["anthropic-messages", "openai-chat", "openai-responses"])
-  .describe("API dialect the harness speaks to its model.");
+export const DialectSchema = z.enum(DIALECTS).describe("API dialect the harness speaks to its model.");
 
-const CallClassRule = z.strictObject({
-  class: z.enum(["main", "subagent", "compaction", "title", "auxiliary"]),
+export const CallClassSchema = z.enum(CALL_CLASSES).describe("What a call is for; trajectory filters drop branches by class.");
+
+export const CallClassRuleSchema = z.strictObject({
+  class: CallClassSchema,
   match: z
     .strictObject({
       noTools: z.boolean().optional().describe("The request carries no tools."),
@@ -30,12 +31,19 @@ export const HarnessSpecSchema = z
       })
       .optional(),
     command: z.array(z.string()).min(1).describe("argv; Handlebars templates over instruction, workspace, model, baseUrl, apiKey, home, node, reinsAgent."),
-    env: z.record(z.string(), z.string()).optional().describe("Environment; values are templates over baseUrl, apiKey, model, workspace, home."),
-    homeFiles: z.array(z.strictObject({ path: z.string().min(1), content: z.string() })).optional().describe("Config files written into the harness's HOME."),
+    env: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        "Environment; values are templates over baseUrl, apiKey, model, workspace, home. `${VAR}` references (secrets) stay references in the plan and are read from reins's environment when the harness starts; `$${...}` is a literal `${...}`.",
+      ),
+    homeFiles: z
+      .array(z.strictObject({ path: z.string().min(1), content: z.string() }))
+      .optional()
+      .describe("Config files written into the harness's HOME; contents are templates like env, `${VAR}` references included."),
     optOuts: z.record(z.string(), z.string()).optional().describe("Settings that stop telemetry, updates and other traffic."),
     model: z.string().optional().describe("Model name the harness is told to use."),
-    callClasses: z.array(CallClassRule).optional().describe("Rules classifying calls (main, subagent, compaction, title…)."),
-    mcpServers: z.array(z.strictObject({ name: z.string().min(1), command: z.array(z.string()).min(1) })).optional(),
+    callClasses: z.array(CallClassRuleSchema).optional().describe("Rules classifying calls (main, subagent, compaction, title…)."),
     startupSeconds: z.number().nonnegative().optional().describe("Typical start-up time, added to estimates."),
     mounts: z
       .array(

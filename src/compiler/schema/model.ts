@@ -34,7 +34,6 @@ export const EngineSpec = z
     z.strictObject({
       type: z.literal("onnx"),
       modelPath: z.string().min(1).describe("ONNX causal LM (log-softmax output)."),
-      weightsDir: z.string().optional(),
       threads: PositiveInt.optional(),
       seed: z.number().int().optional(),
     }),

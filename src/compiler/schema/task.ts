@@ -1,7 +1,7 @@
 /** Task: an instruction, a workspace, a verifier, a timeout. */
 import { z } from "zod";
 import { Name, PositiveInt, documentSchema } from "./common.js";
-import { VerifierSpecSchema } from "./checks.js";
+import { VerifierSpecSchema } from "./verifier.js";
 import { ScriptedTurnSpec } from "./model.js";
 
 const FilePath = z.string().min(1).max(4096).describe("Relative path inside the workspace (no leading '/', no '..').");

@@ -10,6 +10,7 @@ import { CODES } from "../contract/codes.js";
 import { positionAt, type PathSegment, type SourceDocument } from "../source/yaml.js";
 import { API_VERSION } from "./common.js";
 import { KINDS, KIND_NAMES, isKind, type Kind } from "./kinds.js";
+import { unsupportedField } from "./unsupported.js";
 
 export interface TypedDocument {
   kind: Kind;
@@ -87,7 +88,10 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
   switch (issue.code) {
     case "unrecognized_keys": {
       const known = knownKeysAt(schema, path.filter((p) => typeof p === "string" || typeof p === "number"), valueAt(src.value, path));
+      const kind = (src.value as { kind?: unknown } | null)?.kind;
       return (issue.keys ?? []).map((key) => {
+        const unsupported = unsupportedField(kind, path, key);
+        if (unsupported) return makeDiagnostic(unsupported.code, positionAt(src, [...path, key], { key: true }), unsupported.message, unsupported.hint);
         const guess = suggest(key, known);
         return makeDiagnostic(
           "UnknownField",

@@ -19,7 +19,8 @@ export interface SourceText {
 const SPEC_EXTENSIONS = new Set([".yaml", ".yml"]);
 
 /** Expand files and directories (recursively, *.yaml / *.yml, sorted) into a file list. */
-export function listSpecFiles(paths: readonly string[], cwd = process.cwd()): Result<string[]> {
+/** `cwd`: relative paths are resolved from it and shown relative to it. */
+export function listSpecFiles(paths: readonly string[], cwd: string): Result<string[]> {
   const diagnostics: Diagnostic[] = [];
   const out: string[] = [];
   const seen = new Set<string>();
@@ -70,13 +71,13 @@ function walkSpecDir(dir: string): string[] {
   return out.sort();
 }
 
-export function displayPath(abs: string, cwd = process.cwd()): string {
+export function displayPath(abs: string, cwd: string): string {
   const rel = relative(cwd, abs);
   return rel.startsWith("..") || rel === "" ? abs : rel;
 }
 
 /** Read a spec file as UTF-8 text; binary or oversized files become diagnostics. */
-export function readSpecFile(file: string, cwd = process.cwd()): Result<SourceText | undefined> {
+export function readSpecFile(file: string, cwd: string): Result<SourceText | undefined> {
   const absPath = resolve(cwd, file);
   const at = { file, line: 1, column: 1 };
   let buf: Buffer;

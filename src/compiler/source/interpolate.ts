@@ -1,10 +1,15 @@
 /**
- * `${VAR}` and `${VAR:-default}` interpolation on string scalars, positions kept.
- * Variables that look like secrets (names containing KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL)
- * are never substituted: they stay references (`${NAME}`) in the plan and are resolved by the
- * runtime at the last moment. `$${...}` escapes a literal `${...}`.
+ * `${VAR}` and `${VAR:-default}` interpolation on string scalars, positions kept; `$${...}` escapes
+ * a literal `${...}`.
+ *
+ * One exception: a Harness's `env` and `homeFiles` contents, and the `env` an Experiment or Evaluation adds
+ * to a harness, are left exactly as written. Their references stay references in the plan (so a
+ * secret never reaches plan.json or the run directory) and the runtime resolves them from its own
+ * environment at the last moment, when it launches the harness (src/runtime/harness/launch-plan.ts),
+ * with the same syntax. Everywhere else a variable whose name looks like a secret (KEY, TOKEN,
+ * SECRET, PASSWORD, CREDENTIAL) is an error: its value would be written into the plan.
  */
-import { isScalar, visit, type Document, type Node } from "yaml";
+import { isMap, isPair, isScalar, isSeq, type Document, type Node } from "yaml";
 import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
 
@@ -15,40 +20,70 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
-export function interpolateString(
-  input: string,
-  env: NodeJS.ProcessEnv,
-): { value: string; missing: string[] } {
+/** Substitute every reference; `missing` lists unset variables without a default, `secrets` secret-looking names (left as written). */
+export function interpolateString(input: string, env: NodeJS.ProcessEnv): { value: string; missing: string[]; secrets: string[] } {
   const missing: string[] = [];
+  const secrets: string[] = [];
   const value = input.replace(PATTERN, (whole, escape: string, name: string, def: string | undefined) => {
     if (escape === "$") return whole.slice(1);
-    if (isSecretName(name)) return `\${${name}}`;
+    if (isSecretName(name)) {
+      secrets.push(name);
+      return whole;
+    }
     const v = env[name];
     if (v !== undefined && v !== "") return v;
     if (def !== undefined) return def;
     missing.push(name);
     return whole;
   });
-  return { value, missing };
+  return { value, missing, secrets };
 }
 
-export function interpolateDocument(
-  doc: Document.Parsed,
-  env: NodeJS.ProcessEnv,
-  positionOf: (node: Node) => SourcePosition,
-): Result<void> {
+type Path = (string | number)[];
+
+/** Paths (per kind; `*` matches any key or index) whose strings stay uninterpolated references. */
+const KEPT_AS_REFERENCES: Record<string, Path[]> = {
+  Harness: [["spec", "env"], ["spec", "homeFiles", "*", "content"]],
+  Experiment: [["spec", "harnesses", "*", "env"]],
+  Evaluation: [["spec", "harnesses", "*", "env"]],
+};
+
+function keptAt(kind: unknown, path: Path): boolean {
+  const prefixes = typeof kind === "string" ? KEPT_AS_REFERENCES[kind] : undefined;
+  return (prefixes ?? []).some((prefix) => prefix.length <= path.length && prefix.every((seg, i) => seg === "*" || seg === path[i]));
+}
+
+export function interpolateDocument(doc: Document.Parsed, env: NodeJS.ProcessEnv, positionOf: (node: Node) => SourcePosition): Result<void> {
   const diagnostics: Diagnostic[] = [];
-  visit(doc, {
-    Scalar(_key, node) {
-      if (!isScalar(node) || typeof node.value !== "string" || !node.value.includes("${")) return;
-      const { value, missing } = interpolateString(node.value, env);
-      for (const name of missing) {
-        diagnostics.push(
-          makeDiagnostic("UndefinedVariable", positionOf(node), `The environment variable ${name} is not set.`, CODES.UndefinedVariable),
-        );
+  const kind = isMap(doc.contents) ? doc.contents.get("kind") : undefined;
+  const visitScalar = (node: unknown, path: Path) => {
+    if (!isScalar(node) || typeof node.value !== "string" || !node.value.includes("${")) return;
+    if (keptAt(kind, path)) return;
+    const { value, missing, secrets } = interpolateString(node.value, env);
+    for (const name of missing) {
+      diagnostics.push(makeDiagnostic("UndefinedVariable", positionOf(node), `The environment variable ${name} is not set.`, CODES.UndefinedVariable));
+    }
+    for (const name of secrets) {
+      diagnostics.push(
+        makeDiagnostic("SecretOutsideHarnessEnv", positionOf(node), `\${${name}} looks like a secret; here its value would be written into the plan.`, CODES.SecretOutsideHarnessEnv),
+      );
+    }
+    node.value = value;
+  };
+  const walk = (node: unknown, path: Path, seen: Set<unknown>) => {
+    if (node === null || node === undefined || seen.has(node)) return;
+    seen.add(node);
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        if (!isPair(pair)) continue;
+        visitScalar(pair.key, path);
+        const key = isScalar(pair.key) ? String(pair.key.value) : "?";
+        walk(pair.value, [...path, key], seen);
       }
-      node.value = value;
-    },
-  });
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, [...path, i], seen));
+    } else visitScalar(node, path);
+  };
+  walk(doc.contents, [], new Set());
   return { value: undefined, diagnostics };
 }

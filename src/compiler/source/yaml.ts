@@ -27,7 +27,7 @@ export interface SourceDocument {
 export type PathSegment = string | number;
 
 /** Parse every document of a file. Bad documents yield diagnostics; good ones are kept. */
-export function parseSource(src: SourceText, env: NodeJS.ProcessEnv = process.env): Result<SourceDocument[]> {
+export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<SourceDocument[]> {
   const diagnostics: Diagnostic[] = [];
   const lineCounter = new LineCounter();
   const preDepth = flowDepth(src.text);

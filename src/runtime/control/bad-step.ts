@@ -6,8 +6,7 @@
  * step as skipped (it counts as done: a resumed run does not train it again) and goes on, until
  * more than `maxSkips` consecutive steps were skipped (counted separately for SFT and RL steps).
  */
-import type { BadStepPolicy } from "../../compiler/contract/plan.js";
-import { resolveBadStepPolicy } from "../../compiler/resolve/defaults.js";
+import { DEFAULT_BAD_STEP_POLICY as COMPILER_DEFAULT, type BadStepPolicy } from "../../compiler/contract/plan.js";
 import { TrainerError } from "../training/trainer-error.js";
 import { LoopError } from "./loop-error.js";
 
@@ -16,7 +15,7 @@ export const BAD_STEP_CODES = ["NonFiniteLoss", "NonFiniteBatch", "NonFiniteGrad
 export type BadStepCode = (typeof BAD_STEP_CODES)[number];
 
 /** The compiler's default, for plans made before the field existed. */
-export const DEFAULT_BAD_STEP_POLICY: BadStepPolicy = resolveBadStepPolicy(undefined);
+export const DEFAULT_BAD_STEP_POLICY: BadStepPolicy = { ...COMPILER_DEFAULT };
 
 export interface BadStep {
   code: BadStepCode;

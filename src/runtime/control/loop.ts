@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/contract/plan.js";
 import { OnnxEngine } from "../engines/onnx.js";
-import { createExecutor, absolutizeModel, type Executor } from "../executor/executor.js";
+import { createExecutor, type Executor } from "../executor/executor.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RolloutResult } from "../records/index.js";
@@ -69,7 +69,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const warn = o.warn ?? log;
   const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
   if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model) throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
-  const model = absolutizeModel(plan.model, plan.root);
+  const model = plan.model;
   if (model.engine.type !== "onnx") {
     throw new LoopError("EngineNotTrainable", `The model's engine is ${model.engine.type}; this build trains the in-process onnx engine.`, "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.");
   }
@@ -324,7 +324,7 @@ async function tokenizerCorpus(plan: Plan, o: LoopOptions, policyDir: string, py
   const bootDir = mkdtempSync(join(tmpdir(), "reins-bootstrap-policy-"));
   try {
     await ensureInitialPolicy(join(bootDir, "policy"), { seed: plan.seed, python });
-    const model = absolutizeModel(plan.model!, plan.root);
+    const model = plan.model!;
     const bootModel: ResolvedModel = { ...model, tokenizer: { type: "file", path: join(bootDir, "policy", "tokenizer.json") } };
     const runtime = await loadModelRuntime(bootModel);
     const engine = new ReferenceEngine({ model: bootModel, runtime }, (rolloutId) => scriptOf.get(rolloutId));
@@ -355,7 +355,7 @@ async function runSft(plan: Plan, store: RunStore, o: LoopOptions, worker: Train
   const sft = plan.sft!;
   const { rollouts, scriptOf } = sftRollouts(plan);
   log(`SFT: replaying ${rollouts.length} reference solutions through the harness`);
-  const model = absolutizeModel(plan.model!, plan.root);
+  const model = plan.model!;
   const runtime = await loadModelRuntime(model);
   const reference = new ReferenceEngine({ model, runtime }, (rolloutId) => scriptOf.get(rolloutId));
   const exec: Executor = await createExecutor({ plan, store, provider: o.provider, engine: reference, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) });

@@ -5,11 +5,12 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/contract/plan.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { installHarness } from "../harness/install.js";
 import { REINS_AGENT_PATH } from "../harness/launch.js";
-import type { LaunchRuntime } from "../harness/launch-plan.js";
+import { checkHarnessVariables, type LaunchRuntime } from "../harness/launch-plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import { startProxy } from "../proxy/server.js";
@@ -27,7 +28,7 @@ export interface ExecutorOptions {
   concurrency?: number;
   /** A ready engine (e.g. the onnx engine the training loop reloads); default from the plan's model. */
   engine?: Engine;
-  /** The model the proxy renders with (absolute paths); default the plan's. */
+  /** The model the proxy renders with; default the plan's. */
   model?: ResolvedModel;
   judge?: Judge;
   backoffMs?: number;
@@ -44,22 +45,20 @@ export interface Executor {
   close(): Promise<void>;
 }
 
-/** Model file paths in a plan are relative to plan.root. */
-export function absolutizeModel(model: ResolvedModel, root: string): ResolvedModel {
-  const abs = (p: string) => (isAbsolute(p) ? p : resolve(root, p));
-  const m: ResolvedModel = { ...model };
-  if (m.tokenizer.type === "file") m.tokenizer = { type: "file", path: abs(m.tokenizer.path) };
-  if (m.engine.type === "onnx") m.engine = { ...m.engine, modelPath: abs(m.engine.modelPath), ...(m.engine.weightsDir ? { weightsDir: abs(m.engine.weightsDir) } : {}) };
-  return m;
-}
-
-export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], root = process.cwd()): Promise<Map<string, PreparedHarness>> {
+/**
+ * Installs the plan's harnesses and lists their mounts (host paths in a plan are absolute). Throws
+ * `HarnessVariableUnset` before anything runs when reins's environment lacks a `${VAR}` a harness's
+ * env or homeFiles refer to.
+ */
+export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): Promise<Map<string, PreparedHarness>> {
   const out = new Map<string, PreparedHarness>();
   const agentDir = dirname(REINS_AGENT_PATH);
   for (const h of harnesses) {
+    const variables = checkHarnessVariables(h);
+    if (!variables.ok) throw new ReinsError(variables.problem.code, variables.problem.message, variables.problem.hint);
     const runtime: LaunchRuntime = { pathDirs: [dirname(process.execPath)], node: process.execPath, reinsAgent: REINS_AGENT_PATH };
     const mounts: SandboxMount[] = [{ hostPath: agentDir, sandboxPath: agentDir }];
-    for (const m of h.mounts ?? []) mounts.push({ hostPath: isAbsolute(m.hostPath) ? m.hostPath : resolve(root, m.hostPath), sandboxPath: m.sandboxPath });
+    for (const m of h.mounts ?? []) mounts.push({ hostPath: m.hostPath, sandboxPath: m.sandboxPath });
     if (h.install?.npm) {
       const installed = await installHarness(h.install);
       if (!installed.ok) throw new Error(`${installed.problem.code}: ${installed.problem.message} ${installed.problem.hint}`);
@@ -77,13 +76,13 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], ro
 
 export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   const { plan, store } = opts;
-  const harnesses = await prepareHarnesses(plan.harnesses, plan.root);
+  const harnesses = await prepareHarnesses(plan.harnesses);
   const needsModel = plan.harnesses.some((h) => h.dialect !== undefined);
   let proxy: ProxyHandle | undefined;
   if (needsModel) {
     if (!plan.model) throw new Error("plan has model-calling harnesses but no model");
     proxy = await startProxy({
-      model: opts.model ?? absolutizeModel(plan.model, plan.root),
+      model: opts.model ?? plan.model,
       ...(opts.engine ? { engine: opts.engine } : {}),
     });
   }

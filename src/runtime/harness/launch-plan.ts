@@ -7,6 +7,13 @@
  * (e.g. proxy variables of a sandbox). Templates are Handlebars in strict mode (a missing variable is
  * a problem, not an empty string), without HTML escaping, in an isolated environment whose only
  * helper is `json` (a JSON string literal, also a valid TOML basic string).
+ *
+ * Secrets: `${VAR}` / `${VAR:-default}` references in the harness's `env` and `homeFiles` come
+ * through the plan unresolved (the compiler never substitutes them) and are read here, at the last
+ * moment, from reins's own environment (`LaunchRuntime.hostEnv`); `$${...}` is a literal `${...}`.
+ * A value is bound as a template variable, never spliced into the template text, so a secret is
+ * never read as a template and rendered text (an instruction that says "${HOME}") never as a
+ * reference. An unset variable without a default is the problem `HarnessVariableUnset`.
  */
 import Handlebars from "handlebars";
 import path from "node:path";
@@ -40,6 +47,8 @@ export interface LaunchRuntime {
   /** Base PATH after pathDirs; default a fixed system PATH. */
   systemPath?: string;
   lang?: string;
+  /** Where `${VAR}` references in the harness's env and homeFiles are read from; default process.env. */
+  hostEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface LaunchPlan {
@@ -72,10 +81,60 @@ export function renderTemplate(template: string, vars: TemplateVars, where: stri
   }
 }
 
-function renderAll(entries: [string, string][], vars: TemplateVars, prefix: string): Outcome<[string, string][]> {
+/** `${NAME}`, `${NAME:-default}`, or the escape `$${...}` (the same syntax as the compiler's interpolation). */
+const REFERENCE = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** Names a template refers to with `${NAME}` that have no value in `env` and no default. */
+export function unsetReferences(template: string, env: Readonly<Record<string, string | undefined>>): string[] {
+  const out: string[] = [];
+  for (const m of template.matchAll(REFERENCE)) {
+    const [, escape, name, def] = m;
+    if (escape !== "$" && def === undefined && !env[name!]) out.push(name!);
+  }
+  return out;
+}
+
+/** Every `${VAR}` a harness's env and homeFiles need that `env` lacks, sorted, once each. */
+export function unsetHarnessVariables(harness: ResolvedHarness, env: Readonly<Record<string, string | undefined>> = process.env): string[] {
+  const templates = [...Object.values(harness.env), ...harness.homeFiles.map((f) => f.content)];
+  return [...new Set(templates.flatMap((t) => unsetReferences(t, env)))].sort();
+}
+
+/** Fails with `HarnessVariableUnset` when `env` lacks a variable the harness's env or homeFiles refer to. */
+export function checkHarnessVariables(harness: ResolvedHarness, env: Readonly<Record<string, string | undefined>> = process.env): Outcome<void> {
+  const names = unsetHarnessVariables(harness, env);
+  return names.length > 0 ? unsetProblem(harness, names) : succeed(undefined);
+}
+
+function unsetProblem<T>(harness: ResolvedHarness, names: string[]): Outcome<T> {
+  const list = names.map((n) => `\${${n}}`).join(", ");
+  return fail(
+    "HarnessVariableUnset",
+    `The harness ${harness.name} needs ${list} from reins's environment, but ${names.length === 1 ? "it is" : "they are"} not set.`,
+    `Export ${names.join(", ")} before the run (the plan keeps only the reference), or give a default with \${${names[0]}:-value}.`,
+  );
+}
+
+/**
+ * Render a template whose `${VAR}` references are read from `env`: each becomes a private
+ * template variable (`{{[$env0]}}`), so the value is inserted verbatim.
+ */
+function renderWithReferences(template: string, vars: TemplateVars, env: Readonly<Record<string, string | undefined>>, where: string): Outcome<string> {
+  const bound: TemplateVars = { ...vars };
+  let n = 0;
+  const text = template.replace(REFERENCE, (whole, escape: string, name: string, def: string | undefined) => {
+    if (escape === "$") return whole.slice(1);
+    const key = `$env${n++}`;
+    bound[key] = env[name] || def || "";
+    return `{{[${key}]}}`;
+  });
+  return renderTemplate(text, bound, where);
+}
+
+function renderAll(entries: [string, string][], vars: TemplateVars, prefix: string, env?: Readonly<Record<string, string | undefined>>): Outcome<[string, string][]> {
   const out: [string, string][] = [];
   for (const [key, template] of entries) {
-    const r = renderTemplate(template, vars, `${prefix}${key}`);
+    const r = env ? renderWithReferences(template, vars, env, `${prefix}${key}`) : renderTemplate(template, vars, `${prefix}${key}`);
     if (!r.ok) return r;
     out.push([key, r.value]);
   }
@@ -110,6 +169,9 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   if (harness.command.length === 0) {
     return fail("HarnessCommandEmpty", `The harness ${harness.name} has an empty command.`, "Give the command line as a list, e.g. [claude, -p, \"{{instruction}}\"].");
   }
+  const hostEnv = runtime.hostEnv ?? process.env;
+  const variables = checkHarnessVariables(harness, hostEnv);
+  if (!variables.ok) return variables;
   const vars = templateVars(harness, ctx, runtime);
   const argv: string[] = [];
   for (const [i, template] of harness.command.entries()) {
@@ -124,11 +186,11 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
     LANG: runtime.lang ?? "C.UTF-8",
     HOME: ctx.home,
   };
-  for (const [source, prefix] of [
-    [harness.env, "env."],
-    [harness.optOuts, "optOuts."],
+  for (const [source, prefix, references] of [
+    [harness.env, "env.", hostEnv],
+    [harness.optOuts, "optOuts.", undefined],
   ] as const) {
-    const rendered = renderAll(Object.entries(source), vars, prefix);
+    const rendered = renderAll(Object.entries(source), vars, prefix, references);
     if (!rendered.ok) return rendered;
     for (const [k, v] of rendered.value) env[k] = v;
   }
@@ -138,7 +200,7 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   for (const file of harness.homeFiles) {
     const target = homeFilePath(ctx.home, file.path);
     if (!target.ok) return target;
-    const content = renderTemplate(file.content, vars, `homeFiles[${file.path}]`);
+    const content = renderWithReferences(file.content, vars, hostEnv, `homeFiles[${file.path}]`);
     if (!content.ok) return content;
     homeFiles.push({ path: target.value, content: content.value });
   }

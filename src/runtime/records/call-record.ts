@@ -12,13 +12,14 @@
  * Versions: 1 had `rollout` (the proxy's per-try path id, e.g. "3-0-1.t2") and no `try`; the run
  * store tagged its lines with `rolloutId`. 2 has `rolloutId` + `try`. The reader accepts both.
  */
-import type { CallClass, Dialect } from "../../compiler/contract/plan.js";
+import { CALL_CLASSES, type CallClass, type Dialect } from "../../compiler/contract/plan.js";
+
+export { CALL_CLASSES };
 
 export const CALL_RECORD_VERSION = 2;
 
 export type FinishReason = "stop" | "tool_calls" | "length" | "error" | "aborted";
 
-export const CALL_CLASSES: readonly CallClass[] = ["main", "subagent", "compaction", "title", "auxiliary"];
 export const FINISH_REASONS: readonly FinishReason[] = ["stop", "tool_calls", "length", "error", "aborted"];
 
 export interface CallRecord {

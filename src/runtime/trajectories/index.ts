@@ -23,5 +23,4 @@ export { batchToJsonl, decodeBatchBinary, encodeBatchBinary } from "./binary.js"
 export type { BinaryManifest } from "./binary.js";
 export { parseCallRecords } from "../records/index.js";
 export { parseRewards } from "./rewards.js";
-export { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "./algorithm-defaults.js";
 export { renderTreeSvg } from "./svg.js";

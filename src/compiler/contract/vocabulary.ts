@@ -1,0 +1,14 @@
+/**
+ * The closed lists of the spec language that the runtime also needs at run time, defined once.
+ * The zod schemas build their enums from these (src/compiler/schema/), so the JSON Schemas, the
+ * compiler and the runtime (proxy, call records, trajectory filters) can never disagree. Plain
+ * constants: the contract stays a leaf.
+ */
+
+/** API dialects a harness may speak to its model; the proxy speaks all of them. */
+export const DIALECTS = ["anthropic-messages", "openai-chat", "openai-responses"] as const;
+export type Dialect = (typeof DIALECTS)[number];
+
+/** Classes a call is sorted into (Harness `callClasses`; Algorithm `filters.dropClasses`). */
+export const CALL_CLASSES = ["main", "subagent", "compaction", "title", "auxiliary"] as const;
+export type CallClass = (typeof CALL_CLASSES)[number];
