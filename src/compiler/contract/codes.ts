@@ -50,6 +50,7 @@ export const CODES = {
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
+  JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
   // proxy / model runtime
   ProxyModelMissing: "Put exactly one Model document in the proxy config.",
   ProxyModelAmbiguous: "Keep one Model document in the proxy config, or name one.",
@@ -60,6 +61,9 @@ export const CODES = {
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   DuplicateDocument: "The same file was given twice; it is read once.",
+  // reins run
+  TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
+  WeightsFormatUnsupported: "Add onnx to the Trainer's weightsFormat: the onnx engine of reins run reloads each version from model.onnx.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

@@ -65,6 +65,7 @@ const SPEC_FIELDS: Record<string, Spec> = {
   },
   lossAggregation: { kind: "enum", values: ["token-mean", "sequence-mean", "sequence-sum"] },
   miniBatches: num(1, undefined, true),
+  valueCoef: num(0),
 };
 
 const HINT_FIELDS = "Algorithm spec fields mirror ResolvedAlgorithm (see docs/trajectories.md).";
