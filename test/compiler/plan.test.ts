@@ -5,6 +5,7 @@ import { parseDocument } from "yaml";
 import { describe, expect, it } from "vitest";
 import { compilePlan, diffPlans } from "../../src/compiler/index.js";
 import { canonicalJson } from "../../src/compiler/contract/hash.js";
+import { dealHarnesses } from "../../src/compiler/plan/harness-mix.js";
 
 const CONTRACT = "test/fixtures/valid/contract.yaml";
 
@@ -122,4 +123,140 @@ spec:
     expect(diffPlans(a, b).changes).toContainEqual({ path: "onBadStep.action", before: "stop", after: "skip" });
     expect(planOf(CONTRACT).onBadStep).toBeUndefined();
   });
+
+  it("deals each training step's tasks to harnesses by weight: one harness per task, groups of groupSize", () => {
+    const plan = planOf(
+      writeSpec(`apiVersion: reins/v1alpha1
+kind: Experiment
+metadata: {name: mix}
+spec:
+  model: {name: qwen3}
+  tasks: [{labels: {set: mix}}]
+  heldOut: [{name: held}]
+  harnesses: [{name: reins-agent, weight: 3}, {name: codex}]
+  algorithm: {type: GRPO, groupSize: 2}
+  steps: 5
+  tasksPerStep: 4
+  seed: 11
+${tasks(["a", "b", "c", "d", "e", "f"], "{set: mix}")}${tasks(["held"], "{}")}`),
+    );
+    const sample = plan.steps.filter((s) => s.kind === "sample");
+    const harnessOf = (r: { harness: string }) => r.harness;
+    for (const step of sample) {
+      expect(step.rollouts).toHaveLength(4 * 2);
+      const groups = new Map<string, string[]>();
+      for (const r of step.rollouts) groups.set(r.pair, [...(groups.get(r.pair) ?? []), harnessOf(r)]);
+      expect([...groups.values()].every((g) => g.length === 2)).toBe(true); // groupSize rollouts of one pair
+      expect(new Set(step.rollouts.map((r) => r.task)).size).toBe(4); // each task through one harness
+    }
+    // 20 groups, weights 3:1 → 15 and 5.
+    const count = (h: string) => sample.flatMap((s) => s.rollouts).filter((r) => r.harness === h).length / 2;
+    expect([count("reins-agent"), count("codex")]).toEqual([15, 5]);
+    // Evaluations run every held-out task through every harness.
+    for (const e of plan.steps.filter((s) => s.kind === "eval")) expect(e.rollouts.map(harnessOf).sort()).toEqual(["codex", "reins-agent"]);
+    // Deterministic from the seed; another seed deals differently.
+    expect(canonicalJson(planOf(writeSpec(readFileSync(lastSpec, "utf8"))).steps)).toBe(canonicalJson(plan.steps));
+    const other = planOf(writeSpec(readFileSync(lastSpec, "utf8").replace("seed: 11", "seed: 12")));
+    expect(canonicalJson(other.steps)).not.toBe(canonicalJson(plan.steps));
+  });
+
+  it("keeps one-harness plans as they were: every sampled task through that harness", () => {
+    const plan = planOf("examples/quickstart/experiment.yaml");
+    for (const s of plan.steps.filter((x) => x.kind === "sample")) expect(s.rollouts.every((r) => r.harness === "reins-agent")).toBe(true);
+    expect(dealHarnesses([2], 3, 2, 5)).toEqual([
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
+  });
+
+  it("gives every harness its share of the run's groups: never a whole group ahead, under two behind", () => {
+    let random = 7;
+    const next = () => ((random = (random * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let trial = 0; trial < 300; trial++) {
+      const weights = Array.from({ length: 1 + Math.floor(next() * 6) }, () => 0.05 + next() * 5);
+      const perStep = 1 + Math.floor(next() * 7);
+      const steps = dealHarnesses(weights, perStep, 12, trial);
+      const total = weights.reduce((a, b) => a + b, 0);
+      const dealt = weights.map(() => 0);
+      steps.forEach((slots, s) => {
+        expect(slots).toHaveLength(perStep);
+        for (const h of slots) dealt[h]!++;
+        const groups = (s + 1) * perStep;
+        weights.forEach((w, h) => {
+          expect(dealt[h]! - (groups * w) / total).toBeLessThan(1);
+          expect((groups * w) / total - dealt[h]!).toBeLessThan(2);
+        });
+      });
+    }
+  });
+
+  it("states the judge of every rubric: the Model it names, else the policy", () => {
+    const plan = planOf(
+      writeSpec(`apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: judged}
+spec:
+  model: {name: qwen3}
+  tasks: [{name: named}, {name: policy}, {name: plain}]
+  harnesses: [{name: reins-agent}]
+---
+apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: grader}
+spec:
+  tokenizer: {type: qwen3}
+  engine: {type: scripted, script: [{text: '{"a": 1}'}]}
+---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: named}
+spec:
+  instruction: x
+  verifier: {rubric: {judge: grader, items: [{id: a, criterion: Clear.}]}}
+---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: policy}
+spec:
+  instruction: x
+  verifier: {rubric: {items: [{id: a, criterion: Clear.}]}}
+---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: plain}
+spec:
+  instruction: x
+  verifier: {checks: [{fileExists: a.txt}]}
+`),
+    );
+    const judgeOf = (name: string) => plan.tasks.find((t) => t.name === name)!.verifier.rubric?.judge;
+    expect(judgeOf("named")).toBe("grader");
+    expect(judgeOf("policy")).toBe("qwen3");
+    expect(judgeOf("plain")).toBeUndefined();
+    expect(plan.judges?.map((m) => m.name)).toEqual(["grader"]);
+    expect(plan.judges?.[0]?.engine).toEqual({ type: "scripted", script: [{ text: '{"a": 1}' }] });
+  });
 });
+
+let lastSpec = "";
+function writeSpec(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+  lastSpec = join(dir, "spec.yaml");
+  writeFileSync(lastSpec, text);
+  return lastSpec;
+}
+
+function tasks(names: string[], labels: string): string {
+  return names
+    .map(
+      (n) => `---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: ${n}, labels: ${labels}}
+spec:
+  instruction: x
+  verifier: {checks: [{fileExists: a.txt}]}
+`,
+    )
+    .join("");
+}

@@ -7,6 +7,7 @@ import { TrainerError } from "../../src/runtime/training/trainer-error.js";
 import type { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import { writeBatchDir, writeBatchJson } from "../../src/runtime/training/batch-file.js";
 import type { TrainingBatch } from "../../src/runtime/trajectories/batch.js";
+import { applyCritic } from "../../src/runtime/trajectories/gae.js";
 import { writeBatchDirectory } from "../../src/runtime/trajectories/io.js";
 import { ALGORITHM, makeTinyModel, pathsBatch, randomTrees, runCheck, startWorker, treeBatch, type TinyModel } from "./helpers.js";
 
@@ -118,7 +119,7 @@ describe("trainer worker", () => {
 
   it("writes safetensors by the format: header length, JSON header, contiguous little-endian tensors", async () => {
     const saved = await worker.client.saveWeights();
-    const bytes = readFileSync(saved.safetensorsPath);
+    const bytes = readFileSync(saved.safetensorsPath!);
     const n = Number(bytes.readBigUInt64LE(0));
     expect(n % 8).toBe(0);
     const header = JSON.parse(bytes.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
@@ -173,19 +174,49 @@ describe("trainer worker", () => {
     expect((await refusal(worker.client.optimStep())).workerCode).toBe("NoGradients");
   });
 
-  it("trains the value head for PPO and reports the value loss", async () => {
+  it("trains the value head for PPO on the returns of the critic's GAE, weighted by valueCoef", async () => {
     const ppo = await startWorker(model, { valueHead: true });
     try {
-      const trees = randomTrees(31, 2, model.vocabSize);
-      const values = await ppo.client.computeValues(treeBatch(trees));
+      const trees = randomTrees(31, 2, model.vocabSize).map((t, k) => ({ ...t, reward: k }));
+      const query = treeBatch(trees, { ...ALGORITHM, type: "PPO", valueCoef: 0.5 });
+      // Without returns (no critic values asked) a PPO batch is refused.
+      expect((await refusal(ppo.client.forwardBackward(query))).workerCode).toBe("MissingReturns");
+      const values = await ppo.client.computeValues(query);
       expect(values.map((v) => v.length)).toEqual(trees.map((t) => t.tokens.length));
-      const m = await ppo.client.forwardBackward(treeBatch(trees, { ...ALGORITHM, type: "PPO" }));
+      expect(values.flat().every((v) => v === 0)).toBe(true); // the head starts at zero
+      const { batch } = applyCritic(query, values, { gamma: 1, lambda: 0.95, normalize: true, positiveOnly: false });
+      const m = await ppo.client.forwardBackward(batch);
       expect(m.valueLoss).toBeGreaterThan(0);
+      // The value loss enters the objective with valueCoef: the same batch with a coefficient 10× larger
+      // adds 9 × valueCoef × valueLoss more to the loss.
+      const heavier = await ppo.client.forwardBackward({ ...batch, algorithm: { ...batch.algorithm, valueCoef: 5 } });
+      expect(heavier.loss - m.loss).toBeCloseTo(4.5 * m.valueLoss!, 5);
       await ppo.client.optimStep({ learningRate: 1e-2 });
-      const after = await ppo.client.computeValues(treeBatch(trees));
+      const after = await ppo.client.computeValues(query);
       expect(after[0]).not.toEqual(values[0]);
+      // A PPO batch needs the value head.
+      expect((await refusal(worker.client.forwardBackward(batch))).workerCode).toBe("NoValueHead");
     } finally {
       await ppo.stop();
+    }
+  });
+
+  it("writes the weights formats asked, and marks trained weights with trained.json", async () => {
+    const fresh = await startWorker(model);
+    try {
+      const untrained = await fresh.client.saveWeights({ formats: ["onnx"] });
+      expect(untrained.safetensorsPath).toBeNull();
+      expect(existsSync(join(untrained.dir, "model.safetensors"))).toBe(false);
+      expect(existsSync(join(untrained.dir, "model.onnx"))).toBe(true);
+      expect(existsSync(join(untrained.dir, "trained.json"))).toBe(false);
+      await fresh.client.forwardBackward(treeBatch(randomTrees(41, 1, model.vocabSize)));
+      await fresh.client.optimStep({ learningRate: 1e-2 });
+      const trained = await fresh.client.saveWeights({ formats: ["safetensors"] });
+      expect(trained.onnxPath).toBeNull();
+      expect(existsSync(trained.safetensorsPath!)).toBe(true);
+      expect(JSON.parse(readFileSync(join(trained.dir, "trained.json"), "utf8"))).toEqual({ optimizerSteps: 1, version: trained.version });
+    } finally {
+      await fresh.stop();
     }
   });
 

@@ -105,7 +105,17 @@ describe("buildTrainingBatch", () => {
     expect(report.rollouts.every((r) => r.advantage === undefined)).toBe(true);
     // gamma = lambda = 1 and constant V: every trained token's advantage is R - V.
     for (const t of batch.trees!) t.lossMask.forEach((m, i) => expect(t.advantages[i]).toBeCloseTo(m ? t.reward! - 0.25 : 0, 12));
-    expect(() => buildTrainingBatch(analyses, { algorithm: ppo, rewards, step: 0, layout: "tree" })).toThrow(/critic values/);
+    // The value targets: advantage + value = R on every trained token.
+    for (const t of batch.trees!) t.lossMask.forEach((m, i) => expect(t.returns![i]).toBeCloseTo(m ? t.reward! : 0, 12));
+    // Without values the batch is the critic's query: the same trees, advantages 0, no returns.
+    const query = buildTrainingBatch(analyses, { algorithm: ppo, rewards, step: 0, layout: "tree" }).batch;
+    expect(query.trees!.map((t) => t.tokens)).toEqual(batch.trees!.map((t) => t.tokens));
+    for (const t of query.trees!) {
+      expect(t.advantages.every((a) => a === 0)).toBe(true);
+      expect(t.returns).toBeUndefined();
+    }
+    const partial = new Map([...values].slice(1));
+    expect(() => buildTrainingBatch(analyses, { algorithm: ppo, rewards, step: 0, layout: "tree", values: partial })).toThrow(/critic values/);
   });
 });
 

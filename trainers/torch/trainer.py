@@ -25,6 +25,18 @@ from .packing import build_micro_batch, group_micro_batches
 
 PROTOCOL_VERSION = 1
 MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+# Written by save_weights next to weights that have been trained (>= 1 optimizer step, counting the
+# steps of the weights the worker started from): {"optimizerSteps": n, "version": v}.
+TRAINED_MARKER = "trained.json"
+
+
+def trained_steps(model_dir: str) -> int:
+    """Optimizer steps behind the weights in `model_dir` (its trained.json), 0 when untrained."""
+    try:
+        with open(os.path.join(model_dir, TRAINED_MARKER), "r", encoding="utf-8") as f:
+            return max(0, int(json.load(f).get("optimizerSteps", 0)))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0
 
 
 def load_policy(model_dir: str, value_head: bool = False) -> Policy:
@@ -66,6 +78,8 @@ class Trainer:
         self.pending_tokens = 0
         self.reference: Optional[Policy] = None
         self.weights_version: Optional[str] = None
+        # Optimizer steps the starting weights already had (their trained.json; 0 for a fresh policy).
+        self.base_steps = trained_steps(model_dir)
         weights = os.path.join(model_dir, "model.safetensors")
         self.initial_version = "in-memory"
         if os.path.exists(weights):
@@ -114,7 +128,10 @@ class Trainer:
         mine = groups[self.dist.rank::self.dist.world]
         rounds = self.dist.max_int(len(mine))
         kl_coef = float(alg.get("klCoef", 0.0) or 0.0)
-        use_values = objective == "rl" and self.policy.value_head is not None and alg.get("type") == "PPO"
+        use_values = objective == "rl" and alg.get("type") == "PPO"
+        if use_values:
+            self._check_ppo_batch(batch)
+        vf_coef = float(alg.get("valueCoef", self.vf_coef))
         sums: Dict[str, float] = {}
         processed = padded = 0
         self.model.train()
@@ -135,11 +152,10 @@ class Trainer:
                         ref_lp, _ = token_terms(ref_logits, mb.target)
                 out = policy_loss(lp, ent, mb, alg, batch.num_seqs, ref_lp)
                 if use_values:
-                    # Targets: the batch's returns, else advantage + the critic's current value
-                    # (the GAE return when the values came from /compute_values on these weights).
-                    target = mb.returns if mb.returns is not None else mb.adv + values.detach()
-                    vloss = (mb.coef * 0.5 * (values - target) ** 2).sum()
-                    out["loss"] = out["loss"] + self.vf_coef * vloss
+                    # The value head regresses on the batch's returns (GAE advantage + the value
+                    # it was computed from, fixed for the step), aggregated like the policy loss.
+                    vloss = (mb.coef * 0.5 * (values - mb.returns) ** 2).sum()
+                    out["loss"] = out["loss"] + vf_coef * vloss
                     out["stats"]["value_loss"] = vloss.detach()
             loss = out["loss"]
             value = float(loss.detach())
@@ -194,6 +210,17 @@ class Trainer:
             m["valueLoss"] = sums["value_loss"]
         return m
 
+    def _check_ppo_batch(self, batch) -> None:
+        """A PPO batch trains the value head on its returns: both must be there."""
+        if self.policy.value_head is None:
+            raise BatchProblem("NoValueHead", "this is a PPO batch, but the worker has no value head to train",
+                               "start the worker with --value-head for PPO")
+        missing = [r.rollout for r in batch.rows if r.returns is None]
+        if missing:
+            raise BatchProblem("MissingReturns", f"PPO rows without `returns` (rollout {missing[0]}): the batch was "
+                               "built without critic values", "ask /compute_values on the batch's trees and build "
+                               "the advantages and returns from them (applyCritic) before forward_backward")
+
     def optim_step(self, req: Dict[str, Any]) -> Dict[str, Any]:
         if self.pending_tokens == 0:
             raise BatchProblem("NoGradients", "optim_step was called with no accumulated gradients",
@@ -215,6 +242,9 @@ class Trainer:
 
     def save_weights(self, req: Dict[str, Any]) -> Dict[str, Any]:
         formats = req.get("formats") or ["onnx", "safetensors"]
+        unknown = [f for f in formats if f not in ("onnx", "safetensors")]
+        if unknown:
+            raise BatchProblem("BadRequest", f"unknown weights format {unknown[0]!r}", "use \"onnx\" and/or \"safetensors\"")
         sd = self.dist.full_state_dict(self.model, self.policy)
         if not self.dist.is_main:
             return {}
@@ -227,8 +257,13 @@ class Trainer:
             tmp = os.path.join(root, f".{version}.tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
-            with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
-                f.write(data)
+            if "safetensors" in formats:
+                with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                    f.write(data)
+            steps = self.base_steps + self.step
+            if steps > 0:  # the marker of trained weights (see trained_steps)
+                with open(os.path.join(tmp, TRAINED_MARKER), "w", encoding="utf-8") as f:
+                    json.dump({"optimizerSteps": steps, "version": version}, f)
             with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
                 json.dump(self.config.to_hf() | {"value_head": False}, f, indent=1)
             for name in MODEL_FILES:
@@ -250,7 +285,8 @@ class Trainer:
             shutil.rmtree(final, ignore_errors=True)
             os.replace(tmp, final)
         self.weights_version = version
-        out["safetensorsPath"] = os.path.join(final, "model.safetensors")
+        st = os.path.join(final, "model.safetensors")
+        out["safetensorsPath"] = st if os.path.exists(st) else None
         out["onnxPath"] = os.path.join(final, "model.onnx") if os.path.exists(os.path.join(final, "model.onnx")) else None
         return out
 

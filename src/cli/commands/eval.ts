@@ -3,7 +3,7 @@ import { createExecutor } from "../../runtime/executor/executor.js";
 import { createProvider } from "../../runtime/executor/providers.js";
 import { summarizeResults } from "../../runtime/executor/outcomes.js";
 import { renderEvalTable } from "../../runtime/eval/index.js";
-import { createJudge } from "../../runtime/executor/judge.js";
+import { createJudges } from "../../runtime/executor/judge.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, say } from "../io.js";
 import { Progress } from "../progress.js";
@@ -34,12 +34,12 @@ export function register(program: Command): void {
       const ac = interruptible();
       const progress = new Progress(!opts.json && !opts.quiet);
       const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
-      const judge = plan.model ? await createJudge(plan.model) : undefined;
+      const judges = await createJudges(plan);
       const executor = await createExecutor({
         plan,
         store,
         provider,
-        ...(judge ? { judge } : {}),
+        ...(judges.judge ? { judge: judges.judge } : {}),
         ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}),
         onEvent: (e) => progress.onEvent(e),
         signal: ac.signal,
@@ -51,6 +51,7 @@ export function register(program: Command): void {
       } finally {
         progress.finish();
         await executor.close();
+        await judges.close();
         await provider.close();
         store.close();
       }

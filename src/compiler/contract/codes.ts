@@ -59,6 +59,7 @@ export const CODES = {
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
+  JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
   // proxy / model runtime
   ProxyModelMissing: "Put exactly one Model document in the proxy config.",
   ProxyModelAmbiguous: "Keep one Model document in the proxy config, or name one.",
@@ -86,6 +87,9 @@ export const CODES = {
   WorkspaceTooLarge: "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB); have the task keep its outputs small.",
   // harness launch (runtime)
   HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
+  // reins run
+  TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
+  WeightsFormatUnsupported: "Add onnx to the Trainer's weightsFormat: the onnx engine of reins run reloads each version from model.onnx.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

@@ -50,6 +50,7 @@ export interface ResolvedVerifier {
   name: string;
   checks: ResolvedCheck[];
   script?: { command: string[]; timeoutSeconds: number };
+  /** `judge`: the Model that grades the rubric; in a plan, set for every rubric (the policy's name when the spec names none). */
   rubric?: { judge?: string; items: { id: string; criterion: string; weight: number }[]; files: string[] };
   combine: { mode: z.output<typeof CombineSpecSchema>["mode"]; weights: Record<string, number> };
   /** Reward at or above which an attempt counts as passed (pass@k). */
@@ -160,6 +161,8 @@ export interface ResolvedAlgorithm {
   lossAggregation: Filled<AlgorithmSpec>["lossAggregation"];
   /** Optimizer steps per training step (the step's rollouts split into this many mini-batches). */
   miniBatches: number;
+  /** PPO only: weight of the critic's value loss in the objective (absent for GRPO/RLOO). */
+  valueCoef?: number;
 }
 
 export interface ResolvedSandbox {
@@ -231,6 +234,8 @@ export interface Plan {
   hash: string;
   seed: number;
   model?: ResolvedModel;
+  /** The Models that grade rubrics, other than the policy (`model`); each rubric's `judge` names one of them or the policy. */
+  judges?: ResolvedModel[];
   algorithm?: ResolvedAlgorithm;
   sandbox: ResolvedSandbox;
   trainer?: ResolvedTrainer;

@@ -6,8 +6,9 @@
  */
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
-import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedSandbox, ResolvedTrainer } from "../contract/plan.js";
+import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
 import { digestOf, seedOf } from "../contract/hash.js";
+import { dealHarnesses } from "./harness-mix.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
 import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
@@ -91,20 +92,22 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   };
 
   const steps: PlanStep[] = [];
-  const makeStep = (kind: PlanStep["kind"], tasks: string[], perPair: number): void => {
+  /** A step of `perPair` rollouts for each (task, harness index) pair, in the order given. */
+  const makeStep = (kind: PlanStep["kind"], groups: [string, number][], perPair: number): void => {
     const index = steps.length;
     const rollouts: PlanRollout[] = [];
-    for (const task of tasks) {
-      for (const h of harnessList) {
-        const p = addPair(task, h);
-        for (let a = 0; a < perPair; a++) {
-          const id = `s${index}-p${p}-a${a}`;
-          rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
-        }
+    for (const [task, hi] of groups) {
+      const h = harnessList[hi]!;
+      const p = addPair(task, h);
+      for (let a = 0; a < perPair; a++) {
+        const id = `s${index}-p${p}-a${a}`;
+        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
       }
     }
     steps.push({ index, kind, rollouts, hash: "" });
   };
+  /** Every task through every harness (evaluations). */
+  const everyHarness = (tasks: string[]): [string, number][] => tasks.flatMap((t) => harnessList.map((_, hi): [string, number] => [t, hi]));
 
   let attempts: number;
   if (isExperiment) {
@@ -113,21 +116,27 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     attempts = evalAttempts;
     const perStep: number = Math.min(spec.tasksPerStep ?? training.length, training.length);
     const order = shuffled(training, seed);
-    if (heldOut.names.length > 0) makeStep("eval", heldOut.names, evalAttempts);
+    // Each sampled task goes through one harness, dealt by the harnesses' weights (harness-mix.ts).
+    const mix = dealHarnesses(harnessList.map((h) => h.weight), perStep, spec.steps, seed);
+    if (heldOut.names.length > 0) makeStep("eval", everyHarness(heldOut.names), evalAttempts);
     for (let s = 0; s < spec.steps; s++) {
-      const pick: string[] = [];
-      for (let i = 0; i < perStep; i++) pick.push(order[(s * perStep + i) % order.length]!);
+      const pick: [string, number][] = [];
+      for (let i = 0; i < perStep; i++) pick.push([order[(s * perStep + i) % order.length]!, mix[s]![i]!]);
       makeStep("sample", pick, algorithm!.groupSize);
       const last = s === spec.steps - 1;
-      if (heldOut.names.length > 0 && (last || (evalEvery > 0 && (s + 1) % evalEvery === 0))) makeStep("eval", heldOut.names, evalAttempts);
+      if (heldOut.names.length > 0 && (last || (evalEvery > 0 && (s + 1) % evalEvery === 0))) makeStep("eval", everyHarness(heldOut.names), evalAttempts);
     }
   } else {
     attempts = spec.attempts ?? 1;
-    makeStep("eval", selected.names, attempts);
+    makeStep("eval", everyHarness(selected.names), attempts);
   }
 
   const usedTasks = new Set(steps.flatMap((s) => s.rollouts.map((r) => r.task)));
-  const tasks = [...usedTasks].map((n) => world.tasks.get(n)!.value);
+  const judged = planJudges([...usedTasks].map((n) => world.tasks.get(n)!.value), model, world, at);
+  diagnostics.push(...judged.diagnostics);
+  if (judged.diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
+  const tasks = judged.tasks;
+  const judges = judged.judges;
   const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
   const usedHarnesses = harnesses.map(({ use }) => {
     const base = world.harnesses.get(use.name)!.value;
@@ -138,6 +147,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     algorithm: algorithm ?? null,
     harnesses: usedHarnesses.map((h) => portableHarness(h, opts.cwd)),
     sandbox: hashedSandbox(sandbox),
+    ...(judges.length > 0 ? { judges: judges.map((j) => portableModel(j, opts.cwd)) } : {}),
   };
   const commonDigest = digestOf(common);
   for (const step of steps) {
@@ -164,6 +174,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     root: opts.cwd,
   };
   if (model) plan.model = model;
+  if (judges.length > 0) plan.judges = judges;
   if (algorithm) plan.algorithm = algorithm;
   if (trainer) plan.trainer = trainer;
   if (isExperiment && spec.sft) {
@@ -173,6 +184,33 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   plan.hash = hashPlan(plan);
   void rolloutCount;
   return { value: plan, diagnostics };
+}
+
+/**
+ * Which Model grades each rubric: the one its `judge` names, or the policy when it names none.
+ * The plan's tasks carry the name in `rubric.judge` (copies; the world's tasks are left as they
+ * are) and `judges` holds the judge Models other than the policy. A rubric with neither a judge
+ * nor a policy to fall back on is an error (JudgeRequired).
+ */
+function planJudges(used: ResolvedTask[], model: ResolvedModel | undefined, world: World, at: (...p: (string | number)[]) => ReturnType<typeof positionAt>): { tasks: ResolvedTask[]; judges: ResolvedModel[]; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const judges = new Map<string, ResolvedModel>();
+  const tasks = used.map((t) => {
+    const rubric = t.verifier.rubric;
+    if (!rubric) return t;
+    const name = rubric.judge ?? model?.name;
+    if (name === undefined) {
+      diagnostics.push(makeDiagnostic("JudgeRequired", at("tasks"), `Task "${t.name}" has a rubric that names no judge, and there is no model to grade it.`, CODES.JudgeRequired));
+      return t;
+    }
+    if (name !== model?.name) {
+      const m = world.models.get(name)?.value;
+      if (!m) return t; // reported by the world (resolve/judges.ts) as UnknownReference
+      judges.set(name, m);
+    }
+    return rubric.judge === name ? t : { ...t, verifier: { ...t.verifier, rubric: { ...rubric, judge: name } } };
+  });
+  return { tasks, judges: [...judges.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), diagnostics };
 }
 
 /**

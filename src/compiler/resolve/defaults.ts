@@ -123,6 +123,7 @@ export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
     },
     lossAggregation: spec.lossAggregation ?? "token-mean",
     miniBatches: spec.miniBatches ?? 1,
+    ...(spec.valueCoef !== undefined || spec.type === "PPO" ? { valueCoef: toNumber(spec.valueCoef, 0.5) } : {}),
   };
 }
 

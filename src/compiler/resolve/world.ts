@@ -19,6 +19,7 @@ import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
 import { expandFamily } from "./families.js";
+import { checkJudgeReferences } from "./judges.js";
 import { resolveTask } from "./tasks.js";
 import { resolveVerifierSpec } from "./verifier.js";
 import { verifierDiagnostics } from "./verifier-problems.js";
@@ -105,6 +106,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   for (const doc of docsOf("Sandbox")) sandboxes.set(doc.name, { value: resolveSandbox(doc.doc.spec), doc });
   const trainers = new Map<string, Entry<ResolvedTrainer>>();
   for (const doc of docsOf("Trainer")) trainers.set(doc.name, { value: resolveTrainer(doc.doc.spec), doc });
+  diagnostics.push(...checkJudgeReferences({ verifiers, tasks, models }));
 
   return {
     value: {
@@ -131,6 +133,12 @@ export function checkAlgorithm(a: ResolvedAlgorithm, doc: TypedDocument, at: (st
   }
   if (!(a.learningRate > 0) || !Number.isFinite(a.learningRate)) {
     out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "learningRate"]), `learningRate must be a positive number, not ${a.learningRate}.`, "Use e.g. 1e-6."));
+  }
+  if (a.type === "PPO" && a.advantage.dropZeroVariance) {
+    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "advantage", "dropZeroVariance"]), "PPO has no groups to drop: its critic learns from every rollout, equal rewards included.", "Remove advantage.dropZeroVariance, or use GRPO/RLOO."));
+  }
+  if (a.type !== "PPO" && a.valueCoef !== undefined) {
+    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "valueCoef"]), `valueCoef weighs PPO's critic loss; ${a.type} has no critic.`, "Remove valueCoef, or use type: PPO."));
   }
   if (a.correction.type === "MIS" && a.correction.low >= a.correction.high) {
     out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "correction"]), `MIS bounds are empty: low ${a.correction.low} ≥ high ${a.correction.high}.`, "Make low smaller than high."));

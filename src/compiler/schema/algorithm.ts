@@ -9,14 +9,17 @@ export const AlgorithmSpecSchema = z
     groupSize: PositiveInt.optional().describe("Rollouts per (task, harness) pair per step (default 8)."),
     advantage: z
       .strictObject({
-        normalizeStd: z.boolean().optional().describe("Divide by the group's reward std (default true)."),
-        dropZeroVariance: z.boolean().optional().describe("Drop groups whose rewards are all equal (default false)."),
+        normalizeStd: z
+          .boolean()
+          .optional()
+          .describe("GRPO: divide by the group's reward std. PPO: whiten the step's GAE advantages (mean 0, std 1 over its trained tokens). Default true."),
+        dropZeroVariance: z.boolean().optional().describe("GRPO/RLOO: drop groups whose rewards are all equal (default false). Not for PPO: its critic learns from every rollout."),
         positiveOnly: z
           .boolean()
           .optional()
-          .describe("Clamp negative advantages to 0: only rollouts better than their group's mean are reinforced, none pushed down (learning from successes; steadier for small models; default false)."),
-        gamma: z.number().min(0).max(1).optional(),
-        lambda: z.number().min(0).max(1).optional(),
+          .describe("Clamp negative advantages to 0: only rollouts better than their group's mean (PPO: tokens better than the critic expected) are reinforced, none pushed down (learning from successes; steadier for small models; default false)."),
+        gamma: z.number().min(0).max(1).optional().describe("PPO: GAE discount per generated token (default 1)."),
+        lambda: z.number().min(0).max(1).optional().describe("PPO: GAE lambda (default 1)."),
       })
       .optional(),
     clip: z.strictObject({ low: z.number().min(0).max(1).optional(), high: z.number().min(0).optional() }).optional(),
@@ -41,6 +44,11 @@ export const AlgorithmSpecSchema = z
       })
       .optional(),
     lossAggregation: z.enum(["token-mean", "sequence-mean", "sequence-sum"]).optional(),
+    valueCoef: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe("PPO: weight of the critic's value loss (squared error to the GAE returns) in the objective (default 0.5). Only for PPO."),
     miniBatches: PositiveInt.optional().describe(
       "Optimizer steps per training step: the step's rollouts are split into this many mini-batches, one optimizer step each (PPO's minibatching; default 1).",
     ),

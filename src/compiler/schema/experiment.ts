@@ -13,11 +13,23 @@ export const TaskSelector = z
   ])
   .describe("Selects tasks by name, family, labels or category.");
 
+const HarnessName = Name.describe("Name of a Harness document (or a harness shipped with reins).");
+const HarnessEnv = z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env).");
+
 export const HarnessUse = z.strictObject({
-  name: Name.describe("Name of a Harness document (or a harness shipped with reins)."),
-  weight: z.number().positive().optional().describe("Mix weight of this harness in training batches (default 1)."),
-  env: z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env)."),
+  name: HarnessName,
+  weight: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      "This harness's share of the training rollouts (default 1): each training step runs each of its tasks through one harness, and harness h gets weight_h / Σ weight of the run's groups (dealt in order, never a whole group ahead of its share; shuffled within a step from the seed). Held-out evaluations run every task through every harness.",
+    ),
+  env: HarnessEnv,
 });
+
+/** An Evaluation runs every task through every harness: no mix weight. */
+export const EvaluationHarnessUse = z.strictObject({ name: HarnessName, env: HarnessEnv });
 
 export const BadStepPolicy = z
   .strictObject({
@@ -51,12 +63,17 @@ export const ExperimentSpecSchema = z
         steps: PositiveInt.max(100_000).describe("Optimizer steps over the reference trajectories."),
         learningRate: z.number().positive().optional(),
         batchSize: PositiveInt.optional().describe("Trajectories per step (default: all)."),
-        when: z.enum(["if-untrained", "always"]).optional().describe("if-untrained (default): skip when the policy already has trained weights."),
+        when: z
+          .enum(["if-untrained", "always"])
+          .optional()
+          .describe(
+            "if-untrained (default): skip SFT when the policy's directory holds trained weights, i.e. weights the reins trainer saved after at least one optimizer step (its trained.json), such as a weights directory of an earlier run; a fresh policy is untrained. always: run SFT in any case.",
+          ),
       })
       .optional()
       .describe("Supervised warm-up on the tasks' reference solutions, replayed through the harnesses (environment tokens masked)."),
     steps: PositiveInt.max(1_000_000),
-    tasksPerStep: PositiveInt.optional().describe("Tasks sampled per step (default: all selected)."),
+    tasksPerStep: PositiveInt.optional().describe("Tasks sampled per step (default: all selected); each runs through one harness (see harnesses[].weight) in a group of algorithm.groupSize rollouts."),
     eval: z
       .strictObject({
         everySteps: NonNegativeInt.optional().describe("Evaluate held-out tasks every N steps (0 = only before and after)."),
@@ -71,9 +88,9 @@ export const ExperimentSpecSchema = z
 export const EvaluationSpecSchema = z
   .strictObject({
     imports: Imports,
-    model: Ref.optional().describe("Needed when a harness calls a model."),
+    model: Ref.optional().describe("Needed when a harness calls a model (it also grades rubrics that name no judge)."),
     tasks: z.array(TaskSelector).min(1),
-    harnesses: z.array(HarnessUse).min(1),
+    harnesses: z.array(EvaluationHarnessUse).min(1).describe("Every task runs through every harness."),
     attempts: PositiveInt.max(10_000).optional().describe("Attempts per task × harness (default 1)."),
     sandbox: z.union([Ref, SandboxSpecSchema]).optional(),
     seed: z.number().int().optional(),

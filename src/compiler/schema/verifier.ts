@@ -23,7 +23,7 @@ export const RubricItemSpecSchema = z.union([
 
 export const RubricSpecSchema = z
   .strictObject({
-    judge: z.string().optional().describe("Name of the Model that judges (default: the experiment's judge or policy model)."),
+    judge: z.string().optional().describe("Name of the Model document that grades this rubric, through its own engine (default: the policy, the Experiment's or Evaluation's model). The plan states the judge of every rubric."),
     items: z.array(RubricItemSpecSchema).min(1).describe("Criteria scored in [0, 1] by the judge."),
     files: z.array(z.string().min(1)).optional().describe("Workspace globs shown to the judge (bounded in size)."),
   })

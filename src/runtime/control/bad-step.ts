@@ -86,3 +86,18 @@ export function describeSkip(e: SkipEvent, what: string): string {
 function capitalize(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
+
+/**
+ * Stop before publishing when a step's numbers are not finite although the trainer accepted it
+ * (its JSON carries NaN as null): such a number must never reach the metrics as null, silently.
+ */
+export function refuseNonFinite(what: string, metrics: Record<string, unknown>, trained: boolean): void {
+  const bad = findNonFinite(metrics);
+  if (trained) for (const k of ["loss", "gradNorm"]) if (typeof metrics[k] !== "number") bad.push(k);
+  if (bad.length === 0) return;
+  throw new LoopError(
+    "NonFiniteMetrics",
+    `${what}: ${bad.join(", ")} ${bad.length === 1 ? "is" : "are"} NaN, infinite or missing, although the trainer accepted the step; nothing of it was published.`,
+    "The trainer worker should have refused this step; look at trainer.log in the run directory.",
+  );
+}

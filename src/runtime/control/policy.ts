@@ -1,4 +1,4 @@
-/** The initial policy: created by the trainer package's init_model when its directory has none. */
+/** The policy directory: created by the trainer package's init_model when it has none; trained or not. */
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -14,6 +14,20 @@ export function policyDirOf(modelPath: string): string {
 
 export function hasPolicy(dir: string): boolean {
   return existsSync(join(dir, "READY"));
+}
+
+/**
+ * Optimizer steps behind the weights in `dir`: its trained.json, which the trainer worker writes
+ * next to every weights version it saves after at least one optimizer step (counting the steps of
+ * the weights it started from). 0 for a fresh policy, or for weights reins did not train.
+ */
+export function trainedSteps(dir: string): number {
+  try {
+    const n = (JSON.parse(readFileSync(join(dir, "trained.json"), "utf8")) as { optimizerSteps?: unknown }).optimizerSteps;
+    return typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** Creates the policy (tokenizer with BPE merges learned from `corpus` when given) unless it exists. */

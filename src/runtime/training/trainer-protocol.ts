@@ -89,10 +89,10 @@ export interface SaveWeightsResult {
   /** Content hash of the weights (first 16 hex digits of the safetensors sha256). */
   version: string;
   step: number;
-  /** Directory holding model.onnx, model.safetensors, config.json, tokenizer files, READY. */
+  /** Directory holding model.onnx and/or model.safetensors (the formats asked), config.json, tokenizer files, READY, and trained.json once trained. */
   dir: string;
   onnxPath: string | null;
-  safetensorsPath: string;
+  safetensorsPath: string | null;
 }
 
 export interface CheckpointResult {

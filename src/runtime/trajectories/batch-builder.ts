@@ -5,7 +5,10 @@
  * the (step, task, harness) pairs; zero-variance groups are reported and, with
  * `dropZeroVariance` (GRPO/RLOO), leave the batch. A rollout without a reward leaves the batch (NoReward).
  * GRPO/RLOO advantages are one number per rollout; PPO advantages come per branch from critic
- * values (see gae.ts), so the report has no single PPO advantage.
+ * values (see gae.ts), so the report has no single PPO advantage. A PPO batch is built in two
+ * passes: without `values` it is the critic's query (every tree with advantages 0 and no
+ * returns, which the trainer refuses to train on); with them, or through `applyCritic`, it
+ * carries each branch's GAE and the value targets.
  */
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import type { GroupStats, RolloutReward } from "./advantages.js";
@@ -176,14 +179,14 @@ export interface BatchOptions extends ReportOptions {
   rewards: RewardTable;
   step: number;
   layout: "tree" | "paths";
-  /** PPO: critic values per rollout, one per packed tree token (DFS order). */
+  /** PPO: critic values per rollout, one per packed tree token (DFS order); absent: the critic query. */
   values?: Map<string, ArrayLike<number>>;
 }
 
 /** The algorithm settings that travel with the batch. */
 export function batchAlgorithm(algorithm: ResolvedAlgorithm): TrainingBatch["algorithm"] {
-  const { type, clip, klCoef, entropyCoef, correction, lossAggregation } = algorithm;
-  return { type, clip, klCoef, entropyCoef, correction, lossAggregation };
+  const { type, clip, klCoef, entropyCoef, correction, lossAggregation, valueCoef } = algorithm;
+  return { type, clip, klCoef, entropyCoef, correction, lossAggregation, ...(type === "PPO" ? { valueCoef: valueCoef ?? 0.5 } : {}) };
 }
 
 /** Build the training batch of one step. Rollouts the report marks as dropped are left out. */
@@ -199,8 +202,8 @@ export function buildTrainingBatch(
     const meta = { rollout: a.rollout, task: r.task as string, harness: r.harness as string };
     let tree = packTree(a.tree, a.filter, meta, r.advantage ?? 0, a.ownership);
     tree.reward = r.reward;
-    if (options.algorithm.type === "PPO") {
-      const values = options.values?.get(a.rollout);
+    if (options.algorithm.type === "PPO" && options.values) {
+      const values = options.values.get(a.rollout);
       if (!values) throw new Error(`PPO batch needs critic values for rollout ${a.rollout}`);
       const { gamma, lambda } = options.algorithm.advantage;
       tree = applyBranchGae(tree, values, r.reward as number, { gamma, lambda });

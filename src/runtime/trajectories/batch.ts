@@ -34,6 +34,11 @@ export interface PackedTree {
   leaves?: number;
   /** Optional. The rollout's reward. */
   reward?: number;
+  /**
+   * PPO only: the critic's regression target per token (the branch's GAE advantage plus the
+   * critic value it was computed from, before any advantage normalization), 0 for context.
+   */
+  returns?: number[];
 }
 
 /** One root-to-leaf path: a plain causal sequence. */
@@ -62,6 +67,6 @@ export interface TrainingBatch {
   layout: "tree" | "paths";
   trees?: PackedTree[];
   paths?: PathSample[];
-  algorithm: Pick<ResolvedAlgorithm, "type" | "clip" | "klCoef" | "entropyCoef" | "correction" | "lossAggregation">;
+  algorithm: Pick<ResolvedAlgorithm, "type" | "clip" | "klCoef" | "entropyCoef" | "correction" | "lossAggregation" | "valueCoef">;
   composition: BatchComposition;
 }

@@ -9,8 +9,15 @@
  *   A_k     = delta_k + gamma * lambda * A_{k+1}
  * Nothing propagates between siblings: a token shared by several paths has one advantage per path,
  * and the tree carries the one of its owner path (the path that trains it exactly once).
+ *
+ * In `reins run` the values come from the trainer's value head (`compute_values`) on the step's
+ * packed trees, with the weights that sampled the step, before any update (`applyCritic`): the
+ * value head's regression target is the return A + V of each trained token, fixed for the step;
+ * with `normalizeStd` the advantages (not the returns) are then whitened over the step's trained
+ * tokens, and with `positiveOnly` negative ones become 0.
  */
-import type { PackedTree } from "./batch.js";
+import { ADVANTAGE_EPSILON } from "./advantages.js";
+import type { PackedTree, TrainingBatch } from "./batch.js";
 
 export interface GaeOptions {
   gamma: number;
@@ -88,7 +95,81 @@ export function computeBranchGae(
   return out;
 }
 
-/** A copy of `tree` with PPO advantages from the critic values. */
+/** A copy of `tree` with PPO advantages from the critic values, and the returns (advantage + value) they imply. */
 export function applyBranchGae(tree: PackedTree, values: ArrayLike<number>, reward: number, options: GaeOptions): PackedTree {
-  return { ...tree, advantages: Array.from(computeBranchGae(tree, values, reward, options)) };
+  const advantages = Array.from(computeBranchGae(tree, values, reward, options));
+  return { ...tree, advantages, returns: advantages.map((a, i) => (tree.lossMask[i] ? a + values[i]! : 0)) };
+}
+
+export interface CriticOptions extends GaeOptions {
+  /** Whiten the advantages over all trained tokens of the batch (mean 0, std 1). */
+  normalize: boolean;
+  /** Negative advantages (after whitening) become 0. */
+  positiveOnly: boolean;
+}
+
+/** What the critic said about a step (over its trained tokens). */
+export interface CriticStats {
+  /** Mean critic value. */
+  valueMean: number;
+  /** Mean return (the value head's target). */
+  returnMean: number;
+  /** 1 - Var(return - value) / Var(return); 0 when the returns do not vary. */
+  explainedVariance: number;
+  /** Mean and std of the GAE advantages before normalization. */
+  advantageMean: number;
+  advantageStd: number;
+}
+
+/**
+ * A PPO tree batch (built without values: advantages 0, no returns) with each tree's per-branch
+ * GAE from the critic's `values` (one list per tree, one value per packed token, as the trainer's
+ * `compute_values` answers), its returns, and the advantages normalized as asked. Pure.
+ */
+export function applyCritic(batch: TrainingBatch, values: readonly ArrayLike<number>[], options: CriticOptions): { batch: TrainingBatch; stats: CriticStats } {
+  const trees = batch.trees;
+  if (batch.layout !== "tree" || !trees) throw new Error("applyCritic needs a tree-layout batch");
+  if (values.length !== trees.length) throw new Error(`the critic answered ${values.length} rows for ${trees.length} trees`);
+  const out: PackedTree[] = trees.map((tree, k) => {
+    if (tree.reward === undefined) throw new Error(`PPO tree ${tree.rollout} has no reward`);
+    return applyBranchGae(tree, values[k]!, tree.reward, options);
+  });
+  const adv: number[] = [];
+  const ret: number[] = [];
+  const val: number[] = [];
+  out.forEach((t, k) => t.lossMask.forEach((m, i) => {
+    if (!m) return;
+    adv.push(t.advantages[i]!);
+    ret.push(t.returns![i]!);
+    val.push(values[k]![i]!);
+  }));
+  const a = meanStd(adv);
+  const r = meanStd(ret);
+  const residual = meanStd(ret.map((x, i) => x - val[i]!));
+  const stats: CriticStats = {
+    valueMean: meanStd(val).mean,
+    returnMean: r.mean,
+    explainedVariance: r.std > 0 ? 1 - residual.std ** 2 / r.std ** 2 : 0,
+    advantageMean: a.mean,
+    advantageStd: a.std,
+  };
+  if (options.normalize || options.positiveOnly) {
+    for (const t of out) {
+      t.advantages = t.advantages.map((x, i) => {
+        if (!t.lossMask[i]) return 0;
+        const y = options.normalize ? (x - a.mean) / (a.std + ADVANTAGE_EPSILON) : x;
+        return options.positiveOnly ? Math.max(y, 0) : y;
+      });
+    }
+  }
+  return { batch: { ...batch, trees: out }, stats };
+}
+
+/** Mean and sample standard deviation (divisor n-1, as torch.std; 0 for fewer than two values). */
+function meanStd(xs: readonly number[]): { mean: number; std: number } {
+  const n = xs.length;
+  if (n === 0) return { mean: 0, std: 0 };
+  const mean = xs.reduce((s, x) => s + x, 0) / n;
+  const std = n > 1 ? Math.sqrt(xs.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1)) : 0;
+  return { mean, std };
 }

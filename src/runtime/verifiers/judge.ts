@@ -13,6 +13,8 @@ export interface JudgeRequest {
   prompt: string;
   /** Rollout the verification belongs to, e.g. "3-1-0"; judge records use "<rollout>/judge". */
   rollout: string;
+  /** The judge Model the rubric names (a run's judges route on it; a single judge ignores it). */
+  judge?: string;
   seq: number;
   signal?: AbortSignal;
 }

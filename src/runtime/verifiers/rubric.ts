@@ -74,7 +74,7 @@ export async function runRubric(
 ): Promise<RubricPart> {
   const limits = { ...DEFAULT_RUBRIC_LIMITS, ...ctx.limits };
   const items = rubric.items.map((i) => ({ ...i, score: 0 }));
-  const part: RubricPart = { score: 0, judge: ctx.judge?.name ?? rubric.judge ?? "none", items, calls: [] };
+  const part: RubricPart = { score: 0, judge: rubric.judge ?? ctx.judge?.name ?? "none", items, calls: [] };
   if (!ctx.judge) {
     part.error = { code: "JudgeUnavailable", message: `no judge model is configured for this rubric${rubric.judge ? ` (it names ${rubric.judge})` : ""}` };
     return part;
@@ -87,7 +87,7 @@ export async function runRubric(
     const call: JudgeCall = { seq: attempt, prompt, startedMs: Date.now(), doneMs: 0 };
     part.calls.push(call);
     try {
-      const reply = await ctx.judge.ask({ system: JUDGE_SYSTEM, prompt, rollout: ctx.rollout ?? "verify", seq: attempt, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const reply = await ctx.judge.ask({ system: JUDGE_SYSTEM, prompt, rollout: ctx.rollout ?? "verify", seq: attempt, ...(rubric.judge ? { judge: rubric.judge } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
       call.response = reply.text;
       if (reply.record) call.record = reply.record;
     } catch (e) {

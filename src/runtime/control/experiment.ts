@@ -1,0 +1,196 @@
+/**
+ * The control loop of `reins run`: (SFT warm-up, sft.ts) → for each planned step: sample the
+ * step's rollouts through the harnesses → verify (rubrics graded by the judges the plan names) →
+ * train (step.ts: trees → advantages → trainer) → publish (publish.ts: weights → engine hot reload
+ * → checkpoint). Held-out evaluation steps measure the pass rate. Every call records the weights
+ * version that produced it. A checkpoint is written after each trained step, and `--resume`
+ * restores the last one: finished rollouts are not sampled again and no step is trained twice (a
+ * step interrupted before its checkpoint is redone from the previous checkpoint, with the same
+ * samples). A step the trainer refuses as non-finite stops the run, or is skipped under
+ * `onBadStep: {action: skip}` (bad-step.ts); a skipped step publishes nothing and counts as done.
+ * The Trainer's settings are checked before anything runs (local-trainer.ts).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Plan } from "../../compiler/contract/plan.js";
+import { OnnxEngine } from "../engines/onnx.js";
+import { createExecutor } from "../executor/executor.js";
+import { createJudges } from "../executor/judge.js";
+import type { SandboxProvider } from "../sandbox/provider.js";
+import type { RunStore } from "../store/run-store.js";
+import { TrainerWorker } from "../training/trainer-process.js";
+import { renderRewardCurve } from "./curve.js";
+import { localTrainer } from "./local-trainer.js";
+import { LoopError } from "./loop-error.js";
+import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
+import { Publisher } from "./publish.js";
+import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext } from "./sft.js";
+import { readLoopState, type EvalEvent, type StepMetrics } from "./state.js";
+import { trainStep } from "./step.js";
+
+export interface LoopOptions {
+  plan: Plan;
+  store: RunStore;
+  provider: SandboxProvider;
+  concurrency?: number;
+  threads?: number;
+  onEvent?: (e: { type: string; [k: string]: unknown }) => void;
+  /** Human progress lines (stderr). */
+  log?: (line: string) => void;
+  /** Warnings (stderr, also when progress is quiet), e.g. a skipped step; default: log. */
+  warn?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface RunOutcome {
+  steps: number;
+  heldOut: { before: number | null; after: number | null };
+  evaluations: EvalEvent[];
+  metrics: StepMetrics[];
+  /** Plan step indexes skipped as non-finite (onBadStep: skip). */
+  skippedSteps: number[];
+  versions: string[];
+  sft: { rollouts: number; passed: number; sequences: number; steps: number } | null;
+  rewardCurve: string;
+  runDir: string;
+  interrupted: boolean;
+}
+
+export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
+  const { plan, store } = o;
+  const log = o.log ?? (() => undefined);
+  const warn = o.warn ?? log;
+  if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model) throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
+  const algorithm = plan.algorithm;
+  const trainer = localTrainer(plan.trainer, store.dir);
+  const model = plan.model;
+  if (model.engine.type !== "onnx") {
+    throw new LoopError("EngineNotTrainable", `The model's engine is ${model.engine.type}; this build trains the in-process onnx engine.`, "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.");
+  }
+  const threads = o.threads ?? 2;
+  const seed = plan.seed;
+  const python = trainer.python;
+  const policyDir = policyDirOf(model.engine.modelPath);
+  const sftContext: SftContext = { plan, provider: o.provider, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) };
+  const corpus = !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
+  const init = await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
+  if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
+
+  const state = readLoopState(store);
+  const sft = decideSft(plan.sft, { policyDir, sftDone: state.sftDone });
+  const trainerOut = join(store.dir, "trainer");
+  mkdirSync(trainerOut, { recursive: true });
+  const worker = await TrainerWorker.start({
+    modelDir: policyDir,
+    outDir: trainerOut,
+    python,
+    learningRate: algorithm.learningRate,
+    threads,
+    seed,
+    valueHead: algorithm.type === "PPO",
+    stderrLog: join(store.dir, "trainer.log"),
+  });
+  let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
+  if (state.lastCheckpoint) {
+    await worker.client.restore(state.lastCheckpoint.path);
+    const c = state.lastCheckpoint;
+    serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path };
+    log(`resumed from the checkpoint of ${c.phase === "sft" ? "SFT" : `step ${c.step}`} (weights ${c.version})`);
+  }
+  let engine: OnnxEngine | undefined;
+  let judges: Awaited<ReturnType<typeof createJudges>> | undefined;
+  let executor: Awaited<ReturnType<typeof createExecutor>> | undefined;
+  let sftInfo: RunOutcome["sft"] = null;
+  let interrupted = false;
+  const versions = [init.version];
+  try {
+    engine = new OnnxEngine({ ...model.engine, modelPath: serving.weightsDir, threads });
+    await engine.ready().catch((err) => {
+      throw new LoopError("EngineLoadFailed", `The onnx engine cannot load ${serving.weightsDir}: ${(err as Error).message}`, "Check the weights directory, or start a new run.");
+    });
+    judges = await createJudges(plan, { policy: { engine, model } });
+    executor = await createExecutor({
+      plan,
+      store,
+      provider: o.provider,
+      engine,
+      ...(judges.judge ? { judge: judges.judge } : {}),
+      ...(o.concurrency ? { concurrency: o.concurrency } : {}),
+      ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    const publisher = new Publisher({ worker, engine, store, checkpointRoot: trainer.checkpointRoot, weightsFormat: trainer.weightsFormat, serving });
+
+    // SFT warm-up on reference solutions replayed through the harnesses.
+    if (sft.action === "skip") {
+      store.event({ type: "sft-skipped", reason: sft.reason });
+      log(`SFT skipped: ${sft.reason}`);
+    } else if (sft.action === "run" && !o.signal?.aborted) {
+      sftInfo = await runSft(sftContext, store, worker, publisher.version);
+      if (!o.signal?.aborted) await publisher.publish("sft", -1);
+    }
+    const sampleSteps = plan.steps.filter((s) => s.kind === "sample");
+    let trained = 0;
+    let skipStreak = state.skipStreak;
+    for (const step of plan.steps) {
+      if (o.signal?.aborted) break;
+      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index))) {
+        trained++;
+        continue;
+      }
+      const trainingStep = sampleSteps.findIndex((s) => s.index === step.index) + 1;
+      log(step.kind === "eval" ? `held-out evaluation (${step.rollouts.length} rollouts, weights ${publisher.version})` : `step ${trainingStep}/${sampleSteps.length}: sampling ${step.rollouts.length} rollouts (weights ${publisher.version})`);
+      const results = await executor.runRollouts(step.rollouts, step.index);
+      if (o.signal?.aborted) break;
+      if (step.kind === "eval") {
+        const scored = results.filter((r) => r.reward !== null);
+        const meanReward = scored.length > 0 ? scored.reduce((s, r) => s + r.reward!, 0) / scored.length : 0;
+        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, passRate: scored.length > 0 ? scored.filter((r) => r.passed).length / scored.length : 0, meanReward, rollouts: results.length, version: publisher.version };
+        store.event({ ...ev });
+        state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
+        log(`  held-out pass rate ${(ev.passRate * 100).toFixed(1)}%, mean reward ${meanReward.toFixed(3)}`);
+        continue;
+      }
+      const calls = executor.calls(results.map((r) => r.id));
+      const done = await trainStep({ plan, algorithm, store, worker, publisher, log, warn }, step, results, calls, { trainingStep, of: sampleSteps.length, done: trained, skipStreak });
+      skipStreak = done.skipStreak;
+      trained++;
+      state.metrics = state.metrics.filter((x) => x.step !== done.metrics.step).concat(done.metrics);
+    }
+    versions.push(...publisher.versions);
+    interrupted = Boolean(o.signal?.aborted);
+  } finally {
+    await executor?.close();
+    await judges?.close();
+    await engine?.close();
+    await worker.stop();
+  }
+  return outcome(plan, store, state, versions, sftInfo, interrupted);
+}
+
+/** The run's outcome and its reward curve (reward-curve.svg in the run directory). */
+function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopState>, versions: string[], sft: RunOutcome["sft"], interrupted: boolean): RunOutcome {
+  const evals = [...state.evals].sort((a, b) => a.step - b.step);
+  const metrics = [...state.metrics].sort((a, b) => a.step - b.step);
+  const curve = renderRewardCurve(
+    [
+      { name: "training mean reward", color: "#2b7bb9", points: metrics.map((m) => ({ step: m.trainingStep, value: m.meanReward })) },
+      { name: "held-out pass rate", color: "#e07b00", points: evals.map((e) => ({ step: e.trainedSteps, value: e.passRate })) },
+    ],
+    `${plan.name}: reward curve`,
+  );
+  const curveFile = join(store.dir, "reward-curve.svg");
+  writeFileSync(curveFile, curve);
+  return {
+    steps: metrics.length,
+    heldOut: { before: evals[0]?.passRate ?? null, after: evals.length > 1 ? evals[evals.length - 1]!.passRate : null },
+    evaluations: evals,
+    metrics,
+    skippedSteps: metrics.filter((m) => m.skipped).map((m) => m.step),
+    versions: [...new Set(versions)],
+    sft,
+    rewardCurve: curveFile,
+    runDir: store.dir,
+    interrupted,
+  };
+}

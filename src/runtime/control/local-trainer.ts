@@ -1,0 +1,50 @@
+/**
+ * The plan's Trainer as `reins run` uses it on this machine: the torch worker as a local CPU
+ * process. Every field either drives the run or is refused, before anything is sampled:
+ *   python         the interpreter that runs the worker (and init_model);
+ *   checkpointDir  where checkpoints go: a relative path under the run directory, an absolute
+ *                  one as `<checkpointDir>/<run directory's name>/` (runs never share one);
+ *   weightsFormat  what save_weights writes for each published version; must include onnx, the
+ *                  format the in-process engine loads (safetensors is for vLLM-style reload);
+ *   mode: kubernetes, device: cuda, gpus > 0, nodes > 1, image: the GPU trainer Job, which
+ *                  `reins run` does not start here → TrainerModeUnsupported.
+ */
+import { basename, isAbsolute, join, resolve } from "node:path";
+import type { ResolvedTrainer } from "../../compiler/contract/plan.js";
+import { LoopError } from "./loop-error.js";
+
+export interface LocalTrainer {
+  python: string;
+  /** Absolute directory of this run's checkpoints. */
+  checkpointRoot: string;
+  weightsFormat: ("onnx" | "safetensors")[];
+}
+
+/** The local trainer of a run in `runDir`, or a LoopError naming every setting it cannot honour. */
+export function localTrainer(trainer: ResolvedTrainer | undefined, runDir: string): LocalTrainer {
+  if (!trainer) throw new Error("an Experiment's plan always carries its trainer (the compiler's defaults when the spec has none)");
+  const t = trainer;
+  const unsupported: string[] = [];
+  if (t.mode !== "local") unsupported.push(`mode: ${t.mode}`);
+  if (t.device !== "cpu") unsupported.push(`device: ${t.device}`);
+  if (t.gpus > 0) unsupported.push(`gpus: ${t.gpus}`);
+  if (t.nodes > 1) unsupported.push(`nodes: ${t.nodes}`);
+  if (t.image !== undefined) unsupported.push(`image: ${t.image}`);
+  if (unsupported.length > 0) {
+    throw new LoopError(
+      "TrainerModeUnsupported",
+      `The Trainer asks for ${unsupported.join(", ")}; reins run trains locally on CPU, with the worker as a child process, and starts no trainer Job or container.`,
+      "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`. To train here, use a Trainer with mode: local, device: cpu and no gpus, nodes or image (e.g. {name: torch-cpu}).",
+    );
+  }
+  if (!t.weightsFormat.includes("onnx")) {
+    throw new LoopError(
+      "WeightsFormatUnsupported",
+      `The Trainer's weightsFormat is [${t.weightsFormat.join(", ")}], but the in-process onnx engine of reins run reloads each new version from model.onnx.`,
+      "Add onnx to the Trainer's weightsFormat (e.g. [onnx, safetensors]); safetensors alone is for vLLM-style engines.",
+    );
+  }
+  const dir = t.checkpointDir;
+  const checkpointRoot = isAbsolute(dir) ? join(dir, basename(resolve(runDir))) : resolve(runDir, dir);
+  return { python: t.python, checkpointRoot, weightsFormat: [...new Set(t.weightsFormat)] };
+}

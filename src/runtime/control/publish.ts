@@ -1,0 +1,61 @@
+/**
+ * Publishing a trained step (or the end of SFT): save the weights in the Trainer's formats →
+ * the engine hot-reloads them → checkpoint the trainer → record the checkpoint event. Weights the
+ * engine cannot load stop the run (EngineReloadFailed) while the previous version keeps serving;
+ * nothing is checkpointed for that step, so a resumed run redoes it.
+ */
+import { join } from "node:path";
+import type { OnnxEngine } from "../engines/onnx.js";
+import type { RunStore } from "../store/run-store.js";
+import type { TrainerWorker } from "../training/trainer-process.js";
+import { LoopError } from "./loop-error.js";
+import type { CheckpointEvent } from "./state.js";
+import { setAsideUnloadable } from "./unloadable.js";
+
+export interface PublisherOptions {
+  worker: TrainerWorker;
+  engine: Pick<OnnxEngine, "reload">;
+  store: RunStore;
+  /** Where checkpoints go (local-trainer.ts). */
+  checkpointRoot: string;
+  weightsFormat: ("onnx" | "safetensors")[];
+  /** What serves now: the initial policy, or the last checkpoint's weights on resume. */
+  serving: { version: string; weightsDir: string; checkpoint?: string };
+}
+
+export class Publisher {
+  version: string;
+  weightsDir: string;
+  lastCheckpoint: string | undefined;
+  /** Every version that served in this process, in order. */
+  readonly versions: string[];
+
+  constructor(private readonly o: PublisherOptions) {
+    this.version = o.serving.version;
+    this.weightsDir = o.serving.weightsDir;
+    this.lastCheckpoint = o.serving.checkpoint;
+    this.versions = [this.version];
+  }
+
+  async publish(phase: CheckpointEvent["phase"], step: number): Promise<void> {
+    const { worker, engine, store } = this.o;
+    const saved = await worker.client.saveWeights({ formats: this.o.weightsFormat });
+    try {
+      await engine.reload(saved.version, saved.dir);
+    } catch (err) {
+      const aside = setAsideUnloadable(saved.dir, store.dir);
+      throw new LoopError(
+        "EngineReloadFailed",
+        `The engine could not load the new weights ${saved.version}: ${(err as Error).message.replace(/\.$/, "")}. The previous weights ${this.version} keep serving; nothing was checkpointed for this ${phase === "sft" ? "SFT" : "step"}.`,
+        `${aside ? `The unloadable directory was moved to ${aside}, so a resumed run exports the weights again. ` : ""}Fix the cause first (a full disk? a damaged file?).`,
+      );
+    }
+    const ckpt = await worker.client.checkpoint(join(this.o.checkpointRoot, `${phase}-${step}`));
+    this.version = saved.version;
+    this.weightsDir = saved.dir;
+    this.versions.push(saved.version);
+    this.lastCheckpoint = ckpt.path;
+    const ev: Omit<CheckpointEvent, "type"> = { phase, step, path: ckpt.path, version: saved.version, weightsDir: saved.dir };
+    store.event({ type: "checkpoint", ...ev });
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The SFT warm-up of `reins run`: the tasks' reference solutions replayed through the harnesses
+ * (the reference engine), the passing trajectories fitted with the "sft" objective, environment
+ * tokens masked. Before the policy exists, the same replay with a byte-level bootstrap tokenizer
+ * gives the text its tokenizer learns BPE merges from. `sft.when` decides whether SFT runs at all:
+ * `always`, or `if-untrained` (the default), which skips it when the policy's directory holds
+ * trained weights (policy.ts: a trained.json the trainer writes after ≥ 1 optimizer step).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/contract/plan.js";
+import { rng } from "../../compiler/contract/rng.js";
+import { createExecutor, type Executor } from "../executor/executor.js";
+import { loadModelRuntime } from "../model/model-runtime.js";
+import type { SandboxProvider } from "../sandbox/provider.js";
+import type { RolloutResult } from "../records/index.js";
+import { RunStore } from "../store/run-store.js";
+import type { TrainerWorker } from "../training/trainer-process.js";
+import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
+import { buildSftBatch } from "./batches.js";
+import { LoopError } from "./loop-error.js";
+import { ensureInitialPolicy, trainedSteps } from "./policy.js";
+import { ReferenceEngine } from "./reference-engine.js";
+import { applyStep } from "./train-step.js";
+
+/** BPE merges learned for the policy's tokenizer (from the harness's own text, see tokenizerCorpus). */
+export const TOKENIZER_MERGES = 400;
+
+/** What SFT needs from the run: where rollouts run, and where progress goes. */
+export interface SftContext {
+  plan: Plan;
+  provider: SandboxProvider;
+  onEvent?: (e: { type: string; [k: string]: unknown }) => void;
+  signal?: AbortSignal;
+  log: (line: string) => void;
+  warn: (line: string) => void;
+}
+
+export interface SftOutcome {
+  rollouts: number;
+  passed: number;
+  sequences: number;
+  steps: number;
+}
+
+/** Whether this run trains SFT: `run`, or why not (`skip` is recorded as an sft-skipped event). */
+export type SftDecision = { action: "none" } | { action: "done" } | { action: "run" } | { action: "skip"; reason: string };
+
+export function decideSft(sft: Plan["sft"], o: { policyDir: string; sftDone: boolean }): SftDecision {
+  if (!sft) return { action: "none" };
+  if (o.sftDone) return { action: "done" };
+  if (sft.when === "always") return { action: "run" };
+  const steps = trainedSteps(o.policyDir);
+  if (steps > 0) return { action: "skip", reason: `the policy in ${o.policyDir} has trained weights (${steps} optimizer step${steps === 1 ? "" : "s"}, trained.json) and sft.when is if-untrained` };
+  return { action: "run" };
+}
+
+/** The reference rollouts of an SFT stage: each training task with a reference × each model-calling harness. */
+export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Map<string, { key: string; turns: ScriptedTurn[] }> } {
+  const held = new Set(plan.heldOutTasks);
+  const tasks = plan.tasks.filter((t) => !held.has(t.name) && t.reference && t.reference.length > 0);
+  const rollouts: PlanRollout[] = [];
+  const scriptOf = new Map<string, { key: string; turns: ScriptedTurn[] }>();
+  tasks.forEach((t, i) => {
+    for (const h of plan.harnesses.filter((x) => x.dialect)) {
+      const id = `sft-${i}-${h.name}`;
+      rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0, seed: 0 });
+      scriptOf.set(id, { key: id, turns: t.reference! });
+    }
+  });
+  return { rollouts, scriptOf };
+}
+
+/**
+ * Before the policy exists: replay the reference solutions through the harness with a byte-level
+ * bootstrap tokenizer, and return the text the harness and the model exchanged (a file), from
+ * which the policy's tokenizer learns its BPE merges. Shorter sequences make every later stage
+ * faster, and the model then picks whole words instead of spelling them byte by byte.
+ */
+export async function tokenizerCorpus(c: SftContext, policyDir: string, python: string): Promise<string | undefined> {
+  const { plan } = c;
+  const { rollouts, scriptOf } = sftRollouts(plan);
+  if (rollouts.length === 0) return undefined;
+  const bootDir = mkdtempSync(join(tmpdir(), "reins-bootstrap-policy-"));
+  try {
+    await ensureInitialPolicy(join(bootDir, "policy"), { seed: plan.seed, python });
+    const model = plan.model!;
+    const bootModel: ResolvedModel = { ...model, tokenizer: { type: "file", path: join(bootDir, "policy", "tokenizer.json") } };
+    const runtime = await loadModelRuntime(bootModel);
+    const engine = new ReferenceEngine({ model: bootModel, runtime }, (rolloutId) => scriptOf.get(rolloutId));
+    const store = RunStore.open(join(bootDir, "run"), plan, { resume: false }).store!;
+    const exec = await createExecutor({ plan, store, provider: c.provider, engine, model: bootModel, ...(c.signal ? { signal: c.signal } : {}) });
+    let calls: ReturnType<Executor["calls"]>;
+    try {
+      const results = await exec.runRollouts(rollouts, -1);
+      calls = exec.calls(results.map((r) => r.id));
+    } finally {
+      await exec.close();
+      store.close();
+    }
+    const text = calls.map((call) => runtime.tokenizer.decode([...call.promptIds, ...call.completionIds])).join("\n");
+    mkdirSync(dirname(policyDir), { recursive: true });
+    const file = `${policyDir}.corpus.txt`;
+    writeFileSync(file, text);
+    c.log(`learned the tokenizer's corpus from ${rollouts.length} reference rollouts through the harness (${text.length} characters)`);
+    return file;
+  } finally {
+    rmSync(bootDir, { recursive: true, force: true });
+  }
+}
+
+/** The SFT steps: replay the references, then `sft.steps` optimizer steps on the passing ones. Publishes nothing. */
+export async function runSft(c: SftContext, store: RunStore, worker: TrainerWorker, serving: string): Promise<SftOutcome> {
+  const { plan, log, warn } = c;
+  const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
+  const sft = plan.sft!;
+  const { rollouts, scriptOf } = sftRollouts(plan);
+  log(`SFT: replaying ${rollouts.length} reference solutions through the harness`);
+  const model = plan.model!;
+  const runtime = await loadModelRuntime(model);
+  const reference = new ReferenceEngine({ model, runtime }, (rolloutId) => scriptOf.get(rolloutId));
+  const exec: Executor = await createExecutor({ plan, store, provider: c.provider, engine: reference, ...(c.onEvent ? { onEvent: c.onEvent } : {}), ...(c.signal ? { signal: c.signal } : {}) });
+  let results: RolloutResult[];
+  let calls: ReturnType<Executor["calls"]>;
+  try {
+    results = await exec.runRollouts(rollouts, -1);
+    calls = exec.calls(results.map((r) => r.id));
+  } finally {
+    await exec.close();
+  }
+  const passedResults = results.filter((r) => r.passed);
+  const passed = passedResults.length;
+  if (passed === 0) throw new LoopError("NoSftData", "No reference rollout passed its verifier, so there is nothing to fine-tune on.", "Check the tasks' reference solutions with reins eval.");
+  const size = sft.batchSize > 0 ? Math.min(sft.batchSize, passed) : passed;
+  const random = seededRandom(plan.seed);
+  const full = buildSftBatch(plan.algorithm!, passedResults, calls);
+  const sequences = full.trees?.[0]?.leaves ?? 0;
+  log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (tree of ${full.trees?.[0]?.tokens.length ?? 0} tokens), ${sft.steps} steps of ${size}`);
+  let last: Record<string, unknown> = {};
+  let streak = 0;
+  let skipped = 0;
+  for (let s = 0; s < sft.steps && !c.signal?.aborted; s++) {
+    const batch = size === passed ? full : buildSftBatch(plan.algorithm!, sample(passedResults, size, random), calls);
+    const what = `SFT step ${s + 1}/${sft.steps}`;
+    const applied = await applyStep(worker, batch, { fb: { objective: "sft" }, learningRate: sft.learningRate });
+    if ("bad" in applied) {
+      const kept = `SFT publishes nothing before it ends; the weights ${serving} keep serving.`;
+      if (decideBadStep(policy, streak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: streak, learningRate: "sft.learningRate" });
+      streak++;
+      skipped++;
+      const ev: SkipEvent = { type: "step-skipped", phase: "sft", step: s + 1, code: applied.bad.code, reason: applied.bad.reason, version: serving, consecutive: streak, maxSkips: policy.maxSkips };
+      store.event({ ...ev });
+      warn(describeSkip(ev, what));
+      continue;
+    }
+    refuseNonFinite(what, { loss: applied.fb.loss, gradNorm: applied.opt.gradNorm }, true);
+    streak = 0;
+    last = applied.fb;
+  }
+  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
+  return { rollouts: results.length, passed, sequences, steps: sft.steps };
+}
+
+/** The SFT subsets' random source: the compiler's mulberry32, on a seed of its own. */
+function seededRandom(seed: number): () => number {
+  return rng((seed ^ 0x9e3779b9) >>> 0);
+}
+
+function sample<T>(list: readonly T[], k: number, random: () => number): T[] {
+  const pool = [...list];
+  const out: T[] = [];
+  while (out.length < k && pool.length > 0) out.push(pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+  return out;
+}

@@ -1,0 +1,98 @@
+/**
+ * One RL training step of `reins run`, after its rollouts were sampled and verified: trees →
+ * advantages (GRPO/RLOO from the group's rewards; PPO per branch from the critic, asked on the
+ * step's trees before the update) → forward_backward/optim_step per mini-batch → publish (save
+ * weights → engine reload → checkpoint) → the step's metrics. A step the trainer refuses as
+ * non-finite is skipped or stops the run, as the Experiment's onBadStep says (bad-step.ts).
+ */
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Plan, PlanStep, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
+import type { CallRecord } from "../records/call-record.js";
+import type { RolloutResult } from "../records/index.js";
+import type { RunStore } from "../store/run-store.js";
+import { applyCritic, type CriticStats } from "../trajectories/gae.js";
+import type { TrainerWorker } from "../training/trainer-process.js";
+import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
+import { buildStepBatch } from "./batches.js";
+import type { Publisher } from "./publish.js";
+import type { StepMetrics } from "./state.js";
+import { applyMiniBatches } from "./train-step.js";
+
+export interface StepContext {
+  plan: Plan;
+  algorithm: ResolvedAlgorithm;
+  store: RunStore;
+  worker: TrainerWorker;
+  publisher: Publisher;
+  log: (line: string) => void;
+  warn: (line: string) => void;
+}
+
+/** Train one sampled step; returns its metrics (also recorded) and the run of consecutive skips. */
+export async function trainStep(
+  c: StepContext,
+  step: PlanStep,
+  results: readonly RolloutResult[],
+  calls: readonly CallRecord[],
+  at: { trainingStep: number; of: number; done: number; skipStreak: number },
+): Promise<{ metrics: StepMetrics; skipStreak: number }> {
+  const { plan, algorithm, store, worker, publisher } = c;
+  const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
+  const scored = results.filter((r) => r.reward !== null);
+  const meanReward = scored.length > 0 ? scored.reduce((s, r) => s + r.reward!, 0) / scored.length : 0;
+  let { batch, report } = buildStepBatch(plan, algorithm, step.index, results, calls);
+  const trees = batch.trees?.length ?? 0;
+  let critic: CriticStats | undefined;
+  if (algorithm.type === "PPO" && trees > 0) {
+    // The critic's values on this step's trees, from the weights that sampled them, before any update.
+    const values = await worker.client.computeValues(batch);
+    const { gamma, lambda, normalizeStd, positiveOnly } = algorithm.advantage;
+    ({ batch, stats: critic } = applyCritic(batch, values, { gamma, lambda, normalize: normalizeStd, positiveOnly }));
+  }
+  const what = `training step ${at.trainingStep}/${at.of}`;
+  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint) : { fb: null, opt: null };
+  let skipStreak = at.skipStreak;
+  let skipped: SkipEvent | null = null;
+  if ("bad" in applied) {
+    const kept = `Nothing of this step was applied or published; the weights ${publisher.version} keep serving.`;
+    if (decideBadStep(policy, skipStreak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: skipStreak, learningRate: "algorithm.learningRate" });
+    skipStreak++;
+    skipped = { type: "step-skipped", phase: "step", step: step.index, code: applied.bad.code, reason: applied.bad.reason, version: publisher.version, consecutive: skipStreak, maxSkips: policy.maxSkips };
+  }
+  const fb = "bad" in applied ? null : applied.fb;
+  const opt = "bad" in applied ? null : applied.opt;
+  const trainMetrics = {
+    ...(fb ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond } : {}),
+    ...(fb && fb.valueLoss !== undefined ? { valueLoss: fb.valueLoss } : {}),
+    ...(opt ? { gradNorm: opt.gradNorm } : {}),
+    ...(critic ? { critic } : {}),
+  };
+  refuseNonFinite(what, { meanReward, ...trainMetrics }, fb !== null);
+  if (skipped) {
+    store.event({ ...skipped });
+    c.warn(describeSkip(skipped, what));
+  } else {
+    await publisher.publish("step", step.index);
+    skipStreak = 0;
+  }
+  const m: StepMetrics = {
+    type: "step-metrics",
+    step: step.index,
+    trainingStep: at.done + 1,
+    meanReward,
+    passRate: scored.length > 0 ? scored.filter((r) => r.passed).length / scored.length : 0,
+    rollouts: results.length,
+    trainedRollouts: skipped ? 0 : trees,
+    zeroVarianceGroups: report.groups?.filter((g) => g.zeroVariance).length ?? 0,
+    trainedTokens: report.totals.trainedTokens,
+    naiveTokens: report.totals.naiveTokens,
+    version: publisher.version,
+    ...trainMetrics,
+    ...(skipped ? { skipped: { code: skipped.code, reason: skipped.reason } } : {}),
+  };
+  store.event({ ...m });
+  appendFileSync(join(store.dir, "metrics.jsonl"), `${JSON.stringify(m)}\n`);
+  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
+  return { metrics: m, skipStreak };
+}

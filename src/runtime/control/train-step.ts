@@ -1,0 +1,50 @@
+/**
+ * The trainer calls of one training step: forward_backward + optim_step per batch, or per
+ * mini-batch (mini-batches.ts splits them). A step the trainer refuses as non-finite comes back
+ * as a value (`bad`, see bad-step.ts), never half-applied.
+ */
+import type { TrainingBatch } from "../trajectories/batch.js";
+import type { TrainerWorker } from "../training/trainer-process.js";
+import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
+import { badStepOf, type BadStep } from "./bad-step.js";
+import { LoopError } from "./loop-error.js";
+import { mergeTrainMetrics, splitMiniBatches } from "./mini-batches.js";
+
+export type Applied = { fb: Record<string, unknown>; opt: Record<string, unknown> } | { bad: BadStep };
+
+/** forward_backward + optim_step of one batch; a step the trainer refuses as non-finite comes back as `bad`. */
+export async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: { fb?: ForwardBackwardOptions; learningRate?: number } = {}): Promise<Applied> {
+  try {
+    const fb = (await worker.client.forwardBackward(batch, o.fb ?? {})) as unknown as Record<string, unknown>;
+    const opt = (await worker.client.optimStep(o.learningRate !== undefined ? { learningRate: o.learningRate } : {})) as unknown as Record<string, unknown>;
+    return { fb, opt };
+  } catch (err) {
+    const bad = badStepOf(err);
+    if (bad) return { bad };
+    throw err;
+  }
+}
+
+/**
+ * A training step as `n` mini-batches, one optimizer step each. A refusal after some mini-batches
+ * were applied rolls the trainer back to the last checkpoint, so a skipped step leaves nothing behind.
+ */
+export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined): Promise<Applied> {
+  const fbs: Record<string, unknown>[] = [];
+  const opts: Record<string, unknown>[] = [];
+  for (const part of splitMiniBatches(batch, n)) {
+    const applied = await applyStep(worker, part);
+    if ("bad" in applied) {
+      if (fbs.length > 0) {
+        if (!lastCheckpoint) {
+          throw new LoopError(applied.bad.code, `${applied.bad.reason} (mini-batch ${fbs.length + 1}, after ${fbs.length} were applied, with no checkpoint to roll back to).`, "Lower the learning rate.");
+        }
+        await worker.client.restore(lastCheckpoint);
+      }
+      return applied;
+    }
+    fbs.push(applied.fb);
+    opts.push(applied.opt);
+  }
+  return { fb: mergeTrainMetrics(fbs), opt: mergeTrainMetrics(opts) };
+}

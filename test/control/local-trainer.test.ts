@@ -1,0 +1,69 @@
+/**
+ * The Trainer's fields in `reins run`: python, checkpointDir and weightsFormat drive the local
+ * worker; settings for the GPU trainer Job (mode, device, gpus, nodes, image) and a weightsFormat
+ * the onnx engine cannot load are refused before anything runs, with a permanent code and a hint.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ResolvedTrainer } from "../../src/compiler/contract/plan.js";
+import { resolveTrainer } from "../../src/compiler/resolve/defaults.js";
+import { localTrainer } from "../../src/runtime/control/local-trainer.js";
+import { LoopError } from "../../src/runtime/control/loop-error.js";
+import { tempDir } from "../executor/helpers.js";
+import { editSpec, experiment, jsonl } from "./helpers.js";
+
+function refusal(t: Partial<ResolvedTrainer>): LoopError {
+  try {
+    localTrainer({ ...resolveTrainer(undefined), ...t }, "/runs/r1");
+  } catch (e) {
+    expect(e).toBeInstanceOf(LoopError);
+    return e as LoopError;
+  }
+  throw new Error(`accepted ${JSON.stringify(t)}`);
+}
+
+describe("the local trainer of reins run", () => {
+  it("refuses every setting of the GPU trainer Job, naming it, with the plan's manifests as the way", () => {
+    for (const [t, words] of [
+      [{ mode: "kubernetes" }, "mode: kubernetes"],
+      [{ device: "cuda" }, "device: cuda"],
+      [{ device: "cuda", gpus: 8 }, "gpus: 8"],
+      [{ device: "cuda", nodes: 2 }, "nodes: 2"],
+      [{ image: "reins-trainer:latest" }, "image: reins-trainer:latest"],
+    ] as [Partial<ResolvedTrainer>, string][]) {
+      const e = refusal(t);
+      expect(e.code).toBe("TrainerModeUnsupported");
+      expect(e.message).toContain(words);
+      expect(e.hint).toContain("reins plan --json");
+    }
+  });
+
+  it("needs onnx among the weights formats, and places checkpoints in the run or under an absolute directory", () => {
+    const e = refusal({ weightsFormat: ["safetensors"] });
+    expect(e.code).toBe("WeightsFormatUnsupported");
+    expect(e.hint).toContain("onnx");
+    expect(localTrainer(resolveTrainer({ python: "/opt/py/bin/python3" }), "/runs/r1")).toEqual({
+      python: "/opt/py/bin/python3",
+      checkpointRoot: "/runs/r1/checkpoints",
+      weightsFormat: ["onnx", "safetensors"],
+    });
+    expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1")).toMatchObject({ checkpointRoot: "/data/ckpts/r1", weightsFormat: ["onnx"] });
+  });
+
+  it("reins run stops at the start with error[TrainerModeUnsupported]: no policy, no worker, no rollout", () => {
+    const dir = tempDir("reins-run-trainer-");
+    const file = experiment(dir);
+    editSpec(file, [[/  trainer: \{name: torch-cpu\}\n/, "  trainer: {name: torch-gpu}\n"]]);
+    const out = join(dir, "run");
+    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out], { encoding: "utf8", timeout: 120_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("error[TrainerModeUnsupported]");
+    expect(r.stderr).toContain("mode: kubernetes, device: cuda, gpus: 8, image: reins-trainer:latest");
+    expect(r.stderr).toContain("reins plan --json");
+    expect(existsSync(join(dir, "spec", "policy"))).toBe(false);
+    expect(existsSync(join(out, "trainer.log"))).toBe(false);
+    expect(jsonl(out, "rollouts.jsonl")).toEqual([]);
+  });
+});
