@@ -73,7 +73,7 @@ describe("run judges", () => {
       const graded = await verifyTask(task("by-grader"), { reader: new DirectoryReader(ws), judge: judges.judge!, rollout: "r1" });
       expect(graded.reward).toBeCloseTo(0.75, 12); // PASS (weight 3), FAIL (weight 1)
       expect(graded.parts.rubric).toMatchObject({ judge: "grader" });
-      expect(graded.parts.rubric!.calls[0]!.record).toMatchObject({ model: "grader", rollout: "r1/judge" });
+      expect(graded.parts.rubric!.calls[0]!.record).toMatchObject({ model: "grader", rolloutId: "r1/judge" });
       const self = await verifyTask(task("by-policy"), { reader: new DirectoryReader(ws), judge: judges.judge!, rollout: "r2" });
       expect(self.reward).toBeCloseTo(0.5, 12);
       expect(self.parts.rubric).toMatchObject({ judge: "policy" });
@@ -101,7 +101,7 @@ describe("run judges", () => {
       const ws = await makeWorkspace({ "report.md": "# Report\n" });
       const self = await verifyTask(p.tasks.find((t) => t.name === "by-policy")!, { reader: new DirectoryReader(ws), judge: judges.judge!, rollout: "r3" });
       expect(self.reward).toBe(1);
-      expect(self.parts.rubric!.calls[0]!.record).toMatchObject({ weightsVersion: "serving-v7", rollout: "r3/judge" });
+      expect(self.parts.rubric!.calls[0]!.record).toMatchObject({ weightsVersion: "serving-v7", rolloutId: "r3/judge" });
       const other = await verifyTask(p.tasks.find((t) => t.name === "by-grader")!, { reader: new DirectoryReader(ws), judge: judges.judge!, rollout: "r4" });
       expect(other.reward).toBeCloseTo(0.75, 12);
       expect(seen).toHaveLength(1); // the named judge did not go to the policy

@@ -177,7 +177,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     }
 
     t = Date.now();
-    const verifier = await verifySandbox(sandbox, task, { rollout: tryId, ...(ctx.judge ? { judge: ctx.judge } : {}) });
+    const verifier = await verifySandbox(sandbox, task, { rollout: identity.rolloutId, ...(ctx.judge ? { judge: ctx.judge } : {}) });
     phases.verifyMs = Date.now() - t;
     if (exit.timedOut) {
       return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
