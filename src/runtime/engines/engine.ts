@@ -2,6 +2,9 @@
  * The inference engine interface: completion by token ids, with logprobs.
  * Implementations register by `type` (scripted, openai-compatible, onnx), one file each.
  */
+import type { Code } from "../../compiler/contract/codes.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
+
 export interface SamplingParams {
   temperature: number;
   topP: number;
@@ -47,13 +50,23 @@ export interface Engine {
   close?(): Promise<void>;
 }
 
+export type EngineErrorKind = "unreachable" | "failed" | "bad-response";
+
+const ENGINE_CODES = {
+  unreachable: "EngineUnreachable",
+  failed: "EngineFailed",
+  "bad-response": "EngineBadResponse",
+} as const satisfies Record<EngineErrorKind, Code>;
+
 /** Engine failures that are infrastructure problems (retryable, never a reward). */
-export class EngineError extends Error {
+export class EngineError extends ReinsError {
+  declare readonly code: (typeof ENGINE_CODES)[EngineErrorKind];
+
   constructor(
     message: string,
-    readonly kind: "unreachable" | "failed" | "bad-response" = "failed",
+    readonly kind: EngineErrorKind = "failed",
+    options?: { cause?: unknown },
   ) {
-    super(message);
-    this.name = "EngineError";
+    super(ENGINE_CODES[kind], message, undefined, options);
   }
 }

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/contract/plan.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { installHarness } from "../harness/install.js";
 import { REINS_AGENT_PATH } from "../harness/launch.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
@@ -62,7 +63,7 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], ro
     for (const m of h.mounts ?? []) mounts.push({ hostPath: isAbsolute(m.hostPath) ? m.hostPath : resolve(root, m.hostPath), sandboxPath: m.sandboxPath });
     if (h.install?.npm) {
       const installed = await installHarness(h.install);
-      if (!installed.ok) throw new Error(`${installed.problem.code}: ${installed.problem.message} ${installed.problem.hint}`);
+      if (!installed.ok) throw ReinsError.of(installed.problem);
       runtime.pathDirs = installed.value.pathDirs;
       runtime.node = installed.value.node;
       runtime.bin = installed.value.bin;

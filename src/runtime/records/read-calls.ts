@@ -7,6 +7,7 @@
  * present; `weightsVersion` defaults to "unknown", `dialect` to "openai-chat", missing
  * bookkeeping fields to empty values. Unknown extra fields are ignored (forward compatible).
  */
+import type { Code } from "../../compiler/contract/codes.js";
 import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
 import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 import type { CallClass } from "../../compiler/contract/plan.js";
@@ -19,7 +20,7 @@ const MAX_TOKEN_ID = 2 ** 31 - 1;
 
 class LineError {
   constructor(
-    readonly code: string,
+    readonly code: Code,
     readonly message: string,
     readonly hint: string,
   ) {}

@@ -8,6 +8,7 @@
 import { distance } from "fastest-levenshtein";
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from "yaml";
 import type { Node, YAMLMap } from "yaml";
+import type { Code } from "../../compiler/contract/codes.js";
 import type { Diagnostic, Result } from "../../compiler/contract/diagnostics.js";
 import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 import type { CallClass, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
@@ -77,7 +78,7 @@ export function parseAlgorithmYaml(text: string, file: string): Result<ResolvedA
     const lp = lineCounter.linePos(node?.range?.[0] ?? 0);
     return { file, line: lp.line, column: lp.col };
   };
-  const error = (code: string, node: Node | null | undefined, message: string, hint: string) =>
+  const error = (code: Code, node: Node | null | undefined, message: string, hint: string) =>
     diagnostics.push(makeDiagnostic(code, at(node), message, hint));
   const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false });
   const list = Array.isArray(docs) ? docs : [docs];
@@ -111,7 +112,7 @@ export function parseAlgorithmYaml(text: string, file: string): Result<ResolvedA
   return { value: algorithm, diagnostics };
 }
 
-type ErrorFn = (code: string, node: Node | null | undefined, message: string, hint: string) => void;
+type ErrorFn = (code: Code, node: Node | null | undefined, message: string, hint: string) => void;
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
