@@ -1,5 +1,8 @@
-/** Small I/O helpers for commands: JSON on stdout, talk on stderr, exit codes. */
+/** Small I/O helpers for commands: JSON on stdout, talk on stderr, output files. */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Diagnostic } from "../compiler/contract/diagnostics.js";
+import { outputError } from "./failure.js";
 import { renderDiagnostics } from "./render/diagnostics.js";
 
 export function printJson(value: unknown): void {
@@ -16,4 +19,46 @@ export function reportDiagnostics(diagnostics: readonly Diagnostic[], json: bool
 
 export function errorCount(diagnostics: readonly Diagnostic[]): number {
   return diagnostics.filter((d) => d.severity === "error").length;
+}
+
+/**
+ * Write a file the user named (`--out`, `--record`): its directory is created; a path that cannot
+ * be written throws OutputUnwritable / OutputIsDirectory.
+ */
+export function writeOutputFile(path: string, data: string | Uint8Array, options?: { flag?: string }): void {
+  try {
+    makeDirectory(dirname(path));
+    writeFileSync(path, data, options);
+  } catch (err) {
+    throw outputError(path, err);
+  }
+}
+
+/** Run an effect that writes to a path the user named; its file system errors become OutputUnwritable. */
+export async function writingTo<T>(path: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    throw outputError(path, err);
+  }
+}
+
+/**
+ * `mkdir -p` that fails with the operating system's error. Node 20's recursive mkdir never
+ * returns where mkdir answers ENOENT although the parent exists (e.g. under /proc), so the
+ * missing directories are made one by one.
+ */
+export function makeDirectory(dir: string): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !existsSync(d); d = dirname(d)) {
+    missing.push(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
 }

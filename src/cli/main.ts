@@ -1,6 +1,7 @@
-import { Command, CommanderError } from "commander";
+import { Command } from "commander";
 import { registerCommands } from "./commands/index.js";
 import { EXIT } from "./exit-codes.js";
+import { runProgram } from "./program.js";
 
 const program = new Command();
 program
@@ -14,13 +15,4 @@ registerCommands(program);
 
 process.on("SIGINT", () => process.exit(EXIT.interrupted));
 
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof CommanderError) {
-    process.exitCode = err.exitCode === 0 ? 0 : EXIT.usage;
-  } else {
-    process.stderr.write(`reins: internal error: ${(err as Error)?.stack ?? String(err)}\n`);
-    process.exitCode = 70;
-  }
-}
+await runProgram(program);

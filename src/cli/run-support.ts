@@ -1,13 +1,16 @@
 /** Shared by `eval` and `run`: compile, open the run store, create the sandbox provider, handle Ctrl-C. */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { execFileSync } from "node:child_process";
 import { compilePlan, type Plan } from "../compiler/index.js";
-import type { Diagnostic } from "../compiler/contract/diagnostics.js";
+import { DiagnosticsError } from "../compiler/contract/diagnostics.js";
+import { ReinsError } from "../compiler/contract/problem.js";
 import { RunStore } from "../runtime/store/run-store.js";
 import { EXIT } from "./exit-codes.js";
-import { printJson, reportDiagnostics, say } from "./io.js";
+import { outputError } from "./failure.js";
+import { makeDirectory, reportDiagnostics, say } from "./io.js";
 import { attachManifests } from "./manifests.js";
+import { readPlanFile } from "./plan-file.js";
 
 export interface RunCliOptions {
   out?: string;
@@ -18,48 +21,47 @@ export interface RunCliOptions {
   concurrency?: string;
 }
 
-export function fail(json: boolean | undefined, code: string, message: string, hint: string, diagnostics: Diagnostic[] = []): void {
-  if (json) printJson({ ok: false, diagnostics: [...diagnostics, { code, severity: "error", message, hint, file: "", line: 1, column: 1 }] });
-  else {
-    reportDiagnostics(diagnostics, false);
-    say(`error[${code}]: ${message}\n  hint: ${hint}`);
-  }
-  process.exitCode = EXIT.failed;
-}
-
-/** Compile and open (or resume) the run directory. Returns undefined after reporting a problem. */
-export function openRun(paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
+/**
+ * Compile and open (or resume) the run directory. Throws a ReinsError when the specs do not
+ * compile (DiagnosticsError), the run directory cannot be resumed (RunNotFound, RunCorrupt,
+ * PlanChanged) or created (RunExists, OutputUnwritable).
+ */
+export function openRun(paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } {
   if (paths.length === 0 && opts.resume) {
-    let plan: Plan;
-    try {
-      plan = JSON.parse(readFileSync(resolve(opts.resume, "plan.json"), "utf8")) as Plan;
-    } catch (err) {
-      fail(opts.json, "RunNotFound", `${opts.resume} holds no readable plan.json (${(err as Error).message}).`, "Pass the --out directory of the run to resume.");
-      return undefined;
-    }
-    const opened = RunStore.open(resolve(opts.resume), plan, { resume: true });
-    if (!opened.store) {
-      fail(opts.json, opened.problem!.code, opened.problem!.message, opened.problem!.hint);
-      return undefined;
-    }
-    return { plan, store: opened.store };
+    const dir = resolve(opts.resume);
+    const plan = readRunPlan(dir, opts.resume);
+    return { plan, store: openStore(dir, plan, { resume: true }) };
   }
   const compiled = compilePlan(paths, opts.target ? { target: opts.target } : {});
-  if (!compiled.value) {
-    if (opts.json) printJson({ ok: false, diagnostics: compiled.diagnostics });
-    else reportDiagnostics(compiled.diagnostics, false);
-    process.exitCode = EXIT.failed;
-    return undefined;
-  }
+  if (!compiled.value) throw new DiagnosticsError(compiled.diagnostics);
   if (!opts.json) reportDiagnostics(compiled.diagnostics, false);
   const plan = attachManifests(compiled.value);
   const dir = resolve(opts.resume ?? opts.out ?? `runs/${plan.name}-${new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)}`);
-  const opened = RunStore.open(dir, plan, { resume: opts.resume !== undefined, manifest: manifest() });
-  if (!opened.store) {
-    fail(opts.json, opened.problem!.code, opened.problem!.message, opened.problem!.hint);
-    return undefined;
+  return { plan, store: openStore(dir, plan, { resume: opts.resume !== undefined, manifest: manifest() }) };
+}
+
+/** The plan of an existing run directory (`shown` is the directory as the user wrote it). */
+function readRunPlan(dir: string, shown: string): Plan {
+  const file = join(dir, "plan.json");
+  if (!existsSync(file)) {
+    const what = existsSync(dir) ? `${shown} holds no run (no plan.json)` : `${shown} does not exist`;
+    throw new ReinsError("RunNotFound", `${what}.`);
   }
-  return { plan, store: opened.store };
+  const read = readPlanFile(file);
+  if (!read.ok) throw new ReinsError("RunCorrupt", read.problem.message, "Restore the run directory's plan.json, or start a new run with --out.");
+  return read.value;
+}
+
+function openStore(dir: string, plan: Plan, opts: { resume: boolean; manifest?: Record<string, unknown> }): RunStore {
+  let opened: ReturnType<typeof RunStore.open>;
+  try {
+    if (!opts.resume) makeDirectory(dir);
+    opened = RunStore.open(dir, plan, opts);
+  } catch (err) {
+    throw opts.resume ? err : outputError(dir, err);
+  }
+  if (!opened.store) throw ReinsError.of(opened.problem!);
+  return opened.store;
 }
 
 function manifest(): Record<string, unknown> {

@@ -75,7 +75,8 @@ describe("reins init family", () => {
     await writeFile(join(cwd, "dup/family.yaml"), "# edited by hand\n");
     const r = await reins(cwd, "init", "family", "dup");
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("error: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.ts already exist; reins init never overwrites files.");
+    expect(r.stderr).toContain("error[FileExists]: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.ts already exist; reins init never overwrites files.");
+    expect(r.stderr).toContain("hint: Choose another name or --dir");
     expect(readFileSync(join(cwd, "dup/family.yaml"), "utf8")).toBe("# edited by hand\n");
   });
 
@@ -85,7 +86,9 @@ describe("reins init family", () => {
     await writeFile(join(cwd, "test/tasks/solo.test.ts"), "// mine\n");
     const r = await reins(cwd, "init", "family", "solo", "--json");
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout)).toEqual({ ok: false, code: "FileExists", existing: ["test/tasks/solo.test.ts"] });
+    const out = JSON.parse(r.stdout);
+    expect(out.ok).toBe(false);
+    expect(out.problems).toMatchObject([{ code: "FileExists", message: "test/tasks/solo.test.ts already exists; reins init never overwrites files." }]);
     expect(existsSync(join(cwd, "solo"))).toBe(false);
   });
 
@@ -93,7 +96,7 @@ describe("reins init family", () => {
     const cwd = await project();
     const bad = await reins(cwd, "init", "family", "Bad_Name");
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('error: "Bad_Name" is not a valid family name.');
+    expect(bad.stderr).toContain('error[InvalidName]: "Bad_Name" is not a valid family name.');
     expect((await reins(cwd, "init", "family")).code).toBe(2);
   });
 });
@@ -117,6 +120,6 @@ describe("reins init experiment", () => {
     const cwd = await project();
     const r = await reins(cwd, "init", "experiment", "x", "--tasks", "nope");
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("error: the tasks directory nope does not exist.");
+    expect(r.stderr).toContain("error[TasksDirNotFound]: The tasks directory nope does not exist.");
   });
 });

@@ -1,23 +1,14 @@
-import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { diffPlans, type Plan } from "../../compiler/index.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, say } from "../io.js";
+import { printJson } from "../io.js";
+import { readPlanFile } from "../plan-file.js";
 
-function readPlan(file: string): Plan | string {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    return `Cannot read ${file}: ${(err as Error).message}.`;
-  }
-  try {
-    const p = JSON.parse(text) as Plan;
-    if (p?.planVersion !== 1 || !Array.isArray(p.steps) || !Array.isArray(p.tasks)) return `${file} is not a reins plan (planVersion 1).`;
-    return p;
-  } catch (err) {
-    return `${file} is not valid JSON: ${(err as Error).message}.`;
-  }
+function readPlan(file: string): Plan {
+  const read = readPlanFile(file);
+  if (!read.ok) throw ReinsError.of(read.problem);
+  return read.value;
 }
 
 export function register(program: Command): void {
@@ -28,17 +19,7 @@ export function register(program: Command): void {
     .argument("<after>", "plan.json")
     .option("--json", "print the diff as JSON")
     .action((before: string, after: string, opts: { json?: boolean }) => {
-      const a = readPlan(before);
-      const b = readPlan(after);
-      for (const [p, f] of [[a, before], [b, after]] as const) {
-        if (typeof p === "string") {
-          if (opts.json) printJson({ ok: false, diagnostics: [{ code: "InvalidPlan", severity: "error", message: p, hint: "Pass files written by `reins plan --out`.", file: f, line: 1, column: 1 }] });
-          else say(`error[InvalidPlan]: ${p}\n  hint: Pass files written by \`reins plan --out\`.`);
-          process.exitCode = EXIT.failed;
-          return;
-        }
-      }
-      const d = diffPlans(a as Plan, b as Plan);
+      const d = diffPlans(readPlan(before), readPlan(after));
       if (opts.json) printJson({ ok: true, ...d });
       else {
         const lines = [d.same ? `same plan ${d.hashes.before}` : `${d.hashes.before}\n→ ${d.hashes.after}`];

@@ -26,9 +26,7 @@ export function register(program: Command): void {
         process.exitCode = EXIT.usage;
         return;
       }
-      const opened = openRun(paths, opts);
-      if (!opened) return;
-      const { plan, store } = opened;
+      const { plan, store } = openRun(paths, opts);
       const steps = plan.steps.filter((s) => s.kind === "eval");
       const rollouts = plan.kind === "Evaluation" ? steps.flatMap((s) => s.rollouts) : (steps[0]?.rollouts ?? []);
       const ac = interruptible();

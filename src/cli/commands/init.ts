@@ -2,14 +2,16 @@
  * `reins init family NAME` and `reins init experiment NAME`: scaffolds from src/cli/templates/.
  * Every YAML file starts with the schema modeline; existing files are never overwritten.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { NAME_PATTERN } from "../../compiler/schema/common.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, say } from "../io.js";
+import { outputError } from "../failure.js";
+import { makeDirectory, printJson, say } from "../io.js";
 
 const REINS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const TEMPLATES = join(REINS_ROOT, "src/cli/templates");
@@ -111,7 +113,7 @@ export function writeScaffold(files: readonly ScaffoldFile[]): { written: string
   if (existing.length > 0) return { written: [], existing };
   const written: string[] = [];
   for (const f of files) {
-    mkdirSync(dirname(f.path), { recursive: true });
+    makeDirectory(dirname(f.path));
     writeFileSync(f.path, f.content, { flag: "wx", mode: f.path.endsWith(".mjs") ? 0o755 : 0o644 });
     written.push(f.path);
   }
@@ -131,20 +133,16 @@ function finish(kind: string, name: string, files: ScaffoldFile[], opts: InitOpt
   let result: { written: string[]; existing: string[] };
   try {
     result = writeScaffold(files);
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    say(`error: could not write the ${kind} ${name}: ${err.code ?? ""} ${err.message}`.trim());
-    say("hint: check that the directory is writable, or choose another --dir.");
-    process.exitCode = EXIT.failed;
-    return;
+  } catch (err) {
+    throw outputError((err as NodeJS.ErrnoException)?.path ?? resolve(opts.dir), err);
   }
   if (result.existing.length > 0) {
     const list = result.existing.map(shown);
-    if (opts.json) printJson({ ok: false, code: "FileExists", existing: list });
-    say(`error: ${list.join(", ")} already exist${list.length === 1 ? "s" : ""}; reins init never overwrites files.`);
-    say(`hint: choose another name or --dir, or move the existing ${list.length === 1 ? "file" : "files"} away.`);
-    process.exitCode = EXIT.failed;
-    return;
+    throw new ReinsError(
+      "FileExists",
+      `${list.join(", ")} already exist${list.length === 1 ? "s" : ""}; reins init never overwrites files.`,
+      `Choose another name or --dir, or move the existing ${list.length === 1 ? "file" : "files"} away.`,
+    );
   }
   const created = result.written.map(shown);
   if (opts.json) printJson({ ok: true, kind, name, created, next });
@@ -157,13 +155,13 @@ function finish(kind: string, name: string, files: ScaffoldFile[], opts: InitOpt
   process.exitCode = EXIT.ok;
 }
 
-function checkName(kind: string, name: string, json?: boolean): boolean {
-  if (NAME_PATTERN.test(name) && name.length <= 40) return true;
-  if (json) printJson({ ok: false, code: "InvalidName", name });
-  say(`error: "${name}" is not a valid ${kind} name.`);
-  say("hint: use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 40 characters), e.g. invoice-triage.");
-  process.exitCode = EXIT.failed;
-  return false;
+function checkName(kind: string, name: string): void {
+  if (NAME_PATTERN.test(name) && name.length <= 40) return;
+  throw new ReinsError(
+    "InvalidName",
+    `"${name}" is not a valid ${kind} name.`,
+    "Use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 40 characters), e.g. invoice-triage.",
+  );
 }
 
 export function register(program: Command): void {
@@ -176,7 +174,7 @@ export function register(program: Command): void {
     .option("--category <category>", "category label of its tasks", "general")
     .option("--json", "print {ok, created} as JSON on stdout")
     .action((name: string, opts: InitOptions) => {
-      if (!checkName("family", name, opts.json)) return;
+      checkName("family", name);
       const files = buildFamilyScaffold({ name, category: opts.category ?? "general", dir: opts.dir, cwd: process.cwd() });
       const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");
       finish("family", name, files, opts, [
@@ -193,13 +191,9 @@ export function register(program: Command): void {
     .option("--tasks <dir>", "directory of task families to import (default: the starter library)")
     .option("--json", "print {ok, created} as JSON on stdout")
     .action((name: string, opts: InitOptions) => {
-      if (!checkName("experiment", name, opts.json)) return;
+      checkName("experiment", name);
       if (opts.tasks !== undefined && !existsSync(resolve(opts.tasks))) {
-        if (opts.json) printJson({ ok: false, code: "TasksDirNotFound", tasks: opts.tasks });
-        say(`error: the tasks directory ${opts.tasks} does not exist.`);
-        say("hint: pass a directory that holds task families (subdirectories with a family.yaml).");
-        process.exitCode = EXIT.failed;
-        return;
+        throw new ReinsError("TasksDirNotFound", `The tasks directory ${opts.tasks} does not exist.`);
       }
       const files = buildExperimentScaffold({ name, dir: opts.dir, cwd: process.cwd(), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
       const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");

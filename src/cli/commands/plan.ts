@@ -1,9 +1,8 @@
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
 import type { Command } from "commander";
 import { compilePlan, type Plan } from "../../compiler/index.js";
+import { DiagnosticsError } from "../../compiler/contract/diagnostics.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics } from "../io.js";
+import { errorCount, printJson, reportDiagnostics, writeOutputFile } from "../io.js";
 import { attachManifests } from "../manifests.js";
 
 export function summarizePlan(plan: Plan, out?: string) {
@@ -33,18 +32,9 @@ export function register(program: Command): void {
     .option("--json", "print the summary as JSON")
     .action((paths: string[], opts: { out?: string; target?: string; json?: boolean }) => {
       const r = compilePlan(paths, opts.target ? { target: opts.target } : {});
-      const ok = errorCount(r.diagnostics) === 0 && r.value !== undefined;
-      if (!ok || !r.value) {
-        if (opts.json) printJson({ ok: false, diagnostics: r.diagnostics });
-        else reportDiagnostics(r.diagnostics, false);
-        process.exitCode = EXIT.failed;
-        return;
-      }
+      if (errorCount(r.diagnostics) > 0 || !r.value) throw new DiagnosticsError(r.diagnostics);
       const plan = attachManifests(r.value);
-      if (opts.out) {
-        mkdirSync(dirname(opts.out), { recursive: true });
-        writeFileSync(opts.out, `${JSON.stringify(plan, null, 2)}\n`);
-      }
+      if (opts.out) writeOutputFile(opts.out, `${JSON.stringify(plan, null, 2)}\n`);
       const summary = summarizePlan(plan, opts.out);
       if (opts.json) printJson({ ok: true, ...summary, diagnostics: r.diagnostics });
       else {

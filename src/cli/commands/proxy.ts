@@ -1,10 +1,11 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
+import { DiagnosticsError } from "../../compiler/contract/diagnostics.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { loadProxyConfig } from "../../compiler/proxy-config.js";
-import { ModelLoadError } from "../../runtime/model/model-runtime.js";
 import { startProxy } from "../../runtime/proxy/server.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics, say } from "../io.js";
+import { errorCount, printJson, reportDiagnostics, say, writeOutputFile } from "../io.js";
 
 interface ProxyFlags {
   config: string;
@@ -37,10 +38,11 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
     return EXIT.usage;
   }
   const config = await loadProxyConfig(flags.config);
+  if (!config.value || errorCount(config.diagnostics) > 0) throw new DiagnosticsError(config.diagnostics);
   reportDiagnostics(config.diagnostics, false);
-  if (!config.value || errorCount(config.diagnostics) > 0) return EXIT.failed;
   const key = flags.key ?? config.value.key;
-  if (flags.record) writeFileSync(flags.record, "", { flag: "a" });
+  const record = flags.record;
+  if (record) writeOutputFile(record, "", { flag: "a" });
   let proxy: Awaited<ReturnType<typeof startProxy>>;
   try {
     proxy = await startProxy({
@@ -52,14 +54,9 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
       ...(flags.record ? { recordFile: flags.record } : {}),
     });
   } catch (err) {
-    if (err instanceof ModelLoadError) {
-      reportDiagnostics([{ ...err.diagnostic, file: flags.config, line: 1, column: 1 }], false);
-      return EXIT.failed;
-    }
     const e = err as NodeJS.ErrnoException;
-    if (e.code === "EADDRINUSE" || e.code === "EACCES") {
-      say(`reins proxy: cannot listen on ${flags.host}:${port}: ${e.code}`);
-      return EXIT.failed;
+    if (e?.code === "EADDRINUSE" || e?.code === "EACCES" || e?.code === "EADDRNOTAVAIL") {
+      throw new ReinsError("PortUnavailable", `Cannot listen on ${flags.host}:${port}: ${e.code === "EADDRINUSE" ? "the port is in use" : e.code === "EACCES" ? "permission denied" : "the address is not on this machine"}.`, undefined, { cause: err });
     }
     throw err;
   }

@@ -1,12 +1,11 @@
 import type { Command } from "commander";
-import { LoopError, runExperiment } from "../../runtime/control/loop.js";
+import { isReinsError, ReinsError } from "../../compiler/contract/problem.js";
+import { runExperiment } from "../../runtime/control/loop.js";
 import { createProvider } from "../../runtime/executor/providers.js";
-import { TrainerError } from "../../runtime/training/trainer-error.js";
-import { EngineError } from "../../runtime/engines/engine.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, say } from "../io.js";
 import { Progress } from "../progress.js";
-import { fail, interruptible, openRun, type RunCliOptions } from "../run-support.js";
+import { interruptible, openRun, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
   program
@@ -26,13 +25,10 @@ export function register(program: Command): void {
         process.exitCode = EXIT.usage;
         return;
       }
-      const opened = openRun(paths, opts);
-      if (!opened) return;
-      const { plan, store } = opened;
+      const { plan, store } = openRun(paths, opts);
       if (plan.kind !== "Experiment") {
         store.close();
-        fail(opts.json, "NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ")}`);
-        return;
+        throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.length > 0 ? paths.join(" ") : `--resume ${store.dir}`}`);
       }
       const ac = interruptible();
       const quiet = Boolean(opts.json || opts.quiet);
@@ -76,16 +72,9 @@ export function register(program: Command): void {
         }
         process.exitCode = EXIT.ok;
       } catch (err) {
-        if (err instanceof LoopError || err instanceof TrainerError) {
-          store.event({ type: "run-stopped", code: err.code, message: err.message });
-          fail(opts.json, err.code, err.message, `${err.hint} (resume with --resume ${store.dir})`);
-          return;
-        }
-        if (err instanceof EngineError) {
-          store.event({ type: "run-stopped", code: "EngineFailed", message: err.message });
-          fail(opts.json, "EngineFailed", err.message, `Resume with --resume ${store.dir} once the engine works.`);
-          return;
-        }
+        // The run stops; it is resumable from its last checkpoint.
+        store.event({ type: "run-stopped", code: isReinsError(err) ? err.code : "InternalError", message: (err as Error)?.message ?? String(err) });
+        if (isReinsError(err)) throw new ReinsError(err.code, err.message, `${err.hint.replace(/\.$/, "")} (resume with --resume ${store.dir})`, { cause: err });
         throw err;
       } finally {
         await provider.close();

@@ -1,9 +1,11 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { generateJsonSchemas, serializeSchema } from "../../compiler/index.js";
+import { makeProblem } from "../../compiler/contract/problem.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, say } from "../io.js";
+import { printJson, say, writeOutputFile } from "../io.js";
+import { renderProblems } from "../render/problems.js";
 
 export function register(program: Command): void {
   program
@@ -27,13 +29,15 @@ export function register(program: Command): void {
           }
           if (current !== text) stale.push(file);
         } else {
-          mkdirSync(dirname(file), { recursive: true });
-          writeFileSync(file, text);
+          writeOutputFile(file, text);
         }
       }
       const files = schemas.map((s) => join(opts.out, s.path));
       if (opts.json) printJson({ ok: stale.length === 0, files, stale });
-      else if (opts.check) say(stale.length === 0 ? "schemas are up to date" : `stale schemas:\n  ${stale.join("\n  ")}\nrun: reins schema --out ${opts.out}`);
+      else if (opts.check && stale.length > 0) {
+        const problem = makeProblem("SchemasStale", `${stale.length} schema file(s) differ from the spec language:\n  ${stale.join("\n  ")}`, `Regenerate them: reins schema --out ${opts.out}`);
+        process.stderr.write(renderProblems([problem]));
+      } else if (opts.check) say("schemas are up to date");
       else say(`wrote ${files.length} schemas to ${opts.out}`);
       process.exitCode = stale.length === 0 ? EXIT.ok : EXIT.failed;
     });

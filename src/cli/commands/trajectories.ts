@@ -6,7 +6,8 @@
 import type { Command } from "commander";
 import pc from "picocolors";
 import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
-import { hasErrors, sortDiagnostics } from "../../compiler/contract/diagnostics.js";
+import { diagnosticOf, hasErrors, makeDiagnostic, sortDiagnostics } from "../../compiler/contract/diagnostics.js";
+import { makeProblem, type Problem } from "../../compiler/contract/problem.js";
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import { defaultAlgorithm, loadAlgorithm } from "../../compiler/index.js";
 import type { BatchReport, RewardTable } from "../../runtime/trajectories/batch-builder.js";
@@ -18,6 +19,10 @@ import { analyzeRollouts } from "../../runtime/trajectories/rollout.js";
 import { buildSftSamples } from "../../runtime/trajectories/sft.js";
 import { renderTreeSvg } from "../../runtime/trajectories/svg.js";
 import { EXIT } from "../exit-codes.js";
+import { jsonFailure, problemFromDiagnostic } from "../failure.js";
+import { makeDirectory, writingTo } from "../io.js";
+import { renderDiagnostics } from "../render/diagnostics.js";
+import { renderProblems } from "../render/problems.js";
 
 export interface TrajectoriesOptions {
   rewards?: string;
@@ -57,15 +62,32 @@ export function register(program: Command): void {
     });
 }
 
-function formatDiagnostic(d: Diagnostic): string {
-  const label = d.severity === "error" ? pc.red("error") : d.severity === "warning" ? pc.yellow("warning") : "info";
-  return `${d.file}:${d.line}:${d.column}: ${label} ${d.code}: ${d.message}\n  hint: ${d.hint}\n`;
-}
-
 function report(io: Streams, diagnostics: Diagnostic[], limit = 20): void {
   const sorted = sortDiagnostics(diagnostics);
-  for (const d of sorted.slice(0, limit)) io.stderr.write(formatDiagnostic(d));
+  if (sorted.length === 0) return;
+  io.stderr.write(renderDiagnostics(sorted.slice(0, limit)));
   if (sorted.length > limit) io.stderr.write(`… and ${sorted.length - limit} more\n`);
+}
+
+/** Report a failure (the diagnostics so far, and a problem if one stopped the command): JSON on stdout with --json. */
+function failed(io: Streams, json: boolean | undefined, diagnostics: Diagnostic[], problem?: Problem): number {
+  const all = problem ? [...diagnostics, diagnosticOf(problem)] : diagnostics;
+  if (json) {
+    const problems = [...diagnostics.filter((d) => d.severity === "error").map(problemFromDiagnostic), ...(problem ? [problem] : [])];
+    io.stdout.write(jsonFailure(problems, all));
+  } else {
+    report(io, diagnostics);
+    if (problem) io.stderr.write(renderProblems([problem]));
+  }
+  return EXIT.failed;
+}
+
+/** A call record file is JSON lines: a raw control character means it is not one (binary data). */
+function binaryDiagnostic(text: string, file: string): Diagnostic | undefined {
+  const at = text.search(/[\u0000-\u0008\u000b\u000e-\u001f\u007f]/);
+  if (at < 0) return undefined;
+  const line = text.slice(0, at).split("\n").length;
+  return makeDiagnostic("BinaryFile", { file, line, column: 1 }, `The file contains binary data (character ${at}); it is not a call record file.`, "Pass a call record file (JSON lines), as the proxy writes it with --record FILE.");
 }
 
 function usage(io: Streams, message: string): number {
@@ -102,16 +124,13 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   }
   const callsText = await readTextFile(callsPath);
   diagnostics.push(...callsText.diagnostics);
-  const records = callsText.value !== undefined ? parseCallRecords(callsText.value, callsPath) : undefined;
+  const binary = callsText.value !== undefined ? binaryDiagnostic(callsText.value, callsPath) : undefined;
+  if (binary) diagnostics.push(binary);
+  const records = callsText.value !== undefined && !binary ? parseCallRecords(callsText.value, callsPath) : undefined;
   if (records) diagnostics.push(...records.diagnostics);
-  if (hasErrors(diagnostics) || !records) {
-    report(io, diagnostics);
-    return EXIT.failed;
-  }
+  if (hasErrors(diagnostics) || !records) return failed(io, opts.json, diagnostics);
   if (algorithm.type === "PPO" && opts.out) {
-    report(io, diagnostics);
-    io.stderr.write("reins trajectories: PPO batches need critic values per token (they come from the trainer); --out supports GRPO and RLOO here\n");
-    return EXIT.failed;
+    return failed(io, opts.json, diagnostics, makeProblem("PpoBatchUnsupported", "PPO batches need critic values per token (they come from the trainer); --out writes GRPO and RLOO batches."));
   }
 
   const analyses = analyzeRollouts(records.value, algorithm.filters);
@@ -126,10 +145,10 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
     const a = analyses.find((x) => x.rollout === opts.rollout);
     if (!a) {
       const ids = analyses.map((x) => x.rollout);
-      io.stderr.write(`reins trajectories: rollout ${opts.rollout} is not in ${callsPath} (rollouts: ${ids.slice(0, 8).join(", ")}${ids.length > 8 ? ", …" : ""})\n`);
-      return EXIT.failed;
+      return failed(io, opts.json, [], makeProblem("RolloutNotFound", `Rollout ${opts.rollout} is not in ${callsPath} (rollouts: ${ids.slice(0, 8).join(", ")}${ids.length > 8 ? ", …" : ""}).`));
     }
-    await writeTextFile(opts.svg, renderTreeSvg(a.tree, a.filter, a.lineage));
+    const svg = opts.svg;
+    await writingTo(svg, () => writeTextFile(svg, renderTreeSvg(a.tree, a.filter, a.lineage)));
     io.stderr.write(`wrote ${opts.svg}\n`);
   }
 
@@ -137,14 +156,19 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   if (opts.out && rewards) {
     const built = buildTrainingBatch(analyses, { algorithm, rewards, step, layout });
     result = built.report;
-    const manifest = await writeBatchDirectory(opts.out, built.batch);
+    const out = opts.out;
+    const manifest = await writingTo(out, async () => {
+      makeDirectory(out);
+      return writeBatchDirectory(out, built.batch);
+    });
     io.stderr.write(`wrote ${opts.out}: ${(manifest.trees ?? manifest.paths ?? []).length} ${layout === "tree" ? "trees" : "paths"}, ${manifest.tokens} tokens\n`);
   } else {
     result = buildReport(analyses, { algorithm, rewards });
   }
   if (opts.sft && rewards) {
     const samples = buildSftSamples(analyses, rewards, { minReward });
-    await writeJsonl(opts.sft, samples);
+    const sft = opts.sft;
+    await writingTo(sft, () => writeJsonl(sft, samples));
     io.stderr.write(`wrote ${opts.sft}: ${samples.length} SFT samples (reward >= ${minReward})\n`);
   }
   const noReward = result.rollouts.filter((r) => r.dropped === "NoReward").length;

@@ -10,7 +10,14 @@ export function useColor(stream: NodeJS.WriteStream = process.stderr): boolean {
   return Boolean(stream.isTTY) && process.env.TERM !== "dumb";
 }
 
-export function renderDiagnostics(diagnostics: readonly Diagnostic[], color = useColor()): string {
+/** Control characters (a binary file's bytes, an escape sequence) never reach the terminal raw. */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+export function printable(text: string): string {
+  return text.replace(CONTROL, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+export function renderDiagnostics(diagnostics: readonly Diagnostic[], color = useColor(), summary = true): string {
   const c = pc.createColors(color);
   const cache = new Map<string, string[] | null>();
   const lines = (file: string) => {
@@ -26,22 +33,22 @@ export function renderDiagnostics(diagnostics: readonly Diagnostic[], color = us
   const out: string[] = [];
   for (const d of diagnostics) {
     const sev = d.severity === "error" ? c.red(c.bold("error")) : d.severity === "warning" ? c.yellow(c.bold("warning")) : c.blue("info");
-    out.push(`${c.bold(`${d.file}:${d.line}:${d.column}`)}: ${sev}[${d.code}]: ${d.message}`);
+    out.push(`${c.bold(printable(`${d.file}:${d.line}:${d.column}`))}: ${sev}[${d.code}]: ${printable(d.message)}`);
     const src = lines(d.file);
     if (src && d.line >= 1 && d.line <= src.length) {
       const text = src[d.line - 1]!.replace(/\t/g, " ");
-      if (text.length <= 300) {
+      if (text.length <= 300 && !/[\u0000-\u001f\u007f-\u009f\ufffd]/.test(text)) {
         const num = String(d.line);
         out.push(`${c.dim(`${num} |`)} ${text}`);
         out.push(`${" ".repeat(num.length)} ${c.dim("|")} ${" ".repeat(Math.max(0, d.column - 1))}${c.red("^")}`);
       }
     }
-    for (const n of d.notes ?? []) out.push(`  ${c.dim("note:")} ${n}`);
-    out.push(`  ${c.cyan("hint:")} ${d.hint}`);
+    for (const n of d.notes ?? []) out.push(`  ${c.dim("note:")} ${printable(n)}`);
+    out.push(`  ${c.cyan("hint:")} ${printable(d.hint)}`);
     out.push("");
   }
   const errors = diagnostics.filter((d) => d.severity === "error").length;
   const warnings = diagnostics.filter((d) => d.severity === "warning").length;
-  if (errors + warnings > 0) out.push(`${errors} error(s), ${warnings} warning(s)`);
+  if (summary && errors + warnings > 0) out.push(`${errors} error(s), ${warnings} warning(s)`);
   return out.join("\n") + (out.length > 0 ? "\n" : "");
 }

@@ -1,9 +1,12 @@
 /**
- * The diagnostic catalogue. Codes are permanent: never rename one once shipped.
- * Each entry: a default hint (what to do). Messages are built where the problem is found.
+ * The one catalogue of permanent codes, for the compiler and the runtime alike: every Diagnostic,
+ * Problem and ReinsError names one of these. Codes are permanent: never rename or reuse one once
+ * shipped (a code no longer produced stays here). Each entry is the default hint (what to do);
+ * messages (what happened) are built where the problem is found and may carry a sharper hint.
+ * test/errors/catalogue.test.ts fails on a code written in src/ that is missing here.
  */
 export const CODES = {
-  // source
+  // ── compiler: source files ──
   FileNotFound: "Check the path; relative paths are resolved from the current directory (or from the file that references them).",
   FileUnreadable: "Check the file's permissions.",
   FileTooLarge: "Spec files are limited in size; move large data into workspace directories referenced with `fromDir`.",
@@ -17,7 +20,7 @@ export const CODES = {
   UndefinedVariable: "Set the environment variable, or give a default with ${VAR:-default}.",
   SecretOutsideHarnessEnv:
     "Use secrets in a Harness's env or homeFiles (kept as references, read from the environment when the harness starts) or name them with an engine's apiKeyEnv. Not a secret? Rename the variable. A literal? Write $${...}.",
-  // schema
+  // ── compiler: schema ──
   MissingApiVersion: "Add `apiVersion: reins/v1alpha1` to the document.",
   UnsupportedApiVersion: "Use `apiVersion: reins/v1alpha1`.",
   MissingKind: "Add a `kind:` (Task, TaskFamily, Harness, Verifier, Model, Algorithm, Sandbox, Trainer, Experiment, Evaluation).",
@@ -29,7 +32,7 @@ export const CODES = {
   InvalidName: "Names are lowercase letters, digits and '-', starting with a letter or digit (at most 63 characters).",
   NotSupportedYet: "Remove the field: reins does not support it yet, and it would otherwise be silently ignored.",
   FieldHasNoEffect: "Remove the field: nothing reads it.",
-  // resolve
+  // ── compiler: resolve (references, families, templates) ──
   DuplicateName: "Rename one of them: names are unique per kind.",
   UnknownReference: "Define a document with that kind and name, or fix the name.",
   PathEscape: "Workspace paths are relative and stay inside the workspace: no leading '/', no '..' segments.",
@@ -51,7 +54,7 @@ export const CODES = {
   AmbiguousPlanTarget: "Choose one with --target NAME.",
   AlgorithmNotFound: "Give a file with one `kind: Algorithm` document (apiVersion: reins/v1alpha1, a name and a spec with at least `type`).",
   AlgorithmAmbiguous: "Keep one Algorithm document in the file.",
-  // semantic
+  // ── compiler: semantic checks ──
   GroupSizeTooSmall: "GRPO normalizes rewards within a group; use groupSize 2 or more.",
   UnsupportedDialect: "Use one of the dialects the proxy speaks: anthropic-messages, openai-chat, openai-responses.",
   ModelRequired: "Harnesses that call a model need a `model` in the Experiment or Evaluation.",
@@ -60,7 +63,7 @@ export const CODES = {
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
   JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
-  // proxy / model runtime
+  // ── proxy config and model runtime (tokenizer, chat template) ──
   ProxyModelMissing: "Put exactly one Model document in the proxy config.",
   ProxyModelAmbiguous: "Keep one Model document in the proxy config, or name one.",
   TokenizerNotFound: "Check the tokenizer path; it is resolved from the Model's file.",
@@ -70,7 +73,115 @@ export const CODES = {
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   DuplicateDocument: "The same file was given twice; it is read once.",
-  // records (call and rollout record files, src/runtime/records)
+
+  // ── runtime: run directories and plan files ──
+  RunNotFound: "Pass the --out directory of the run to resume.",
+  RunExists: "Resume it with --resume DIR, or choose another --out directory.",
+  RunCorrupt: "A file of the run directory is damaged (the message names it); restore it, or start a new run with --out.",
+  PlanChanged: "Resume with the same specs, or start a new run with --out.",
+  InvalidPlan: "Pass a plan.json written by `reins plan --out` (or the plan.json of a run directory).",
+  NotAnExperiment: "reins run trains an Experiment; run an Evaluation with reins eval.",
+  Interrupted: "Resume the run with --resume DIR; nothing finished runs again.",
+
+  // ── runtime: sandboxes (infrastructure: retried, never a reward) ──
+  SandboxCreateFailed: "Check that the sandbox provider works on this machine (bubblewrap/unshare, podman, or the cluster).",
+  SandboxCreateTimeout: "The sandbox was not ready in time; raise the task's timeoutSeconds or lower the concurrency.",
+  SandboxDied: "The sandbox ended while in use; check the machine's memory and the provider's logs.",
+  SandboxExecFailed: "A command could not be started in the sandbox; check the image and the provider.",
+  SandboxTimeout: "The sandbox operation ran past its deadline; lower the concurrency or raise timeoutSeconds.",
+
+  // ── runtime: harnesses ──
+  HarnessPackageInvalid: 'Write install.npm as "name@1.2.3" or "@scope/name@1.2.3".',
+  HarnessVersionNotPinned: "Pin an exact version in install.npm, e.g. name@1.2.3, so runs are reproducible.",
+  HarnessNodeInvalid: 'Give install.node as a major version ("24") or an exact one ("24.22.3").',
+  HarnessNotInstallable: 'Add install.npm ("name@1.2.3") or run the harness from a command on PATH.',
+  HarnessBinInvalid: "Give install.bin as the name of the package's executable (its package.json `bin`).",
+  HarnessBinMissing: "Set install.bin to the executable name the package declares in its package.json `bin`.",
+  HarnessInstallFailed: "See the npm log named in the message; check the package name, the version and the registry.",
+  HarnessInstallTimedOut: "Check the registry connection, or raise the install timeout.",
+  HarnessInstallLocked: "Wait for the other install, or remove the lock directory if no reins process is installing.",
+  HarnessNeedsImage: "Run image-based harnesses with a container sandbox provider (podman or kubernetes).",
+  HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
+  HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command or env.",
+  HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
+  HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "{{instruction}}"].',
+  HarnessCrashedEarly: "The harness exited before its first model call; its stderr is in the message. Check its install and its env.",
+
+  // ── runtime: rollouts ──
+  RolloutTimeout: "The harness ran past the task's timeoutSeconds; raise it if the task needs more time.",
+  EngineUnavailable: "The inference engine failed during the rollout; check the engine and its logs.",
+  VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
+  NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
+  InternalError: "This is a bug in reins; please report it with the output of the command run with REINS_DEBUG=1 (for a rollout: the run's events.jsonl).",
+
+  // ── runtime: inference engines ──
+  EngineUnreachable: "Check that the inference server is running and that the Model's endpoint points at it.",
+  EngineFailed: "The inference engine failed; check its logs and the Model's engine settings.",
+  EngineBadResponse: "The inference server answered in a form reins does not understand; check that it serves completions by token ids with logprobs.",
+  EngineStreamCut: "The engine's token stream broke mid-completion; the rollout is retried as an infrastructure failure. Check the inference server's logs.",
+  EngineNotTrainable: "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.",
+  EngineLoadFailed: "Check the weights directory, or start a new run.",
+  EngineReloadFailed: "Fix the cause (a full disk? a damaged file?), then resume with --resume DIR.",
+
+  // ── runtime: trainer worker ──
+  TrainerStartFailed: "Check the trainer's python (with torch) and the model directory; the worker's stderr says more.",
+  TrainerDied: "Read the worker's last stderr lines (trainer.log); after fixing the cause, resume from the last checkpoint.",
+  TrainerUnreachable: "Check that the trainer worker is running and listening on its port.",
+  TrainerRefused: "The trainer worker refused the request; its reason is in the message.",
+  ProtocolMismatch: "Use a trainer worker and a client from the same reins version.",
+  // the worker's own codes for a refused non-finite step (trainers/torch), surfaced as the run's code
+  NonFiniteLoss: "The weights have probably diverged (learning rate too high?); lower it, or set onBadStep: {action: skip}.",
+  NonFiniteBatch: "The batch holds a NaN or infinite value; check the rewards and the logprobs of the rollouts.",
+  NonFiniteGradient: "The gradients are not finite; lower the learning rate, or set onBadStep: {action: skip}.",
+
+  // ── runtime: the training loop ──
+  NonFiniteMetrics: "The trainer accepted a step whose numbers are not finite; look at trainer.log in the run directory.",
+  TooManyBadSteps: "Step after step was refused: lower the learning rate and start a new run, or raise onBadStep.maxSkips.",
+  NoSftData: "No reference rollout passed its verifier; check the tasks' reference solutions with reins eval.",
+
+  // ── runtime: verifiers (a verifier error is not a reward) ──
+  EmptyVerifier: "Add `checks`, a `script` or a `rubric` to the verifier.",
+  UnknownCheckType: "Use a check type reins knows (see the Verifier schema).",
+  CheckCrashed: "A check failed unexpectedly (a bug in reins); please report it with the check and the workspace.",
+  ExecUnavailable: "Command checks need a workspace that can run commands (a sandbox).",
+  CommandNotStarted: "Check the command of the check: it must exist in the sandbox.",
+  HiddenFileUnavailable: "Check the verifier's hidden files: they must exist next to the spec.",
+  HiddenFileInvalid: "Fix the hidden file so it parses.",
+  InvalidPattern: "Fix the regular expression (JavaScript syntax).",
+  InvalidQuery: "Use $, .key, ['key'], [0], [-1], [*] or .*, e.g. $.totals[0].amount.",
+  InvalidSchema: "Fix the JSON Schema of the check.",
+  ScriptNotStarted: "Check the verifier script's command: it must exist in the sandbox.",
+  ScriptTimeout: "The verifier script ran too long; make it faster or raise its timeoutSeconds.",
+  ScriptCrashed: "The verifier script failed; its stderr is in the message.",
+  ScriptOutputInvalid: 'The verifier script must print one JSON object such as {"reward": 1} on stdout.',
+  ScriptRewardInvalid: "The script's reward must be a number between 0 and 1.",
+  JudgeUnavailable: "Give the Experiment or Evaluation a model, or name a judge for the rubric.",
+  JudgeFailed: "The judge model's call failed; check its engine.",
+  JudgeOutputInvalid: "The judge did not answer in the expected form; check the judge model and the rubric.",
+
+
+  // ── runtime: trajectories inputs (rewards and algorithm files) ──
+  RewardsNotJson: 'The rewards file is one JSON object: {"<rolloutId>": {"reward": 1, "task": "…", "harness": "…"}}.',
+  RewardsNotObject: 'The rewards file is one JSON object keyed by rollout id.',
+  RewardsInvalidEntry: 'Each rollout maps to an object {"reward", "task", "harness"}.',
+  RewardsInvalidField: "Give the field the type the message names.",
+  RewardsMissingField: 'Each entry needs "reward", "task" and "harness".',
+  AlgorithmYamlSyntax: "Fix the YAML syntax.",
+  AlgorithmInvalidField: "Algorithm spec fields mirror ResolvedAlgorithm (see docs/trajectories.md).",
+  AlgorithmUnknownField: "Remove the field or fix its spelling.",
+  RolloutNotFound: "Pick a rollout id the file holds (the table without --svg lists them).",
+  PpoBatchUnsupported: "PPO batches need critic values from the trainer; write GRPO or RLOO batches with --out, or train PPO with reins run.",
+
+  // ── cli: files the user names, ports ──
+  OutputUnwritable: "Choose an output path in a directory you can write to.",
+  OutputIsDirectory: "Give a file path, not a directory.",
+  FileExists: "reins init never overwrites files: choose another name or --dir, or move the existing files away.",
+  TasksDirNotFound: "Pass a directory that holds task families (subdirectories with a family.yaml).",
+  PortUnavailable: "Choose another --port (0 picks a free one), or stop the program that uses it.",
+  FileSystemError: "Check the path named in the message and its permissions.",
+  SchemasStale: "Regenerate the JSON Schemas with reins schema --out DIR.",
+
+  // ── runtime: call and rollout record files (src/runtime/records) ──
   CallRecordNotJson: "A call record file has one JSON object per line, as the proxy writes it (`reins proxy --record FILE`, a run's calls.jsonl).",
   CallRecordNotObject: "Each line must be one call record object.",
   CallRecordMissingField: "Each call record needs at least rolloutId, seq, promptIds, completionIds and completionLogprobs (src/runtime/records/call-record.ts).",
@@ -83,13 +194,28 @@ export const CODES = {
   RolloutRecordNotObject: "Each line must be one rollout result object.",
   RolloutRecordMissingField: "Each rollout result needs at least id, step, task, harness, status, reward and passed (src/runtime/records/rollout-result.ts).",
   RolloutRecordInvalidField: "Fix the field's value; results the run store wrote are only wrong when the file was edited or cut.",
-  // verification runtime
+
+  // ── runtime: verification ──
   WorkspaceTooLarge: "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB); have the task keep its outputs small.",
-  // harness launch (runtime)
+
+  // ── runtime: harness launch ──
   HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
-  // reins run
+
+  // ── runtime: reins run settings ──
   TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
   WeightsFormatUnsupported: "Add onnx to the Trainer's weightsFormat: the onnx engine of reins run reloads each version from model.onnx.",
 } as const;
 
-export type DiagnosticCode = keyof typeof CODES;
+/** A permanent code of the catalogue. */
+export type Code = keyof typeof CODES;
+/** @deprecated the same as Code (diagnostics and problems share one catalogue). */
+export type DiagnosticCode = Code;
+
+export function isCode(value: string): value is Code {
+  return Object.hasOwn(CODES, value);
+}
+
+/** The default hint of a code. */
+export function hintOf(code: Code): string {
+  return CODES[code];
+}

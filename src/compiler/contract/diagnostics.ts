@@ -1,7 +1,11 @@
 /**
  * Diagnostics: mistakes are values. Every compiler function returns `{value, diagnostics}`
- * and keeps going; `throw` is reserved for bugs.
+ * and keeps going; `throw` is reserved for bugs. A Diagnostic is a Problem (problem.ts) with a
+ * position in a file (flattened: file, line, column) and a severity.
  */
+import { CODES, type Code } from "./codes.js";
+import { ReinsError, type Problem } from "./problem.js";
+
 export type Severity = "error" | "warning" | "info";
 
 export interface SourcePosition {
@@ -15,19 +19,12 @@ export interface SourcePosition {
   endColumn?: number;
 }
 
-export interface Diagnostic {
-  /** Permanent PascalCase code, e.g. `UnknownField`. Never renamed once shipped. */
-  code: string;
+/**
+ * A positioned Problem: `code` (permanent, from the catalogue, e.g. `UnknownField`), `message`
+ * (what happened and why; no location, no "Error:" prefix), `hint` (what to do), where, and how bad.
+ */
+export interface Diagnostic extends Omit<Problem, "position">, SourcePosition {
   severity: Severity;
-  /** What happened and why. No location, no "Error:" prefix. */
-  message: string;
-  /** What to do about it. */
-  hint: string;
-  file: string;
-  line: number;
-  column: number;
-  endLine?: number;
-  endColumn?: number;
   /** Extra context lines (e.g. "rendered from matrix cell {who: ada}"). */
   notes?: string[];
 }
@@ -42,7 +39,7 @@ export function hasErrors(diagnostics: readonly Diagnostic[]): boolean {
 }
 
 export function makeDiagnostic(
-  code: string,
+  code: Code,
   at: SourcePosition,
   message: string,
   hint: string,
@@ -62,4 +59,35 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
     (a, b) =>
       a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column || a.code.localeCompare(b.code),
   );
+}
+
+/** The Problem a diagnostic stands for (its position kept). */
+export function problemOf(d: Diagnostic): Problem {
+  const position: SourcePosition = { file: d.file, line: d.line, column: d.column };
+  if (d.endLine !== undefined) position.endLine = d.endLine;
+  if (d.endColumn !== undefined) position.endColumn = d.endColumn;
+  return { code: d.code, message: d.message, hint: d.hint, position };
+}
+
+/**
+ * A Problem as a diagnostic (for `{ok: false, diagnostics}` JSON and the code-frame renderer). A
+ * problem without a place gets file "" and line/column 0.
+ */
+export function diagnosticOf(p: Problem, severity: Severity = "error"): Diagnostic {
+  return makeDiagnostic(p.code, p.position ?? { file: "", line: 0, column: 0 }, p.message, p.hint || CODES[p.code], severity);
+}
+
+/**
+ * A failure that carries diagnostics (specs that do not compile, a config that does not load): the
+ * code, message and hint are the first error's; the CLI prints every diagnostic.
+ */
+export class DiagnosticsError extends ReinsError {
+  readonly diagnostics: Diagnostic[];
+
+  constructor(diagnostics: readonly Diagnostic[]) {
+    const first = diagnostics.find((d) => d.severity === "error") ?? diagnostics[0];
+    if (!first) throw new Error("DiagnosticsError needs at least one diagnostic");
+    super(first.code, first.message, first.hint, { position: problemOf(first).position! });
+    this.diagnostics = [...diagnostics];
+  }
 }

@@ -2,6 +2,9 @@
  * The inference engine interface: completion by token ids, with logprobs.
  * Implementations register by `type` (scripted, openai-compatible, onnx), one file each.
  */
+import type { Code } from "../../compiler/contract/codes.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
+
 export interface SamplingParams {
   temperature: number;
   topP: number;
@@ -49,19 +52,28 @@ export interface Engine {
 
 export type EngineErrorKind = "unreachable" | "failed" | "bad-response" | "stream-cut";
 
+const ENGINE_CODES = {
+  unreachable: "EngineUnreachable",
+  failed: "EngineFailed",
+  "bad-response": "EngineBadResponse",
+  "stream-cut": "EngineStreamCut",
+} as const satisfies Record<EngineErrorKind, Code>;
+
 /**
  * Engine failures that are infrastructure problems (retryable, never a reward).
  * `stream-cut`: the engine's token stream broke after it had produced tokens; `partial` holds
  * them (as a result: ids, logprobs, the finish it had reached, weights version). The proxy records
  * them and breaks its own answer's stream the same way, so the harness meets a failing upstream.
  */
-export class EngineError extends Error {
+export class EngineError extends ReinsError {
+  declare readonly code: (typeof ENGINE_CODES)[EngineErrorKind];
+
   constructor(
     message: string,
     readonly kind: EngineErrorKind = "failed",
     readonly partial?: GenerateResult,
+    options?: { cause?: unknown },
   ) {
-    super(message);
-    this.name = "EngineError";
+    super(ENGINE_CODES[kind], message, undefined, options);
   }
 }

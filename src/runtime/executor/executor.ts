@@ -61,7 +61,7 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): P
     for (const m of h.mounts ?? []) mounts.push({ hostPath: m.hostPath, sandboxPath: m.sandboxPath });
     if (h.install?.npm) {
       const installed = await installHarness(h.install);
-      if (!installed.ok) throw new Error(`${installed.problem.code}: ${installed.problem.message} ${installed.problem.hint}`);
+      if (!installed.ok) throw ReinsError.of(installed.problem);
       runtime.pathDirs = installed.value.pathDirs;
       runtime.node = installed.value.node;
       runtime.bin = installed.value.bin;

@@ -6,12 +6,13 @@
  * with backoff and never become a reward; task failures are rewards.
  */
 import { join } from "node:path";
+import type { Code } from "../../compiler/contract/codes.js";
 import type { PlanRollout, ResolvedHarness, ResolvedTask } from "../../compiler/contract/plan.js";
+import { isReinsError, ReinsError } from "../../compiler/contract/problem.js";
 import type { LaunchRuntime } from "../harness/launch-plan.js";
 import { buildLaunchPlan } from "../harness/launch-plan.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
-import { SandboxError } from "../sandbox/sandbox-error.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
 import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
@@ -43,9 +44,10 @@ export interface RolloutContext {
   signal?: AbortSignal;
 }
 
-class InfraFailure extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
+/** An infrastructure failure of one try: retried, never a reward. */
+class InfraFailure extends ReinsError {
+  constructor(code: Code, message: string) {
+    super(code, message);
   }
 }
 
@@ -77,7 +79,7 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
       outcome = await runTry(tryId, { rolloutId: r.id, try: tries }, task, prepared, ctx);
       break;
     } catch (err) {
-      const infra = err instanceof InfraFailure ? err : err instanceof SandboxError ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
+      const infra = err instanceof InfraFailure ? err : isReinsError(err) ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
       retries.push({ code: infra.code, message: infra.message });
       ctx.onEvent?.({ type: "rollout-retry", rollout: r.id, try: tries, code: infra.code, message: infra.message });
       if (tries > ctx.retries || ctx.signal?.aborted) {

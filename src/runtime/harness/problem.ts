@@ -1,22 +1,16 @@
 /**
  * A harness problem: something about installing or launching a harness that went wrong and that a
- * user (or the infrastructure) can fix. Problems are values; `throw` is kept for bugs.
+ * user (or the infrastructure) can fix. Problems are values; `throw` is kept for bugs. The shape
+ * is reins' one Problem (src/compiler/contract/problem.ts).
  */
-export interface HarnessProblem {
-  /** Permanent PascalCase code, e.g. `HarnessInstallFailed`. */
-  code: string;
-  /** What happened. */
-  message: string;
-  /** What to do about it. */
-  hint: string;
-}
+import type { Code } from "../../compiler/contract/codes.js";
+import { failWith, type Outcome, type Problem } from "../../compiler/contract/problem.js";
 
-export type Outcome<T> = { ok: true; value: T } | { ok: false; problem: HarnessProblem };
+export { succeed, type Outcome } from "../../compiler/contract/problem.js";
 
-export function succeed<T>(value: T): Outcome<T> {
-  return { ok: true, value };
-}
+/** @deprecated the same as Problem. */
+export type HarnessProblem = Problem;
 
-export function fail<T = never>(code: string, message: string, hint: string): Outcome<T> {
-  return { ok: false, problem: { code, message, hint } };
+export function fail<T = never>(code: Code, message: string, hint?: string): Outcome<T> {
+  return failWith<T>(code, message, hint);
 }

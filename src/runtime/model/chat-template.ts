@@ -9,6 +9,7 @@
  * model is loaded (`ChatTemplateNotSegmentable`).
  */
 import { Template } from "@huggingface/jinja";
+import { ReinsError } from "../../compiler/contract/problem.js";
 
 export interface TemplateToolCall {
   type: "function";
@@ -30,13 +31,13 @@ export interface TemplateTool {
   function: { name: string; description?: string; parameters: unknown };
 }
 
-export class ChatTemplateError extends Error {
-  constructor(
-    message: string,
-    readonly code: "ChatTemplateMissing" | "ChatTemplateInvalid" | "ChatTemplateNotSegmentable",
-  ) {
-    super(message);
-    this.name = "ChatTemplateError";
+export type ChatTemplateErrorCode = "ChatTemplateMissing" | "ChatTemplateInvalid" | "ChatTemplateNotSegmentable";
+
+export class ChatTemplateError extends ReinsError {
+  declare readonly code: ChatTemplateErrorCode;
+
+  constructor(message: string, code: ChatTemplateErrorCode) {
+    super(code, message);
   }
 }
 

@@ -3,7 +3,9 @@
  * the chat template cut into pieces, the output format, and the stop token ids.
  * Loading is an effect (files, a large tokenizer package); the result is reused per model.
  */
-import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
+import type { Code } from "../../compiler/contract/codes.js";
+import { diagnosticOf, type Diagnostic } from "../../compiler/contract/diagnostics.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { ChatTemplate, ChatTemplateError } from "./chat-template.js";
 import { type OutputFormat, type ParsedCompletion, parseCompletion } from "./output-format.js";
@@ -28,11 +30,11 @@ export interface ModelRuntime {
   parse(completionIds: readonly number[]): { raw: string; parsed: ParsedCompletion };
 }
 
-/** A model that could not be loaded, as a diagnostic (no file position: it is a runtime check). */
-export class ModelLoadError extends Error {
-  constructor(readonly diagnostic: Diagnostic) {
-    super(diagnostic.message);
-    this.name = "ModelLoadError";
+/** A model that could not be loaded (no file position: it is a runtime check). */
+export class ModelLoadError extends ReinsError {
+  /** The same problem as a diagnostic (file "", line 0). */
+  get diagnostic(): Diagnostic {
+    return diagnosticOf(this.problem);
   }
 }
 
@@ -102,6 +104,6 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   };
 }
 
-function fail(code: string, message: string, hint: string): ModelLoadError {
-  return new ModelLoadError({ code, severity: "error", message, hint, file: "", line: 0, column: 0 });
+function fail(code: Code, message: string, hint: string): ModelLoadError {
+  return new ModelLoadError(code, message, hint);
 }

@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 
 export interface Tokenizer {
   /** What was loaded: "qwen3" or the tokenizer.json path. */
@@ -19,13 +20,11 @@ export interface Tokenizer {
 }
 
 /** Failure to load a tokenizer file: a user mistake (bad path or file), reported as a value upstream. */
-export class TokenizerLoadError extends Error {
-  constructor(
-    message: string,
-    readonly code: "TokenizerNotFound" | "TokenizerInvalid",
-  ) {
-    super(message);
-    this.name = "TokenizerLoadError";
+export class TokenizerLoadError extends ReinsError {
+  declare readonly code: "TokenizerNotFound" | "TokenizerInvalid";
+
+  constructor(message: string, code: "TokenizerNotFound" | "TokenizerInvalid") {
+    super(code, message);
   }
 }
 

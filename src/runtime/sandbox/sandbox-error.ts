@@ -1,3 +1,5 @@
+import type { Code } from "../../compiler/contract/codes.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import type { SandboxProcess } from "./provider.js";
 
 /**
@@ -7,27 +9,24 @@ import type { SandboxProcess } from "./provider.js";
 
 export type SandboxErrorKind = "create-failed" | "died" | "exec-failed" | "timeout";
 
-const CODES: Record<SandboxErrorKind, string> = {
+const SANDBOX_CODES = {
   "create-failed": "SandboxCreateFailed",
   died: "SandboxDied",
   "exec-failed": "SandboxExecFailed",
   timeout: "SandboxTimeout",
-};
+} as const satisfies Record<SandboxErrorKind, Code>;
 
-export class SandboxError extends Error {
+export class SandboxError extends ReinsError {
   readonly kind: SandboxErrorKind;
   /** Permanent PascalCase code derived from the kind. */
-  readonly code: string;
+  declare readonly code: (typeof SANDBOX_CODES)[SandboxErrorKind];
   readonly sandboxId: string;
-  readonly hint: string;
 
+  /** `hint` defaults to the catalogue's hint for the kind's code. */
   constructor(kind: SandboxErrorKind, sandboxId: string, message: string, hint = "", options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "SandboxError";
+    super(SANDBOX_CODES[kind], message, hint, options);
     this.kind = kind;
-    this.code = CODES[kind];
     this.sandboxId = sandboxId;
-    this.hint = hint;
   }
 }
 

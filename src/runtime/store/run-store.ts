@@ -13,6 +13,7 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
+import { ReinsError, type Problem } from "../../compiler/contract/problem.js";
 import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
 
 export interface RunEvent {
@@ -30,7 +31,7 @@ export class RunStore {
   }
 
   /** A new run directory (created), or an existing one to resume. */
-  static open(dir: string, plan: Plan, opts: { resume: boolean; manifest?: Record<string, unknown> }): { store?: RunStore; problem?: { code: string; message: string; hint: string } } {
+  static open(dir: string, plan: Plan, opts: { resume: boolean; manifest?: Record<string, unknown> }): { store?: RunStore; problem?: Problem } {
     const planFile = join(dir, "plan.json");
     if (opts.resume) {
       if (!existsSync(planFile)) return { problem: { code: "RunNotFound", message: `${dir} holds no run (no plan.json).`, hint: "Pass the --out directory of the run to resume." } };
@@ -40,6 +41,7 @@ export class RunStore {
       } catch (err) {
         return { problem: { code: "RunCorrupt", message: `${planFile} cannot be read: ${(err as Error).message}.`, hint: "Start a new run with --out." } };
       }
+      if (typeof old?.hash !== "string") return { problem: { code: "RunCorrupt", message: `${planFile} is not a reins plan (it has no hash).`, hint: "Start a new run with --out." } };
       if (old.hash !== plan.hash) {
         return { problem: { code: "PlanChanged", message: `The specs changed since the run started (plan ${old.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`, hint: "Resume with the same specs, or start a new run with --out." } };
       }
@@ -55,18 +57,22 @@ export class RunStore {
   }
 
   /**
-   * Drop torn lines and calls that belong to no finished rollout (after a crash). Lines the
-   * readers refuse for any other reason are dropped too and counted in the `resumed` event.
+   * Drop the torn last lines and the calls that belong to no finished rollout (after a crash).
+   * Any other line the readers refuse was not torn by a crash: the file is damaged, and the run
+   * stops with RunCorrupt naming the line instead of silently deleting it.
    */
   private compact(): void {
     const results = this.readResults();
-    const done = new Set(results.value.map((r) => r.id));
     const calls = this.readCalls();
+    const damaged = [...results.diagnostics, ...calls.diagnostics].find((d) => d.severity === "error");
+    if (damaged) {
+      throw new ReinsError("RunCorrupt", `${damaged.file}, line ${damaged.line}: ${damaged.message}.`, "Remove the line (or restore the file), then resume; or start a new run with --out.");
+    }
+    const done = new Set(results.value.map((r) => r.id));
     const kept = calls.value.filter((c) => done.has(c.rolloutId));
     writeAtomic(join(this.dir, "rollouts.jsonl"), formatRecordLines(results.value));
     writeAtomic(join(this.dir, "calls.jsonl"), formatRecordLines(kept));
-    const unreadable = results.diagnostics.length + calls.diagnostics.filter((d) => d.severity === "error").length;
-    this.event({ type: "resumed", finished: done.size, ...(unreadable > 0 ? { unreadableLines: unreadable } : {}) });
+    this.event({ type: "resumed", finished: done.size });
   }
 
   results(): RolloutResult[] {
@@ -119,17 +125,27 @@ function readIfPresent(file: string): string {
   return existsSync(file) ? readFileSync(file, "utf8") : "";
 }
 
-/** Parse JSON lines (the events journal); a torn (unparseable) line is skipped. */
+/**
+ * Parse JSON lines; a torn (unparseable) line is skipped. A line that parses but is not an object
+ * was never written by reins: the file is damaged (RunCorrupt, naming the line).
+ */
 export function readJsonl<T>(file: string): T[] {
   if (!existsSync(file)) return [];
   const out: T[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
+  const lines = readFileSync(file, "utf8").split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
     if (line.trim() === "") continue;
+    let value: unknown;
     try {
-      out.push(JSON.parse(line) as T);
+      value = JSON.parse(line);
     } catch {
-      /* a line torn by a crash */
+      continue; // a line torn by a crash
     }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new ReinsError("RunCorrupt", `${file}, line ${i + 1}, is ${value === null ? "null" : Array.isArray(value) ? "a list" : `a ${typeof value}`}, not a record.`, "Remove the line (or restore the file), then resume; or start a new run with --out.");
+    }
+    out.push(value as T);
   }
   return out;
 }

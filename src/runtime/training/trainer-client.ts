@@ -127,13 +127,13 @@ export class TrainerClient {
     }
     if (res.status !== 200) {
       const err = (parsed as WorkerErrorBody).error ?? {};
-      const code = err.code ?? "Unknown";
-      if (code === "ProtocolMismatch") throw new TrainerError("ProtocolMismatch", err.message ?? "protocol mismatch", err.hint ?? "");
+      const workerCode = err.code;
+      if (workerCode === "ProtocolMismatch") throw new TrainerError("ProtocolMismatch", err.message ?? "protocol mismatch", err.hint ?? "");
       throw new TrainerError(
         "TrainerRefused",
         `the trainer refused ${what}: ${err.message ?? `HTTP ${res.status}`}`,
         err.hint ?? "see the worker's stderr",
-        code,
+        workerCode,
       );
     }
     const v = (parsed as { protocolVersion?: number }).protocolVersion;

@@ -7,16 +7,20 @@
  *   e.g. NonFiniteLoss, NonFiniteBatch, BadBatch, NoGradients)
  * - ProtocolMismatch: client and worker speak different protocol versions
  */
+import { ReinsError } from "../../compiler/contract/problem.js";
+
 export type TrainerErrorCode = "TrainerStartFailed" | "TrainerDied" | "TrainerUnreachable" | "TrainerRefused" | "ProtocolMismatch";
 
-export class TrainerError extends Error {
+export class TrainerError extends ReinsError {
+  declare readonly code: TrainerErrorCode;
+
   constructor(
-    readonly code: TrainerErrorCode,
+    code: TrainerErrorCode,
     message: string,
-    readonly hint: string,
+    hint: string,
+    /** The worker's own code when it refused a request (not necessarily in the catalogue). */
     readonly workerCode?: string,
   ) {
-    super(message);
-    this.name = "TrainerError";
+    super(code, message, hint);
   }
 }
