@@ -1,7 +1,7 @@
 /**
  * Finds the problem codes written in TypeScript source: PascalCase string literals in the places
  * codes are written. Parses with oxc (through vite's parseSync) and walks the ESTree:
- * - arguments of code-taking calls: makeDiagnostic, makeProblem, fail, failWith, checkError, error,
+ * - arguments of code-taking calls: makeDiagnostic, makeProblem, fail, failWith, checkError, error, diagnosticOf,
  *   and every `new …Error(…)` / `new …Failure(…)`;
  * - the value of an object property named `code` (`{ code: "X" }`, `code: cond ? "X" : "Y"`);
  * - comparisons with a code (`err.code === "X"`, `code !== "X"`), `switch (x.code) { case "X": }`;
@@ -19,7 +19,7 @@ export interface CodeUse {
 }
 
 const CODE_LITERAL = /^[A-Z][A-Za-z0-9]*$/;
-const CODE_TAKERS = new Set(["makeDiagnostic", "makeProblem", "fail", "failWith", "checkError", "error"]);
+const CODE_TAKERS = new Set(["makeDiagnostic", "makeProblem", "fail", "failWith", "checkError", "error", "diagnosticOf"]);
 
 type Node = { type: string; start: number; end: number; [k: string]: unknown };
 

@@ -166,9 +166,6 @@ export const CODES = {
   RewardsInvalidEntry: 'Each rollout maps to an object {"reward", "task", "harness"}.',
   RewardsInvalidField: "Give the field the type the message names.",
   RewardsMissingField: 'Each entry needs "reward", "task" and "harness".',
-  AlgorithmYamlSyntax: "Fix the YAML syntax.",
-  AlgorithmInvalidField: "Algorithm spec fields mirror ResolvedAlgorithm (see docs/trajectories.md).",
-  AlgorithmUnknownField: "Remove the field or fix its spelling.",
   RolloutNotFound: "Pick a rollout id the file holds (the table without --svg lists them).",
   PpoBatchUnsupported: "PPO batches need critic values from the trainer; write GRPO or RLOO batches with --out, or train PPO with reins run.",
 

@@ -13,7 +13,7 @@ import type { Result } from "../../compiler/contract/diagnostics.js";
 import type { CallClass } from "../../compiler/contract/plan.js";
 import { DIALECTS } from "../../compiler/contract/plan.js";
 import { CALL_CLASSES, CALL_RECORD_VERSION, type CallRecord, FINISH_REASONS, type FinishReason } from "./call-record.js";
-import { diagnosticOf, failField, isObject, LineError, needField, optionalField, type ReadOptions, readJsonLines } from "./read-lines.js";
+import { diagnosticOf, failField, isObject, LineProblem, needField, optionalField, type ReadOptions, readJsonLines } from "./read-lines.js";
 
 const MAX_TOKEN_ID = 2 ** 31 - 1;
 const isString = (x: unknown) => typeof x === "string";
@@ -41,11 +41,11 @@ export function parseCallRecords(text: string, file: string, options: ReadOption
   return { value: records, diagnostics };
 }
 
-/** One line's value → a current-version CallRecord, or a LineError. */
+/** One line's value → a current-version CallRecord, or a LineProblem. */
 export function parseCallRecord(value: unknown): CallRecord {
-  if (!isObject(value)) throw new LineError("NotObject", "the line is JSON but not an object");
+  if (!isObject(value)) throw new LineProblem("NotObject", "the line is JSON but not an object");
   const v = value.v ?? CALL_RECORD_VERSION;
-  if (v !== 1 && v !== 2) throw new LineError("Version", `record version ${JSON.stringify(v)} is not supported (expected 1 or 2)`);
+  if (v !== 1 && v !== 2) throw new LineProblem("Version", `record version ${JSON.stringify(v)} is not supported (expected 1 or 2)`);
   const rolloutId = v === 1 ? legacyRolloutId(value) : needField(value, "rolloutId", "rollout" in value ? " (`rollout` is its version-1 name: mark such lines \"v\": 1)" : "");
   if (!isNonEmptyString(rolloutId)) failField(v === 1 && !("rolloutId" in value) ? "rollout" : "rolloutId", "a non-empty string", rolloutId);
   const seq = needField(value, "seq");
@@ -54,7 +54,7 @@ export function parseCallRecord(value: unknown): CallRecord {
   const completionIds = tokenIds(value, "completionIds");
   const completionLogprobs = logprobs(value, "completionLogprobs");
   if (completionLogprobs.length !== completionIds.length) {
-    throw new LineError("LogprobMismatch", `completionLogprobs has ${completionLogprobs.length} entries for ${completionIds.length} completion ids`);
+    throw new LineProblem("LogprobMismatch", `completionLogprobs has ${completionLogprobs.length} entries for ${completionIds.length} completion ids`);
   }
   const record: CallRecord = {
     v: CALL_RECORD_VERSION,

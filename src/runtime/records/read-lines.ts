@@ -3,7 +3,7 @@
  * skipped, every mistake a diagnostic with its catalogued code (src/compiler/contract/codes.ts)
  * and its line. Pure: text in, values and diagnostics out.
  */
-import { CODES, type DiagnosticCode } from "../../compiler/contract/codes.js";
+import { CODES, type Code, type DiagnosticCode } from "../../compiler/contract/codes.js";
 import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
 import { makeDiagnostic } from "../../compiler/contract/diagnostics.js";
 
@@ -18,10 +18,38 @@ export interface ReadOptions {
   tornTail?: boolean;
 }
 
-/** A mistake in one line; `suffix` completes the kind's code (NotObject, MissingField, …). */
-export class LineError {
+/** What can be wrong with one line; each record kind has its own code for each (LINE_CODES). */
+export type LineMistake = "NotJson" | "NotObject" | "MissingField" | "InvalidField" | "Version" | "LogprobMismatch";
+
+/** The catalogued code of each mistake, per record kind (spelled out, so every code is findable). */
+const LINE_CODES = {
+  CallRecord: {
+    NotJson: "CallRecordNotJson",
+    NotObject: "CallRecordNotObject",
+    MissingField: "CallRecordMissingField",
+    InvalidField: "CallRecordInvalidField",
+    Version: "CallRecordVersion",
+    LogprobMismatch: "CallRecordLogprobMismatch",
+  },
+  RolloutRecord: {
+    NotJson: "RolloutRecordNotJson",
+    NotObject: "RolloutRecordNotObject",
+    MissingField: "RolloutRecordMissingField",
+    InvalidField: "RolloutRecordInvalidField",
+  },
+} as const satisfies Record<RecordKind, Partial<Record<LineMistake, Code>>>;
+
+function codeOf(kind: RecordKind, mistake: LineMistake): DiagnosticCode {
+  const codes: Partial<Record<LineMistake, Code>> = LINE_CODES[kind];
+  const code = codes[mistake];
+  if (!code) throw new Error(`bug: a ${kind} line cannot be ${mistake}`);
+  return code;
+}
+
+/** A mistake in one line, thrown by a line parser and turned into a diagnostic with its kind's code. */
+export class LineProblem {
   constructor(
-    readonly suffix: string,
+    readonly mistake: LineMistake,
     readonly message: string,
   ) {}
 }
@@ -31,11 +59,11 @@ export const isObject = (v: unknown): v is Record<string, unknown> => typeof v =
 export function failField(field: string, expected: string, got: unknown): never {
   const shown = JSON.stringify(got);
   const short = shown === undefined ? String(got) : shown.length > 40 ? `${shown.slice(0, 40)}…` : shown;
-  throw new LineError("InvalidField", `field \`${field}\` must be ${expected}, got ${short}`);
+  throw new LineProblem("InvalidField", `field \`${field}\` must be ${expected}, got ${short}`);
 }
 
 export function needField(obj: Record<string, unknown>, field: string, note = ""): unknown {
-  if (!(field in obj)) throw new LineError("MissingField", `field \`${field}\` is missing${note}`);
+  if (!(field in obj)) throw new LineProblem("MissingField", `field \`${field}\` is missing${note}`);
   return obj[field];
 }
 
@@ -52,7 +80,7 @@ export function diagnosticOf(code: DiagnosticCode, at: { file: string; line: num
 }
 
 /**
- * Parse each non-blank line as JSON and hand it to `parseLine`; a LineError becomes a diagnostic
+ * Parse each non-blank line as JSON and hand it to `parseLine`; a LineProblem becomes a diagnostic
  * with the kind's code. Returns the parsed values with their 1-based line numbers.
  */
 export function readJsonLines<T>(
@@ -76,14 +104,14 @@ export function readJsonLines<T>(
       const torn = options.tornTail === true && i === lastLine && i === lines.length - 1;
       if (torn) continue;
       const message = (err as Error).message;
-      diagnostics.push(diagnosticOf(`${kind}NotJson`, { file, line: i + 1, column: jsonColumn(message) }, `line is not valid JSON (${message})`));
+      diagnostics.push(diagnosticOf(codeOf(kind, "NotJson"), { file, line: i + 1, column: jsonColumn(message) }, `line is not valid JSON (${message})`));
       continue;
     }
     try {
       items.push({ value: parseLine(value, i + 1), line: i + 1 });
     } catch (err) {
-      if (!(err instanceof LineError)) throw err;
-      diagnostics.push(diagnosticOf(`${kind}${err.suffix}` as DiagnosticCode, { file, line: i + 1 }, err.message));
+      if (!(err instanceof LineProblem)) throw err;
+      diagnostics.push(diagnosticOf(codeOf(kind, err.mistake), { file, line: i + 1 }, err.message));
     }
   }
   return { items, diagnostics };

@@ -6,7 +6,7 @@
  * need). The rest is type-checked when present and otherwise defaulted (tries 1, no calls, …).
  */
 import type { Result } from "../../compiler/contract/diagnostics.js";
-import { failField, isObject, LineError, needField, optionalField, type ReadOptions, readJsonLines } from "./read-lines.js";
+import { failField, isObject, LineProblem, needField, optionalField, type ReadOptions, readJsonLines } from "./read-lines.js";
 import { ROLLOUT_STATUSES, type RolloutResult, type RolloutStatus } from "./rollout-result.js";
 
 const isString = (x: unknown) => typeof x === "string";
@@ -19,9 +19,9 @@ export function parseRolloutResults(text: string, file: string, options: ReadOpt
   return { value: items.map((i) => i.value), diagnostics };
 }
 
-/** One line's value → a RolloutResult, or a LineError. */
+/** One line's value → a RolloutResult, or a LineProblem. */
 export function parseRolloutResult(value: unknown): RolloutResult {
-  if (!isObject(value)) throw new LineError("NotObject", "the line is JSON but not an object");
+  if (!isObject(value)) throw new LineProblem("NotObject", "the line is JSON but not an object");
   const id = needField(value, "id");
   if (typeof id !== "string" || id === "") failField("id", "a non-empty string", id);
   const step = needField(value, "step");
