@@ -140,10 +140,23 @@ export function checkAlgorithm(a: ResolvedAlgorithm, doc: TypedDocument, at: (st
   if (a.type !== "PPO" && a.valueCoef !== undefined) {
     out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "valueCoef"]), `valueCoef weighs PPO's critic loss; ${a.type} has no critic.`, "Remove valueCoef, or use type: PPO."));
   }
+  const written = specAt(doc.doc, [...at, "advantage"]);
+  for (const field of ["gamma", "lambda"] as const) {
+    if (a.type !== "PPO" && written?.[field] !== undefined) {
+      out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "advantage", field]), `advantage.${field} is a GAE setting of PPO's critic; ${a.type} gives every token of a rollout its group-normalized reward.`, `Remove advantage.${field}, or use type: PPO.`));
+    }
+  }
   if (a.correction.type === "MIS" && a.correction.low >= a.correction.high) {
     out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "correction"]), `MIS bounds are empty: low ${a.correction.low} ≥ high ${a.correction.high}.`, "Make low smaller than high."));
   }
   return out;
+}
+
+/** The object the user wrote at `path` (undefined when absent or not an object). */
+function specAt(value: unknown, path: readonly (string | number)[]): Record<string, unknown> | undefined {
+  let v: unknown = value;
+  for (const k of path) v = typeof v === "object" && v !== null ? (v as Record<string | number, unknown>)[k] : undefined;
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 function indexByKind(documents: readonly TypedDocument[], builtins: readonly TypedDocument[], diagnostics: Diagnostic[]): Map<Kind, Map<string, TypedDocument>> {
