@@ -40,7 +40,7 @@ export function trainerRoot(): string {
     if (existsSync(join(dir, "trainers", "torch", "worker.py"))) return dir;
     dir = dirname(dir);
   }
-  throw new Error("trainers/torch/worker.py not found above " + fileURLToPath(import.meta.url));
+  throw new TrainerError("TrainerStartFailed", `trainers/torch/worker.py was not found above ${fileURLToPath(import.meta.url)}.`, "Install reins with its trainers/ folder (a checkout, or the npm package, which ships it).");
 }
 
 export class TrainerWorker {
