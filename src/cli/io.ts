@@ -1,5 +1,5 @@
 /** Small I/O helpers for commands: JSON on stdout, talk on stderr, exit codes. */
-import type { Diagnostic } from "../compiler/contract/diagnostics.js";
+import type { Diagnostic } from "../compiler/index.js";
 import { renderDiagnostics } from "./render/diagnostics.js";
 
 export function printJson(value: unknown): void {

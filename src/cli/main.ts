@@ -1,4 +1,5 @@
 import { Command, CommanderError } from "commander";
+import { isReinsError } from "../compiler/index.js";
 import { registerCommands } from "./commands/index.js";
 import { EXIT } from "./exit-codes.js";
 
@@ -19,6 +20,9 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode === 0 ? 0 : EXIT.usage;
+  } else if (isReinsError(err)) {
+    process.stderr.write(`error[${err.code}]: ${err.message}\n  hint: ${err.hint}\n`);
+    process.exitCode = EXIT.failed;
   } else {
     process.stderr.write(`reins: internal error: ${(err as Error)?.stack ?? String(err)}\n`);
     process.exitCode = 70;

@@ -1,13 +1,12 @@
-/** Shared by `eval` and `run`: compile, open the run store, create the sandbox provider, handle Ctrl-C. */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { execFileSync } from "node:child_process";
-import { compilePlan, type Plan } from "../compiler/index.js";
-import type { Diagnostic } from "../compiler/contract/diagnostics.js";
-import { RunStore } from "../runtime/store/run-store.js";
+/**
+ * Shared by `eval` and `run`: which plan runs — the specs' (finished by the runtime), a reviewed
+ * plan file (`reins plan --out plan.json`, run exactly as written), or, with `--resume DIR` alone,
+ * the plan stored in the run directory — then its run directory; and Ctrl-C.
+ */
+import { ReinsError, type Plan } from "../compiler/index.js";
+import { isPlanFile, openRun, planSpecs, readPlanFile, readRunPlan, type RunStore } from "../runtime/index.js";
 import { EXIT } from "./exit-codes.js";
 import { printJson, reportDiagnostics, say } from "./io.js";
-import { attachManifests } from "./manifests.js";
 
 export interface RunCliOptions {
   out?: string;
@@ -18,60 +17,44 @@ export interface RunCliOptions {
   concurrency?: string;
 }
 
-export function fail(json: boolean | undefined, code: string, message: string, hint: string, diagnostics: Diagnostic[] = []): void {
-  if (json) printJson({ ok: false, diagnostics: [...diagnostics, { code, severity: "error", message, hint, file: "", line: 1, column: 1 }] });
-  else {
-    reportDiagnostics(diagnostics, false);
-    say(`error[${code}]: ${message}\n  hint: ${hint}`);
+/**
+ * The plan to run and its opened run directory. Returns undefined after reporting the input's
+ * mistakes (diagnostics, exit 1) or a usage error (exit 2); failures of effects throw ReinsError.
+ */
+export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
+  const plan = planFor(command, paths, opts);
+  if (!plan) return undefined;
+  if (command === "run" && plan.kind !== "Experiment") {
+    throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`);
   }
-  process.exitCode = EXIT.failed;
+  const store = openRun(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}), argv: process.argv.slice(2) });
+  return { plan, store };
 }
 
-/** Compile and open (or resume) the run directory. Returns undefined after reporting a problem. */
-export function openRun(paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
-  if (paths.length === 0 && opts.resume) {
-    let plan: Plan;
-    try {
-      plan = JSON.parse(readFileSync(resolve(opts.resume, "plan.json"), "utf8")) as Plan;
-    } catch (err) {
-      fail(opts.json, "RunNotFound", `${opts.resume} holds no readable plan.json (${(err as Error).message}).`, "Pass the --out directory of the run to resume.");
+function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
+  if (paths.length === 0) {
+    if (!opts.resume) {
+      say(`error: give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`);
+      process.exitCode = EXIT.usage;
       return undefined;
     }
-    const opened = RunStore.open(resolve(opts.resume), plan, { resume: true });
-    if (!opened.store) {
-      fail(opts.json, opened.problem!.code, opened.problem!.message, opened.problem!.hint);
-      return undefined;
-    }
-    return { plan, store: opened.store };
+    return readRunPlan(opts.resume);
   }
-  const compiled = compilePlan(paths, opts.target ? { target: opts.target } : {});
-  if (!compiled.value) {
-    if (opts.json) printJson({ ok: false, diagnostics: compiled.diagnostics });
-    else reportDiagnostics(compiled.diagnostics, false);
+  const planFile = isPlanFile(paths);
+  if (planFile && opts.target) {
+    say(`error: --target chooses among specs; the plan file ${paths[0]} has one target (${opts.target} was given)`);
+    process.exitCode = EXIT.usage;
+    return undefined;
+  }
+  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, opts.target ? { target: opts.target } : {});
+  if (!planned.value) {
+    if (opts.json) printJson({ ok: false, diagnostics: planned.diagnostics });
+    else reportDiagnostics(planned.diagnostics, false);
     process.exitCode = EXIT.failed;
     return undefined;
   }
-  if (!opts.json) reportDiagnostics(compiled.diagnostics, false);
-  const plan = attachManifests(compiled.value);
-  const dir = resolve(opts.resume ?? opts.out ?? `runs/${plan.name}-${new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)}`);
-  const opened = RunStore.open(dir, plan, { resume: opts.resume !== undefined, manifest: manifest() });
-  if (!opened.store) {
-    fail(opts.json, opened.problem!.code, opened.problem!.message, opened.problem!.hint);
-    return undefined;
-  }
-  return { plan, store: opened.store };
-}
-
-function manifest(): Record<string, unknown> {
-  let commit: string | null = null;
-  let dirty: boolean | null = null;
-  try {
-    commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    dirty = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() !== "";
-  } catch {
-    /* not a git checkout */
-  }
-  return { reins: "0.1.0", node: process.version, platform: `${process.platform}-${process.arch}`, git: { commit, dirty }, argv: process.argv.slice(2) };
+  if (!opts.json) reportDiagnostics(planned.diagnostics, false);
+  return planned.value;
 }
 
 /** Ctrl-C aborts the run cleanly (sandboxes destroyed, store consistent), then exits 130. */

@@ -9,10 +9,17 @@ import { buildPlan } from "./plan/build.js";
 import type { Plan, ResolvedTask } from "./contract/plan.js";
 import { positionAt } from "./source/yaml.js";
 
-export type { Diagnostic, Result } from "./contract/diagnostics.js";
-export type { Plan } from "./contract/plan.js";
+export type { Diagnostic, Result, Severity, SourcePosition } from "./contract/diagnostics.js";
+export { hasErrors, makeDiagnostic, sortDiagnostics } from "./contract/diagnostics.js";
+export type { Plan, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedTask } from "./contract/plan.js";
+export { ReinsError, isReinsError, type Problem } from "./contract/problem.js";
+export { CODES, type DiagnosticCode } from "./contract/codes.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
+export { hashPlan } from "./plan/build.js";
+export { resolveBadStepPolicy } from "./resolve/defaults.js";
 export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
+export { NAME_PATTERN } from "./schema/common.js";
+export { loadProxyConfig, type ProxyConfig } from "./proxy-config.js";
 export { canonicalJson, digestOf } from "./contract/hash.js";
 
 export interface Loaded {

@@ -4,8 +4,9 @@
  * REINS_PROXY_KEY or is generated.
  */
 import { randomBytes } from "node:crypto";
-import { type Diagnostic, hasErrors, makeDiagnostic, type Result } from "./contract/diagnostics.js";
-import { loadAndResolve } from "./index.js";
+import { type Diagnostic, hasErrors, makeDiagnostic, type Result, sortDiagnostics } from "./contract/diagnostics.js";
+import { loadSpecs } from "./load.js";
+import { resolveWorld } from "./resolve/world.js";
 import type { ResolvedModel } from "./contract/plan.js";
 
 export interface ProxyConfig {
@@ -14,10 +15,11 @@ export interface ProxyConfig {
 }
 
 export async function loadProxyConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<Result<ProxyConfig | undefined>> {
-  const loaded = loadAndResolve([path], { builtins: false, env });
-  const diagnostics: Diagnostic[] = [...loaded.diagnostics];
+  const loaded = loadSpecs([path], { builtins: false, env });
+  const world = resolveWorld(loaded.value.documents, loaded.value.builtins);
+  const diagnostics: Diagnostic[] = sortDiagnostics([...loaded.diagnostics, ...world.diagnostics]);
   if (hasErrors(diagnostics)) return { value: undefined, diagnostics };
-  const models = [...loaded.value.world.models.values()];
+  const models = [...world.value.models.values()];
   if (models.length !== 1) {
     diagnostics.push(
       makeDiagnostic(

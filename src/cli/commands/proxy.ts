@@ -1,8 +1,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
-import { loadProxyConfig } from "../../compiler/proxy-config.js";
-import { ModelLoadError } from "../../runtime/model/model-runtime.js";
-import { startProxy } from "../../runtime/proxy/server.js";
+import { loadProxyConfig } from "../../compiler/index.js";
+import { ModelLoadError, startProxy } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { errorCount, printJson, reportDiagnostics, say } from "../io.js";
 

@@ -1,18 +1,16 @@
 import type { Command } from "commander";
-import { LoopError, runExperiment } from "../../runtime/control/loop.js";
-import { createProvider } from "../../runtime/executor/providers.js";
-import { TrainerError } from "../../runtime/training/trainer-error.js";
-import { EngineError } from "../../runtime/engines/engine.js";
+import { ReinsError } from "../../compiler/index.js";
+import { createProvider, EngineError, LoopError, runExperiment, TrainerError } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, say } from "../io.js";
 import { Progress } from "../progress.js";
-import { fail, interruptible, openRun, type RunCliOptions } from "../run-support.js";
+import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
   program
     .command("run")
     .description("Train an Experiment: sample through the harnesses, verify, build trees, train, publish weights; evaluate held-out tasks.")
-    .argument("[paths...]", "spec files or directories")
+    .argument("[paths...]", "spec files or directories, or one plan file written by `reins plan --out`")
     .option("--out <dir>", "run directory (default runs/<name>-<time>)")
     .option("--resume <dir>", "continue a killed run from its last checkpoint")
     .option("--target <name>", "the Experiment to run when several are given")
@@ -21,19 +19,9 @@ export function register(program: Command): void {
     .option("--json", "print the outcome as JSON on stdout")
     .option("--quiet", "no progress on stderr")
     .action(async (paths: string[], opts: RunCliOptions & { threads: string }) => {
-      if (paths.length === 0 && !opts.resume) {
-        say("error: give spec files, or --resume DIR");
-        process.exitCode = EXIT.usage;
-        return;
-      }
-      const opened = openRun(paths, opts);
+      const opened = openRunFor("run", paths, opts);
       if (!opened) return;
       const { plan, store } = opened;
-      if (plan.kind !== "Experiment") {
-        store.close();
-        fail(opts.json, "NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ")}`);
-        return;
-      }
       const ac = interruptible();
       const quiet = Boolean(opts.json || opts.quiet);
       const progress = new Progress(false);
@@ -78,13 +66,11 @@ export function register(program: Command): void {
       } catch (err) {
         if (err instanceof LoopError || err instanceof TrainerError) {
           store.event({ type: "run-stopped", code: err.code, message: err.message });
-          fail(opts.json, err.code, err.message, `${err.hint} (resume with --resume ${store.dir})`);
-          return;
+          throw new ReinsError(err.code, err.message, `${err.hint} (resume with --resume ${store.dir})`, { cause: err });
         }
         if (err instanceof EngineError) {
           store.event({ type: "run-stopped", code: "EngineFailed", message: err.message });
-          fail(opts.json, "EngineFailed", err.message, `Resume with --resume ${store.dir} once the engine works.`);
-          return;
+          throw new ReinsError("EngineFailed", err.message, `Resume with --resume ${store.dir} once the engine works.`, { cause: err });
         }
         throw err;
       } finally {

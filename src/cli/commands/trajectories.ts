@@ -5,18 +5,24 @@
  */
 import type { Command } from "commander";
 import pc from "picocolors";
-import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
-import { hasErrors, sortDiagnostics } from "../../compiler/contract/diagnostics.js";
-import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import { DEFAULT_ALGORITHM, parseAlgorithmYaml } from "../../runtime/trajectories/algorithm-defaults.js";
-import type { BatchReport, RewardTable } from "../../runtime/trajectories/batch-builder.js";
-import { buildReport, buildTrainingBatch } from "../../runtime/trajectories/batch-builder.js";
-import { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "../../runtime/trajectories/io.js";
-import { parseCallRecords } from "../../runtime/records/read-calls.js";
-import { parseRewards } from "../../runtime/trajectories/rewards.js";
-import { analyzeRollouts } from "../../runtime/trajectories/rollout.js";
-import { buildSftSamples } from "../../runtime/trajectories/sft.js";
-import { renderTreeSvg } from "../../runtime/trajectories/svg.js";
+import { hasErrors, sortDiagnostics, type Diagnostic, type ResolvedAlgorithm } from "../../compiler/index.js";
+import {
+  analyzeRollouts,
+  buildReport,
+  buildSftSamples,
+  buildTrainingBatch,
+  DEFAULT_ALGORITHM,
+  parseAlgorithmYaml,
+  parseCallRecords,
+  parseRewards,
+  readTextFile,
+  renderTreeSvg,
+  writeBatchDirectory,
+  writeJsonl,
+  writeTextFile,
+  type BatchReport,
+  type RewardTable,
+} from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 
 export interface TrajectoriesOptions {

@@ -60,6 +60,10 @@ export const CODES = {
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   DuplicateDocument: "The same file was given twice; it is read once.",
+  // plan files and run directories (the reviewed plan is what runs)
+  InvalidPlan: "Pass a plan file written by `reins plan --out`.",
+  PlanEdited: "A plan file runs only as `reins plan` wrote it: plan the specs again (`reins plan SPECS --out plan.json`) and review that file.",
+  PlanChanged: "Resume with the specs (or plan file) the run started from, or start a new run with --out.",
 } as const;
 
 export type DiagnosticCode = keyof typeof CODES;

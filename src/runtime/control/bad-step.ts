@@ -7,7 +7,7 @@
  * more than `maxSkips` consecutive steps were skipped (counted separately for SFT and RL steps).
  */
 import type { BadStepPolicy } from "../../compiler/contract/plan.js";
-import { resolveBadStepPolicy } from "../../compiler/resolve/defaults.js";
+import { resolveBadStepPolicy } from "../../compiler/index.js";
 import { TrainerError } from "../training/trainer-error.js";
 import { LoopError } from "./loop-error.js";
 
