@@ -18,8 +18,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# onnxruntime-node's postinstall would download extra binaries; the CPU build ships in the package.
-export ONNXRUNTIME_NODE_INSTALL=skip
+# onnxruntime-node's postinstall would download CUDA libraries; .npmrc skips it (the CPU build
+# ships in the package).
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
   npm ci --no-audit --no-fund >&2

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The test command: typecheck, schemas up to date, then the whole suite.
+# The test command: typecheck, layering, schemas up to date, then the whole suite.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export ONNXRUNTIME_NODE_INSTALL=skip
 mkdir -p test-output
 status=0
 echo "== typecheck" >&2
 npx tsc -p . --noEmit || status=1
+echo "== layering (.dependency-cruiser.cjs)" >&2
+npx depcruise src --config .dependency-cruiser.cjs || status=1
 echo "== schemas are the generated ones" >&2
 node bin/reins.js schema --out schemas --check || status=1
 echo "== tests" >&2

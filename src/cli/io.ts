@@ -1,7 +1,7 @@
 /** Small I/O helpers for commands: JSON on stdout, talk on stderr, output files. */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { Diagnostic } from "../compiler/contract/diagnostics.js";
+import type { Diagnostic } from "../compiler/index.js";
 import { outputError } from "./failure.js";
 import { renderDiagnostics } from "./render/diagnostics.js";
 

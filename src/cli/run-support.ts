@@ -1,16 +1,14 @@
-/** Shared by `eval` and `run`: compile, open the run store, create the sandbox provider, handle Ctrl-C. */
-import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { execFileSync } from "node:child_process";
-import { compilePlan, type Plan } from "../compiler/index.js";
-import { DiagnosticsError } from "../compiler/contract/diagnostics.js";
-import { ReinsError } from "../compiler/contract/problem.js";
-import { RunStore } from "../runtime/store/run-store.js";
+/**
+ * Shared by `eval` and `run`: which plan runs — the specs' (finished by the runtime), a reviewed
+ * plan file (`reins plan --out plan.json`, run exactly as written), or, with `--resume DIR` alone,
+ * the plan stored in the run directory — then its run directory; and Ctrl-C. Failures throw
+ * (ReinsError, DiagnosticsError for specs that do not compile); usage errors exit 2.
+ */
+import { DiagnosticsError, ReinsError, type Plan } from "../compiler/index.js";
+import { isPlanFile, openRun, planSpecs, readPlanFile, readRunPlan, type RunStore } from "../runtime/index.js";
 import { EXIT } from "./exit-codes.js";
 import { outputError } from "./failure.js";
 import { makeDirectory, reportDiagnostics, say } from "./io.js";
-import { attachManifests } from "./manifests.js";
-import { readPlanFile } from "./plan-file.js";
 
 export interface RunCliOptions {
   out?: string;
@@ -22,58 +20,45 @@ export interface RunCliOptions {
 }
 
 /**
- * Compile and open (or resume) the run directory. Throws a ReinsError when the specs do not
- * compile (DiagnosticsError), the run directory cannot be resumed (RunNotFound, RunCorrupt,
- * PlanChanged) or created (RunExists, OutputUnwritable).
+ * The plan to run and its opened run directory. Returns undefined after a usage error (exit 2);
+ * specs that do not compile throw DiagnosticsError, failures of effects a ReinsError.
  */
-export function openRun(paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } {
-  if (paths.length === 0 && opts.resume) {
-    const dir = resolve(opts.resume);
-    const plan = readRunPlan(dir, opts.resume);
-    return { plan, store: openStore(dir, plan, { resume: true }) };
+export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
+  const plan = planFor(command, paths, opts);
+  if (!plan) return undefined;
+  if (command === "run" && plan.kind !== "Experiment") {
+    throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`);
   }
-  const compiled = compilePlan(paths, opts.target ? { target: opts.target } : {});
-  if (!compiled.value) throw new DiagnosticsError(compiled.diagnostics);
-  if (!opts.json) reportDiagnostics(compiled.diagnostics, false);
-  const plan = attachManifests(compiled.value);
-  const dir = resolve(opts.resume ?? opts.out ?? `runs/${plan.name}-${new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)}`);
-  return { plan, store: openStore(dir, plan, { resume: opts.resume !== undefined, manifest: manifest() }) };
-}
-
-/** The plan of an existing run directory (`shown` is the directory as the user wrote it). */
-function readRunPlan(dir: string, shown: string): Plan {
-  const file = join(dir, "plan.json");
-  if (!existsSync(file)) {
-    const what = existsSync(dir) ? `${shown} holds no run (no plan.json)` : `${shown} does not exist`;
-    throw new ReinsError("RunNotFound", `${what}.`);
-  }
-  const read = readPlanFile(file);
-  if (!read.ok) throw new ReinsError("RunCorrupt", read.problem.message, "Restore the run directory's plan.json, or start a new run with --out.");
-  return read.value;
-}
-
-function openStore(dir: string, plan: Plan, opts: { resume: boolean; manifest?: Record<string, unknown> }): RunStore {
-  let opened: ReturnType<typeof RunStore.open>;
+  let store: RunStore;
   try {
-    if (!opts.resume) makeDirectory(dir);
-    opened = RunStore.open(dir, plan, opts);
+    // A new run directory is made here, one level at a time, so an impossible --out fails plainly.
+    if (!opts.resume && opts.out) makeDirectory(opts.out);
+    store = openRun(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}), argv: process.argv.slice(2) });
   } catch (err) {
-    throw opts.resume ? err : outputError(dir, err);
+    throw opts.resume ? err : outputError(opts.out ?? "runs/", err);
   }
-  if (!opened.store) throw ReinsError.of(opened.problem!);
-  return opened.store;
+  return { plan, store };
 }
 
-function manifest(): Record<string, unknown> {
-  let commit: string | null = null;
-  let dirty: boolean | null = null;
-  try {
-    commit = execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    dirty = execFileSync("git", ["status", "--porcelain"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() !== "";
-  } catch {
-    /* not a git checkout */
+function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
+  if (paths.length === 0) {
+    if (!opts.resume) {
+      say(`error: give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`);
+      process.exitCode = EXIT.usage;
+      return undefined;
+    }
+    return readRunPlan(opts.resume);
   }
-  return { reins: "0.1.0", node: process.version, platform: `${process.platform}-${process.arch}`, git: { commit, dirty }, argv: process.argv.slice(2) };
+  const planFile = isPlanFile(paths);
+  if (planFile && opts.target) {
+    say(`error: --target chooses among specs; the plan file ${paths[0]} has one target (${opts.target} was given)`);
+    process.exitCode = EXIT.usage;
+    return undefined;
+  }
+  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, opts.target ? { target: opts.target } : {});
+  if (!planned.value) throw new DiagnosticsError(planned.diagnostics);
+  if (!opts.json) reportDiagnostics(planned.diagnostics, false);
+  return planned.value;
 }
 
 /** Ctrl-C aborts the run cleanly (sandboxes destroyed, store consistent), then exits 130. */

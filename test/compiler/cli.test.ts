@@ -1,9 +1,9 @@
 /** The CLI as a user meets it: exit codes, JSON on stdout, diagnostics on stderr, no stack traces. */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempDir } from "../temp.js";
 
 function reins(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, ["bin/reins.js", ...args], {
@@ -59,7 +59,7 @@ describe("reins CLI", () => {
   });
 
   it("plan --out writes the plan and prints hash and tasks; the hash is stable", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-cli-"));
+    const dir = tempDir("reins-cli-");
     const a = reins(["plan", "test/fixtures/valid/contract.yaml", "--out", join(dir, "a.json"), "--json"]);
     const b = reins(["plan", "test/fixtures/valid/contract.yaml", "--out", join(dir, "b.json"), "--json"]);
     expect(a.code).toBe(0);

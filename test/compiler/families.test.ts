@@ -1,12 +1,12 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAndResolve } from "../../src/compiler/index.js";
 import { expandMatrix, unknownMatrixKeys } from "../../src/compiler/resolve/matrix.js";
+import { tempDir } from "../temp.js";
 
 function family(spec: string, name = "fam"): string {
-  const dir = mkdtempSync(join(tmpdir(), "reins-fam-"));
+  const dir = tempDir("reins-fam-");
   const file = join(dir, "family.yaml");
   writeFileSync(file, `apiVersion: reins/v1alpha1\nkind: TaskFamily\nmetadata: {name: ${name}}\nspec:\n${spec}`);
   return file;

@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync, cpSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync, cpSync } from "node:fs";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
 import { describe, expect, it } from "vitest";
 import { compilePlan, diffPlans } from "../../src/compiler/index.js";
 import { canonicalJson } from "../../src/compiler/contract/hash.js";
 import { dealHarnesses } from "../../src/compiler/plan/harness-mix.js";
+import { tempDir } from "../temp.js";
 
 const CONTRACT = "test/fixtures/valid/contract.yaml";
 
@@ -29,7 +29,7 @@ describe("plan", () => {
 
   it("gives the same hash for the same inputs, from another directory too", () => {
     const a = planOf(CONTRACT);
-    const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+    const dir = tempDir("reins-plan-");
     cpSync(CONTRACT, join(dir, "x.yaml"));
     const b = planOf(join(dir, "x.yaml"));
     expect(b.hash).toBe(a.hash);
@@ -38,7 +38,7 @@ describe("plan", () => {
 
   it("does not change the hash when only concurrency or retries change, but does for attempts", () => {
     const base = readFileSync(CONTRACT, "utf8");
-    const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+    const dir = tempDir("reins-plan-");
     const write = (name: string, text: string) => {
       writeFileSync(join(dir, name), text);
       return join(dir, name);
@@ -58,7 +58,7 @@ describe("plan", () => {
 
   it("changes a task's digest and the step hash when a workspace file changes", () => {
     const base = readFileSync(CONTRACT, "utf8");
-    const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+    const dir = tempDir("reins-plan-");
     writeFileSync(join(dir, "a.yaml"), base);
     writeFileSync(join(dir, "b.yaml"), base.replace('content: "# notes\\n"', 'content: "# other\\n"'));
     const a = planOf(join(dir, "a.yaml"));
@@ -87,7 +87,7 @@ describe("plan", () => {
   });
 
   it("carries the Experiment's bad-step policy (default: stop; skip allows 3 in a row) outside the plan hash", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+    const dir = tempDir("reins-plan-");
     const experiment = (extra: string, name: string) => {
       const file = join(dir, name);
       writeFileSync(
@@ -240,7 +240,7 @@ spec:
 
 let lastSpec = "";
 function writeSpec(text: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "reins-plan-"));
+  const dir = tempDir("reins-plan-");
   lastSpec = join(dir, "spec.yaml");
   writeFileSync(lastSpec, text);
   return lastSpec;

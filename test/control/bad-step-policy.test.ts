@@ -1,12 +1,12 @@
 /** The bad-step policy's pieces: which errors are bad steps, the decision, the state read back on resume. */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { badStepOf, decideBadStep, findNonFinite } from "../../src/runtime/control/bad-step.js";
 import { readLoopState } from "../../src/runtime/control/state.js";
 import type { RunStore } from "../../src/runtime/store/run-store.js";
 import { TrainerError } from "../../src/runtime/training/trainer-error.js";
+import { tempDir } from "../temp.js";
 
 describe("bad steps", () => {
   it("are the trainer's non-finite refusals, nothing else", () => {
@@ -33,7 +33,7 @@ describe("bad steps", () => {
   });
 
   it("count as done on resume, and the streak of skips since the last checkpoint carries over", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-loop-state-"));
+    const dir = tempDir("reins-loop-state-");
     const lines = [
       { type: "checkpoint", phase: "sft", step: -1, path: "a", version: "v0", weightsDir: "a" },
       { type: "step-skipped", phase: "step", step: 0, code: "NonFiniteLoss", reason: "", version: "v0", consecutive: 1, maxSkips: 3 },

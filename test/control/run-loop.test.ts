@@ -5,7 +5,7 @@
  * step trained once, every rollout sampled once, one weights version per step.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
@@ -13,6 +13,20 @@ import { events, experiment } from "./helpers.js";
 
 function results(runDir: string): any[] {
   return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** Commands of live (not zombie) processes whose command line mentions `text`. */
+function livingWith(text: string): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+      if (cmd.includes(text) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"))) out.push(cmd);
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 describe("reins run", () => {
@@ -40,9 +54,12 @@ describe("reins run", () => {
     for (const res of results(a)) if (res.step >= 0 && res.weightsVersion) (versionsByStep.get(res.step) ?? versionsByStep.set(res.step, new Set()).get(res.step)!).add(res.weightsVersion);
     for (const v of versionsByStep.values()) expect(v.size).toBe(1);
 
-    // The same run, killed right after its first trained step, then resumed.
+    // The same run, killed right after its first trained step, then resumed. What the killed run
+    // cannot clean up (sandbox and socket directories) stays in its own TMPDIR, inside `dir`.
     const b = join(dir, "b");
-    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", b, "--quiet"], { stdio: "ignore" });
+    const tmp = join(dir, "tmp");
+    mkdirSync(tmp);
+    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", b, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
     await new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {
         if (events(b).some((e) => e.type === "checkpoint" && e.phase === "step")) {
@@ -57,6 +74,10 @@ describe("reins run", () => {
       });
     });
     await new Promise((res) => child.on("exit", res));
+    // Its trainer worker died with it.
+    const deadline = Date.now() + 5_000;
+    while (livingWith(b).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+    expect(livingWith(b)).toEqual([]);
     const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).steps).toBe(3);

@@ -1,18 +1,18 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineError, type GenerateRequest } from "../../src/runtime/engines/engine.js";
 import { OnnxEngine } from "../../src/runtime/engines/onnx.js";
 import type { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import { makeTinyModel, randomTrees, startWorker, treeBatch, type TinyModel } from "../training/helpers.js";
+import { tempDir } from "../temp.js";
 
 let v1: TinyModel;
 let v2: TinyModel;
 let worker: TrainerWorker;
 
 beforeAll(async () => {
-  const parent = mkdtempSync(join(tmpdir(), "reins-onnx-"));
+  const parent = tempDir("reins-onnx-");
   v1 = makeTinyModel(1, parent);
   v2 = makeTinyModel(2, parent);
   worker = await startWorker(v1);
@@ -124,7 +124,7 @@ describe("onnx engine", () => {
   it("keeps serving the old version when a reload fails, and says why", async () => {
     const e = engineFor(v1);
     await e.ready();
-    const bad = mkdtempSync(join(tmpdir(), "reins-bad-"));
+    const bad = tempDir("reins-bad-");
     const err = await e.reload("nope", bad).then(
       () => null,
       (x: unknown) => x,

@@ -2,8 +2,7 @@
  * The small model's tokenizer and chat template, loaded the way the proxy loads any
  * `tokenizer: {type: file}` model (src/runtime/model).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "@huggingface/jinja";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +11,7 @@ import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { renderTurn } from "../../src/runtime/model/output-format.js";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
 import { makeTinyModel, type TinyModel } from "../training/helpers.js";
+import { tempDir } from "../temp.js";
 
 let model: TinyModel;
 
@@ -46,7 +46,7 @@ describe("the small model's tokenizer", () => {
   });
 
   it("learns BPE merges from a corpus and still round-trips", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-corpus-"));
+    const dir = tempDir("reins-corpus-");
     const corpus = join(dir, "corpus.txt");
     writeFileSync(corpus, "Read the file notes.md and write the summary to summary.md.\n".repeat(50) + "<tool_call>{\"name\": \"read_file\"}</tool_call>\n".repeat(20));
     const bpe = makeTinyModel(5, dir, ["--corpus", corpus, "--merges", "60", "--no-onnx"]);

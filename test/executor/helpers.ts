@@ -1,15 +1,16 @@
 /** Test helpers: write specs into a temp dir, compile, run rollouts through the real executor. */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compilePlan, type Plan } from "../../src/compiler/index.js";
 import { createExecutor, type ExecutorOptions } from "../../src/runtime/executor/executor.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { SandboxProvider } from "../../src/runtime/sandbox/provider.js";
 import { RunStore } from "../../src/runtime/store/run-store.js";
+import { tempDir as makeTempDir } from "../temp.js";
 
+/** A temporary directory, removed after the test file (test/temp.ts). */
 export function tempDir(prefix = "reins-exec-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return makeTempDir(prefix);
 }
 
 export function writeSpecs(dir: string, yaml: string, name = "specs.yaml"): string {

@@ -3,7 +3,7 @@
  * exactly once, and rollouts finished before the kill did not run again.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { evaluationYaml, taskYaml, tempDir, writeSpecs } from "./helpers.js";
@@ -25,7 +25,10 @@ describe("resume after kill -9", () => {
     const tasks = Array.from({ length: 12 }, (_, i) => taskYaml(`t${i}`)).join("---\n");
     const file = writeSpecs(dir, evaluationYaml({ command: ["bash", "-c", "sleep 0.$((RANDOM % 5 + 2)); printf hi > hello.txt"], tasks, attempts: 3, concurrency: 4 }));
     const out = join(dir, "run");
-    const child = spawn(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--quiet"], { stdio: "ignore" });
+    // What the killed run cannot clean up (sandbox and socket directories) stays in its own TMPDIR, inside `dir`.
+    const tmp = join(dir, "tmp");
+    mkdirSync(tmp);
+    const child = spawn(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
     // Kill at a random moment once some (but not all) rollouts are finished.
     const target = 5 + Math.floor(Math.random() * 15);
     await new Promise<void>((resolve, reject) => {

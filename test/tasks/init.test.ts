@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { validateSpecs } from "../../src/compiler/index.js";
-import { listMistakes, loadFamilyTasks, solveAndVerify, explain } from "./family-check.js";
+import { compilePlan, validateSpecs } from "../../src/compiler/index.js";
+import { loadFamilyTasks } from "./family-check.js";
 
 const run = promisify(execFile);
 const CLI = resolve(import.meta.dirname, "init-cli.mjs");
@@ -35,38 +35,53 @@ afterAll(async () => {
 });
 
 describe("reins init family", () => {
-  it("creates a family, a solution with mistakes, a README and a test; the family works", async () => {
+  it("creates a family, a solution with mistakes, a README and a test that passes under node --test", async () => {
     const cwd = await project();
     const r = await reins(cwd, "init", "family", "word-stats", "--dir", "tasks", "--category", "analysis-reasoning", "--json");
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ ok: true, kind: "family", name: "word-stats" });
-    expect(out.created).toEqual(["tasks/word-stats/family.yaml", "tasks/word-stats/solution.mjs", "tasks/word-stats/README.md", "test/tasks/word-stats.test.ts"]);
+    expect(out.created).toEqual(["tasks/word-stats/family.yaml", "tasks/word-stats/solution.mjs", "tasks/word-stats/README.md", "test/tasks/word-stats.test.mjs"]);
+    expect(out.next).toContain("node --test test/tasks/word-stats.test.mjs");
 
     const familyFile = join(cwd, "tasks/word-stats/family.yaml");
     const modeline = readFileSync(familyFile, "utf8").split("\n")[0];
     expect(modeline.startsWith("# yaml-language-server: $schema=")).toBe(true);
     expect(resolve(dirname(familyFile), modeline.split("$schema=")[1])).toBe(join(REINS_ROOT, "schemas/v1alpha1/any.schema.json"));
 
-    // The generated test imports the self-check and points at the family.
-    const testFile = join(cwd, "test/tasks/word-stats.test.ts");
+    // reins is not installed in this project: the generated test imports the running reins's
+    // public testing module by path, and points at the family.
+    const testFile = join(cwd, "test/tasks/word-stats.test.mjs");
     const test = readFileSync(testFile, "utf8");
-    const checkImport = /from "([^"]+)"/.exec(test)![1];
-    expect(existsSync(resolve(dirname(testFile), checkImport.replace(/\.js$/, ".ts")))).toBe(true);
+    expect(resolve(dirname(testFile), /from "([^"]+)"/.exec(test)![1])).toBe(join(REINS_ROOT, "src/testing/entry.mjs"));
     expect(resolve(dirname(testFile), /new URL\("([^"]+)"/.exec(test)![1])).toBe(familyFile);
 
     const { tasks, errors } = loadFamilyTasks(familyFile);
     expect(errors).toEqual([]);
     expect(tasks.map((t) => t.category)).toEqual(["analysis-reasoning", "analysis-reasoning"]);
-    const solution = join(cwd, "tasks/word-stats/solution.mjs");
-    for (const task of tasks) {
-      const ok = await solveAndVerify(task, solution);
-      expect(ok.reward, explain(ok)).toBe(1);
-      for (const m of await listMistakes(solution)) {
-        const bad = await solveAndVerify(task, solution, m);
-        expect(bad.reward!, `${m}\n${explain(bad)}`).toBeLessThan(1);
-      }
-    }
+
+    // The generated test runs as the user would run it, and passes: one test per check.
+    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/word-stats.test.mjs"], { cwd, env: { ...process.env, NODE_OPTIONS: "" } });
+    expect(t.stdout).toMatch(/# pass 4\n/);
+    expect(t.stdout).toMatch(/# fail 0\n/);
+    expect(t.stdout).toContain("every mistake scores below 1.0 on every task, with a reason");
+  });
+
+  it("the generated test fails when a mistake scores 1.0", async () => {
+    const cwd = await project();
+    expect((await reins(cwd, "init", "family", "lenient")).code).toBe(0);
+    const familyFile = join(cwd, "lenient/family.yaml");
+    // Drop the checks that catch the mistakes: only the file's existence is verified.
+    const text = readFileSync(familyFile, "utf8").replace(/        - jsonValid: out\/stats\.json\n        - jsonEquals: \{path: out\/stats\.json, hiddenFile: expected\/stats\.json\}\n          weight: 2\n/, "");
+    expect(text).not.toContain("jsonEquals");
+    await writeFile(familyFile, text);
+    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/lenient.test.mjs"], { cwd, env: { ...process.env, NODE_OPTIONS: "" } }).then(
+      () => ({ code: 0, stdout: "" }),
+      (e: { code: number; stdout: string }) => e,
+    );
+    expect(t.code).toBe(1);
+    expect(t.stdout).toMatch(/# fail 1\n/);
+    expect(t.stdout).toContain("the mistake scores 1.0");
   });
 
   it("refuses to overwrite anything, and says so", async () => {
@@ -75,7 +90,7 @@ describe("reins init family", () => {
     await writeFile(join(cwd, "dup/family.yaml"), "# edited by hand\n");
     const r = await reins(cwd, "init", "family", "dup");
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("error[FileExists]: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.ts already exist; reins init never overwrites files.");
+    expect(r.stderr).toContain("error[FileExists]: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.mjs already exist; reins init never overwrites files.");
     expect(r.stderr).toContain("hint: Choose another name or --dir");
     expect(readFileSync(join(cwd, "dup/family.yaml"), "utf8")).toBe("# edited by hand\n");
   });
@@ -83,12 +98,12 @@ describe("reins init family", () => {
   it("writes nothing when only one of the files exists", async () => {
     const cwd = await project();
     await import("node:fs/promises").then((fs) => fs.mkdir(join(cwd, "test/tasks"), { recursive: true }));
-    await writeFile(join(cwd, "test/tasks/solo.test.ts"), "// mine\n");
+    await writeFile(join(cwd, "test/tasks/solo.test.mjs"), "// mine\n");
     const r = await reins(cwd, "init", "family", "solo", "--json");
     expect(r.code).toBe(1);
     const out = JSON.parse(r.stdout);
     expect(out.ok).toBe(false);
-    expect(out.problems).toMatchObject([{ code: "FileExists", message: "test/tasks/solo.test.ts already exists; reins init never overwrites files." }]);
+    expect(out.problems).toMatchObject([{ code: "FileExists", message: "test/tasks/solo.test.mjs already exists; reins init never overwrites files." }]);
     expect(existsSync(join(cwd, "solo"))).toBe(false);
   });
 
@@ -102,7 +117,7 @@ describe("reins init family", () => {
 });
 
 describe("reins init experiment", () => {
-  it("creates an Experiment and an Evaluation over the starter library that validate", async () => {
+  it("creates an Experiment and an Evaluation over the starter library that validate and plan", async () => {
     const cwd = await project();
     const r = await reins(cwd, "init", "experiment", "first-run", "--json");
     expect(r.code, r.stderr).toBe(0);
@@ -113,6 +128,11 @@ describe("reins init experiment", () => {
       const v = validateSpecs([join(cwd, "first-run", f)]);
       expect(v.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.code}: ${d.message}`)).toEqual([]);
       expect(v.value.world.tasks.size).toBeGreaterThanOrEqual(12);
+      // The next step it prints, `reins plan FILE`, has one target (the starter library's own
+      // Evaluation is not imported).
+      const p = compilePlan([join(cwd, "first-run", f)]);
+      expect(p.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.code}: ${d.message}`)).toEqual([]);
+      expect(p.value?.name).toBe(f === "experiment.yaml" ? "first-run" : "first-run-eval");
     }
   });
 

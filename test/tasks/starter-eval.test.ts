@@ -5,10 +5,10 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempDir } from "../temp.js";
 
 function comb(n: number, k: number): number {
   if (k < 0 || k > n) return 0;
@@ -19,7 +19,7 @@ function comb(n: number, k: number): number {
 
 describe("reins eval on the starter library", () => {
   it("reports pass@k and pass^k that match the submitted solutions", () => {
-    const out = join(mkdtempSync(join(tmpdir(), "reins-starter-")), "run");
+    const out = join(tempDir("reins-starter-"), "run");
     const r = spawnSync(process.execPath, ["bin/reins.js", "eval", "examples/tasks/evaluation.yaml", "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 300_000 });
     expect(r.status, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);

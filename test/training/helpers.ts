@@ -3,14 +3,13 @@
  * trainers.torch.init_model, random tree-packed batches, and a worker starter.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
 import { createRng, type Rng } from "../../src/compiler/contract/rng.js";
 import { TrainerWorker, trainerRoot, type TrainerWorkerOptions } from "../../src/runtime/training/trainer-process.js";
 import type { PackedTree, TrainingBatch } from "../../src/runtime/trajectories/batch.js";
 import { unpackPaths } from "../../src/runtime/trajectories/samples.js";
+import { tempDir } from "../temp.js";
 
 export const PYTHON = "/usr/bin/python3";
 
@@ -22,7 +21,7 @@ export interface TinyModel {
 }
 
 /** A 2-layer, d=64 model with the byte-level tokenizer (about 0.1M parameters). */
-export function makeTinyModel(seed: number, parent = mkdtempSync(join(tmpdir(), "reins-model-")), extra: string[] = []): TinyModel {
+export function makeTinyModel(seed: number, parent = tempDir("reins-model-"), extra: string[] = []): TinyModel {
   const dir = join(parent, `model-${seed}`);
   const out = execFileSync(
     PYTHON,
@@ -36,7 +35,7 @@ export function makeTinyModel(seed: number, parent = mkdtempSync(join(tmpdir(), 
 export function startWorker(model: TinyModel, opts: Partial<TrainerWorkerOptions> = {}): Promise<TrainerWorker> {
   return TrainerWorker.start({
     modelDir: model.dir,
-    outDir: mkdtempSync(join(tmpdir(), "reins-trainer-")),
+    outDir: tempDir("reins-trainer-"),
     python: PYTHON,
     threads: 1,
     learningRate: 1e-3,

@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { TrainerError } from "../../src/runtime/training/trainer-error.js";
 import { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import { makeTinyModel, PYTHON, randomTrees, startWorker, treeBatch, type TinyModel } from "./helpers.js";
+import { tempDir } from "../temp.js";
 
 let model: TinyModel;
 
@@ -79,7 +79,7 @@ describe("trainer worker lifecycle", () => {
   });
 
   it("explains a worker that cannot start", async () => {
-    const empty = mkdtempSync(join(tmpdir(), "reins-empty-"));
+    const empty = tempDir("reins-empty-");
     const e = await caught(
       TrainerWorker.start({ modelDir: empty, outDir: join(empty, "out"), python: PYTHON, startTimeoutMs: 60_000 }),
     );

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRng } from "../../src/compiler/contract/rng.js";
@@ -10,6 +9,7 @@ import type { TrainingBatch } from "../../src/runtime/trajectories/batch.js";
 import { applyCritic } from "../../src/runtime/trajectories/gae.js";
 import { writeBatchDirectory } from "../../src/runtime/trajectories/io.js";
 import { ALGORITHM, makeTinyModel, pathsBatch, randomTrees, runCheck, startWorker, treeBatch, type TinyModel } from "./helpers.js";
+import { tempDir } from "../temp.js";
 
 let model: TinyModel;
 let worker: TrainerWorker;
@@ -84,7 +84,7 @@ describe("trainer worker", () => {
 
   it("reads the binary batch directory and the JSON file like the inline batch", async () => {
     const trees = randomTrees(13, 2, model.vocabSize);
-    const dir = mkdtempSync(join(tmpdir(), "reins-batch-"));
+    const dir = tempDir("reins-batch-");
     const inline = await worker.client.forwardBackward(treeBatch(trees));
     const fromDir = await worker.client.forwardBackward({ batchPath: writeBatchDir(join(dir, "b"), treeBatch(trees)) });
     const fromJson = await worker.client.forwardBackward({ batchPath: writeBatchJson(join(dir, "b.json"), pathsBatch(trees)) });

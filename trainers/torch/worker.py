@@ -11,17 +11,51 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
+import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Tuple
 
-import torch
 
-from .batch import BatchProblem
-from .distributed import Dist
-from .trainer import PROTOCOL_VERSION, Trainer
+def exit_with_parent() -> None:
+    """Die when the process that started the worker dies, however it dies (kill -9 included).
+
+    Linux: the kernel sends SIGKILL on the parent's death (PR_SET_PDEATHSIG). Elsewhere, and as a
+    backstop, a daemon thread exits once the parent is gone (the worker is re-parented).
+    Armed before torch loads, so a parent killed during the slow import is seen too.
+    """
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the kernel was told
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+if __name__ == "__main__":
+    exit_with_parent()
+
+import torch  # noqa: E402  (after exit_with_parent: the import takes seconds)
+
+from .batch import BatchProblem  # noqa: E402
+from .distributed import Dist  # noqa: E402
+from .trainer import PROTOCOL_VERSION, Trainer  # noqa: E402
 
 ROUTES = {
     "/forward_backward": "forward_backward", "/optim_step": "optim_step", "/save_weights": "save_weights",

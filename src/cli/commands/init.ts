@@ -1,23 +1,26 @@
 /**
  * `reins init family NAME` and `reins init experiment NAME`: scaffolds from src/cli/templates/.
  * Every YAML file starts with the schema modeline; existing files are never overwritten.
+ *
+ * Where reins is installed in the project (node_modules/reins, found the way Node finds it), the
+ * scaffolds point there: the modeline at node_modules/reins/schemas/…, the family's test at
+ * `reins/testing`, the experiment at node_modules/reins/examples/tasks. Otherwise (reins run from
+ * a clone against another directory) they point at the running reins by relative paths.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
-import { ReinsError } from "../../compiler/contract/problem.js";
-import { NAME_PATTERN } from "../../compiler/schema/common.js";
+import { NAME_PATTERN, ReinsError } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
 import { outputError } from "../failure.js";
 import { makeDirectory, printJson, say } from "../io.js";
 
-const REINS_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
-const TEMPLATES = join(REINS_ROOT, "src/cli/templates");
-const SCHEMA = join(REINS_ROOT, "schemas/v1alpha1/any.schema.json");
-const FAMILY_CHECK = join(REINS_ROOT, "test/tasks/family-check.js");
-const STARTER_TASKS = join(REINS_ROOT, "examples/tasks");
+const RUNNING_REINS = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const TEMPLATES = join(RUNNING_REINS, "src/cli/templates");
+const SCHEMA = "schemas/v1alpha1/any.schema.json";
+const STARTER_TASKS = "examples/tasks";
 
 export interface ScaffoldFile {
   path: string;
@@ -46,58 +49,86 @@ function projectRoot(start: string): string {
   }
 }
 
+/**
+ * The reins a project uses: `installed` when Node resolves `reins` from `start` (a
+ * node_modules/reins up the tree, kept as that path even when it is a symlink, or the reins
+ * checkout itself), else the running reins.
+ */
+export function locateReins(start: string): { root: string; installed: boolean } {
+  for (let d = resolve(start); ; d = dirname(d)) {
+    const candidate = join(d, "node_modules", "reins");
+    if (existsSync(join(candidate, "package.json"))) return { root: candidate, installed: true };
+    if (isReinsCheckout(d)) return { root: d, installed: true };
+    if (dirname(d) === d) return { root: RUNNING_REINS, installed: false };
+  }
+}
+
+function isReinsCheckout(dir: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: unknown }).name === "reins";
+  } catch {
+    return false;
+  }
+}
+
 /** The files of a new task family. Pure given the templates. */
 export function buildFamilyScaffold(opts: { name: string; category: string; dir: string; cwd: string }): ScaffoldFile[] {
   const famDir = resolve(opts.cwd, opts.dir, opts.name);
   const famFile = join(famDir, "family.yaml");
   const testDir = join(projectRoot(famDir), "test", "tasks");
-  const testFile = join(testDir, `${opts.name}.test.ts`);
+  const testFile = join(testDir, `${opts.name}.test.mjs`);
+  const reins = locateReins(famDir);
   const shown = (p: string) => relative(opts.cwd, p).split(sep).join("/") || ".";
   const values = {
     NAME: opts.name,
     CATEGORY: opts.category,
-    SCHEMA: rel(famDir, SCHEMA),
+    SCHEMA: rel(famDir, join(reins.root, SCHEMA)),
     FAMILY: shown(famFile),
     TEST: shown(testFile),
-    CHECK: rel(testDir, FAMILY_CHECK),
+    TESTING: reins.installed ? "reins/testing" : rel(testDir, join(reins.root, "src/testing/entry.mjs")),
     FAMILY_FROM_TEST: rel(testDir, famFile),
   };
   return [
     { path: famFile, content: fill(template("family", "family.yaml"), values) },
     { path: join(famDir, "solution.mjs"), content: fill(template("family", "solution.mjs"), values) },
     { path: join(famDir, "README.md"), content: fill(template("family", "README.md"), values) },
-    { path: testFile, content: fill(template("family", "family.test.ts"), values) },
+    { path: testFile, content: fill(template("family", "family.test.mjs"), values) },
   ];
 }
 
-/** Family names under a tasks directory (subdirectories with a family.yaml). */
-function familyNames(tasksDir: string): string[] {
+/** The families under a tasks directory (subdirectories with a family.yaml), by name. */
+function listFamilies(tasksDir: string): { name: string; dir: string }[] {
   if (!existsSync(tasksDir)) return [];
-  const names: string[] = [];
+  const families: { name: string; dir: string }[] = [];
   for (const d of readdirSync(tasksDir, { withFileTypes: true })) {
     const file = join(tasksDir, d.name, "family.yaml");
     if (!d.isDirectory() || !existsSync(file)) continue;
     try {
       const name = (parseYaml(readFileSync(file, "utf8")) as { metadata?: { name?: unknown } })?.metadata?.name;
-      if (typeof name === "string") names.push(name);
+      if (typeof name === "string") families.push({ name, dir: join(tasksDir, d.name) });
     } catch {
       // not a family we can read; leave it out
     }
   }
-  return names.sort();
+  return families.sort((a, b) => a.name.localeCompare(b.name));
 }
 
 /** The files of a new experiment (an Experiment and its Evaluation). */
 export function buildExperimentScaffold(opts: { name: string; dir: string; tasks?: string; cwd: string }): ScaffoldFile[] {
   const expDir = resolve(opts.cwd, opts.dir, opts.name);
-  const tasksDir = opts.tasks ? resolve(opts.cwd, opts.tasks) : STARTER_TASKS;
-  const families = familyNames(tasksDir);
-  const selectors = families.length > 0 ? families.map((f) => `    - family: ${f}`).join("\n") : "    - labels: {split: train}";
+  const reins = locateReins(expDir);
+  const tasksDir = opts.tasks ? resolve(opts.cwd, opts.tasks) : join(reins.root, STARTER_TASKS);
+  const families = listFamilies(tasksDir);
+  const selectors = families.length > 0 ? families.map((f) => `    - family: ${f.name}`).join("\n") : "    - labels: {split: train}";
+  // The family directories, not the directory holding them: it may hold Experiments or
+  // Evaluations of its own (the starter library does), which would make the plan target ambiguous.
+  const imports = (families.length > 0 ? families.map((f) => f.dir) : [tasksDir]).map((d) => `    - ${rel(expDir, d)}`).join("\n");
   const evalFile = join(expDir, "evaluation.yaml");
   const values = {
     NAME: opts.name,
-    SCHEMA: rel(expDir, SCHEMA),
+    SCHEMA: rel(expDir, join(reins.root, SCHEMA)),
     TASKS: rel(expDir, tasksDir),
+    IMPORTS: imports,
     SELECTORS: selectors,
     EVAL_FILE: relative(opts.cwd, evalFile).split(sep).join("/"),
   };
@@ -180,7 +211,7 @@ export function register(program: Command): void {
       finish("family", name, files, opts, [
         `reins validate ${shown(files[0].path)}`,
         `reins render ${shown(files[0].path)}`,
-        `npx vitest run ${shown(files[3].path)}`,
+        `node --test ${shown(files[3].path)}`,
       ]);
     });
   init

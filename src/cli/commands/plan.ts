@@ -1,9 +1,8 @@
 import type { Command } from "commander";
-import { compilePlan, type Plan } from "../../compiler/index.js";
-import { DiagnosticsError } from "../../compiler/contract/diagnostics.js";
+import { DiagnosticsError, type Plan } from "../../compiler/index.js";
+import { planSpecs } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { errorCount, printJson, reportDiagnostics, writeOutputFile } from "../io.js";
-import { attachManifests } from "../manifests.js";
 
 export function summarizePlan(plan: Plan, out?: string) {
   const rollouts = plan.steps.reduce((n, s) => n + s.rollouts.length, 0);
@@ -25,15 +24,15 @@ export function summarizePlan(plan: Plan, out?: string) {
 export function register(program: Command): void {
   program
     .command("plan")
-    .description("Compile specs into a content-hashed execution plan.")
+    .description("Compile specs into the content-hashed execution plan; `reins run/eval plan.json` runs the file --out writes, exactly as written.")
     .argument("<paths...>", "spec files or directories")
-    .option("--out <file>", "write plan.json here")
+    .option("--out <file>", "write the plan here (e.g. plan.json), to review and then run")
     .option("--target <name>", "the Experiment or Evaluation to plan when several are given")
     .option("--json", "print the summary as JSON")
     .action((paths: string[], opts: { out?: string; target?: string; json?: boolean }) => {
-      const r = compilePlan(paths, opts.target ? { target: opts.target } : {});
+      const r = planSpecs(paths, opts.target ? { target: opts.target } : {});
       if (errorCount(r.diagnostics) > 0 || !r.value) throw new DiagnosticsError(r.diagnostics);
-      const plan = attachManifests(r.value);
+      const plan = r.value;
       if (opts.out) writeOutputFile(opts.out, `${JSON.stringify(plan, null, 2)}\n`);
       const summary = summarizePlan(plan, opts.out);
       if (opts.json) printJson({ ok: true, ...summary, diagnostics: r.diagnostics });

@@ -1,9 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
-import { DiagnosticsError } from "../../compiler/contract/diagnostics.js";
-import { ReinsError } from "../../compiler/contract/problem.js";
-import { loadProxyConfig } from "../../compiler/proxy-config.js";
-import { startProxy } from "../../runtime/proxy/server.js";
+import { DiagnosticsError, loadProxyConfig, ReinsError } from "../../compiler/index.js";
+import { startProxy } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { errorCount, printJson, reportDiagnostics, say, writeOutputFile } from "../io.js";
 

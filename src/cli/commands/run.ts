@@ -1,17 +1,16 @@
 import type { Command } from "commander";
-import { isReinsError, ReinsError } from "../../compiler/contract/problem.js";
-import { runExperiment } from "../../runtime/control/loop.js";
-import { createProvider } from "../../runtime/executor/providers.js";
+import { isReinsError, ReinsError } from "../../compiler/index.js";
+import { createProvider, runExperiment } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, say } from "../io.js";
 import { Progress } from "../progress.js";
-import { interruptible, openRun, type RunCliOptions } from "../run-support.js";
+import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
   program
     .command("run")
     .description("Train an Experiment: sample through the harnesses, verify, build trees, train, publish weights; evaluate held-out tasks.")
-    .argument("[paths...]", "spec files or directories")
+    .argument("[paths...]", "spec files or directories, or one plan file written by `reins plan --out`")
     .option("--out <dir>", "run directory (default runs/<name>-<time>)")
     .option("--resume <dir>", "continue a killed run from its last checkpoint")
     .option("--target <name>", "the Experiment to run when several are given")
@@ -20,16 +19,9 @@ export function register(program: Command): void {
     .option("--json", "print the outcome as JSON on stdout")
     .option("--quiet", "no progress on stderr")
     .action(async (paths: string[], opts: RunCliOptions & { threads: string }) => {
-      if (paths.length === 0 && !opts.resume) {
-        say("error: give spec files, or --resume DIR");
-        process.exitCode = EXIT.usage;
-        return;
-      }
-      const { plan, store } = openRun(paths, opts);
-      if (plan.kind !== "Experiment") {
-        store.close();
-        throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.length > 0 ? paths.join(" ") : `--resume ${store.dir}`}`);
-      }
+      const opened = openRunFor("run", paths, opts);
+      if (!opened) return;
+      const { plan, store } = opened;
       const ac = interruptible();
       const quiet = Boolean(opts.json || opts.quiet);
       const progress = new Progress(false);

@@ -5,19 +5,22 @@
  */
 import type { Command } from "commander";
 import pc from "picocolors";
-import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
-import { diagnosticOf, hasErrors, makeDiagnostic, sortDiagnostics } from "../../compiler/contract/diagnostics.js";
-import { makeProblem, type Problem } from "../../compiler/contract/problem.js";
-import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
-import { defaultAlgorithm, loadAlgorithm } from "../../compiler/index.js";
-import type { BatchReport, RewardTable } from "../../runtime/trajectories/batch-builder.js";
-import { buildReport, buildTrainingBatch } from "../../runtime/trajectories/batch-builder.js";
-import { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "../../runtime/trajectories/io.js";
-import { parseCallRecords } from "../../runtime/records/index.js";
-import { parseRewards } from "../../runtime/trajectories/rewards.js";
-import { analyzeRollouts } from "../../runtime/trajectories/rollout.js";
-import { buildSftSamples } from "../../runtime/trajectories/sft.js";
-import { renderTreeSvg } from "../../runtime/trajectories/svg.js";
+import { defaultAlgorithm, diagnosticOf, hasErrors, loadAlgorithm, makeDiagnostic, makeProblem, sortDiagnostics, type Diagnostic, type Problem, type ResolvedAlgorithm } from "../../compiler/index.js";
+import {
+  analyzeRollouts,
+  buildReport,
+  buildSftSamples,
+  buildTrainingBatch,
+  parseCallRecords,
+  parseRewards,
+  readTextFile,
+  renderTreeSvg,
+  writeBatchDirectory,
+  writeJsonl,
+  writeTextFile,
+  type BatchReport,
+  type RewardTable,
+} from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { jsonFailure, problemFromDiagnostic } from "../failure.js";
 import { makeDirectory, writingTo } from "../io.js";

@@ -1,7 +1,7 @@
 /** Human rendering of diagnostics: `file:line:col`, severity and code, message, code frame, hint. */
 import { readFileSync } from "node:fs";
 import pc from "picocolors";
-import type { Diagnostic } from "../../compiler/contract/diagnostics.js";
+import type { Diagnostic } from "../../compiler/index.js";
 
 export function useColor(stream: NodeJS.WriteStream = process.stderr): boolean {
   if ("NO_COLOR" in process.env && process.env.NO_COLOR !== "") return false;

@@ -1,9 +1,12 @@
 /**
  * The inference engine interface: completion by token ids, with logprobs.
- * Implementations register by `type` (scripted, openai-compatible, onnx), one file each.
+ * Implementations register by `type` (scripted, openai-compatible, onnx), one file each; each
+ * exports an EngineFactory, which the registry loads on demand.
  */
 import type { Code } from "../../compiler/contract/codes.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
+import type { ResolvedEngine, ResolvedModel } from "../../compiler/contract/plan.js";
+import type { ModelRuntime } from "../model/model-runtime.js";
 
 export interface SamplingParams {
   temperature: number;
@@ -49,6 +52,14 @@ export interface Engine {
   reload?(version: string, path: string): Promise<void>;
   close?(): Promise<void>;
 }
+
+/** What a factory gets besides its spec: the model and its tokenizer/template runtime. */
+export interface EngineContext {
+  model: ResolvedModel;
+  runtime: ModelRuntime;
+}
+
+export type EngineFactory<S extends ResolvedEngine = ResolvedEngine> = (spec: S, ctx: EngineContext) => Promise<Engine>;
 
 export type EngineErrorKind = "unreachable" | "failed" | "bad-response" | "stream-cut";
 

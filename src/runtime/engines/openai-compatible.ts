@@ -9,8 +9,7 @@
  * (logprob 0), so the raw completion always ends the way the model ended it.
  */
 import type { ResolvedEngine } from "../../compiler/contract/plan.js";
-import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
-import type { EngineFactory } from "./registry.js";
+import { type Engine, EngineError, type EngineFactory, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 
 type Spec = Extract<ResolvedEngine, { type: "openai-compatible" }>;
 

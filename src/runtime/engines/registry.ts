@@ -2,16 +2,10 @@
  * Engines by `type`. Each engine file exports one factory; the registry loads it on demand so a
  * proxy that uses the scripted engine never loads onnxruntime.
  */
-import type { ResolvedEngine, ResolvedModel } from "../../compiler/contract/plan.js";
-import type { ModelRuntime } from "../model/model-runtime.js";
-import type { Engine } from "./engine.js";
+import type { ResolvedEngine } from "../../compiler/contract/plan.js";
+import type { Engine, EngineContext, EngineFactory } from "./engine.js";
 
-export interface EngineContext {
-  model: ResolvedModel;
-  runtime: ModelRuntime;
-}
-
-export type EngineFactory<S extends ResolvedEngine = ResolvedEngine> = (spec: S, ctx: EngineContext) => Promise<Engine>;
+export type { EngineContext, EngineFactory } from "./engine.js";
 
 type Loaders = { [T in ResolvedEngine["type"]]: () => Promise<EngineFactory<Extract<ResolvedEngine, { type: T }>>> };
 

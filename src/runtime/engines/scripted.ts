@@ -9,8 +9,7 @@
  */
 import type { ResolvedEngine, ScriptedTurn } from "../../compiler/contract/plan.js";
 import { renderTurn } from "../model/output-format.js";
-import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
-import type { EngineContext, EngineFactory } from "./registry.js";
+import { type Engine, type EngineContext, EngineError, type EngineFactory, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 
 type ScriptedSpec = Extract<ResolvedEngine, { type: "scripted" }>;
 
