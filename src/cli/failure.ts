@@ -5,9 +5,7 @@
  * in reins: one line asking to report it, exit 70; the stack only with REINS_DEBUG=1.
  */
 import { inspect } from "node:util";
-import { CODES } from "../compiler/contract/codes.js";
-import { diagnosticOf, DiagnosticsError, type Diagnostic } from "../compiler/contract/diagnostics.js";
-import { isReinsError, ReinsError, type Problem } from "../compiler/contract/problem.js";
+import { CODES, diagnosticOf, DiagnosticsError, isReinsError, ReinsError, type Diagnostic, type Problem } from "../compiler/index.js";
 import { EXIT } from "./exit-codes.js";
 import { printable, renderDiagnostics } from "./render/diagnostics.js";
 import { renderProblems } from "./render/problems.js";

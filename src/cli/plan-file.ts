@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Plan } from "../compiler/index.js";
-import { failWith, succeed, type Outcome } from "../compiler/contract/problem.js";
+import { failWith, succeed, type Outcome } from "../compiler/index.js";
 
 export function readPlanFile(file: string): Outcome<Plan> {
   let text: string;

@@ -18,7 +18,7 @@ export { DiagnosticsError, diagnosticOf } from "./contract/diagnostics.js";
 export { hasErrors, makeDiagnostic, sortDiagnostics } from "./contract/diagnostics.js";
 export type * from "./contract/plan.js";
 export { CALL_CLASSES, DIALECTS, DEFAULT_BAD_STEP_POLICY } from "./contract/plan.js";
-export { CODES, type DiagnosticCode } from "./contract/codes.js";
+export { CODES, type Code, type DiagnosticCode } from "./contract/codes.js";
 export { ReinsError, isReinsError, makeProblem, failWith, succeed, type Outcome, type Problem } from "./contract/problem.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
 export { hashPlan } from "./plan/build.js";

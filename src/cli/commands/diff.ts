@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { diffPlans, type Plan } from "../../compiler/index.js";
-import { ReinsError } from "../../compiler/contract/problem.js";
+import { ReinsError } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
 import { readPlanFile } from "../plan-file.js";

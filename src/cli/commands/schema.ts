@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { generateJsonSchemas, serializeSchema } from "../../compiler/index.js";
-import { makeProblem } from "../../compiler/contract/problem.js";
+import { makeProblem } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, say, writeOutputFile } from "../io.js";
 import { renderProblems } from "../render/problems.js";

@@ -3,8 +3,7 @@
  * file is rendered as a diagnostic (file:line:col, code frame, hint).
  */
 import pc from "picocolors";
-import { diagnosticOf } from "../../compiler/contract/diagnostics.js";
-import type { Problem } from "../../compiler/contract/problem.js";
+import { diagnosticOf, type Problem } from "../../compiler/index.js";
 import { printable, renderDiagnostics, useColor } from "./diagnostics.js";
 
 export function renderProblems(problems: readonly Problem[], color = useColor()): string {

@@ -4,20 +4,11 @@
  * position in a file (flattened: file, line, column) and a severity.
  */
 import { CODES, type Code } from "./codes.js";
-import { ReinsError, type Problem } from "./problem.js";
+import { ReinsError, type Problem, type SourcePosition } from "./problem.js";
+
+export type { SourcePosition };
 
 export type Severity = "error" | "warning" | "info";
-
-export interface SourcePosition {
-  /** Path of the file as the user gave it (relative paths stay relative). */
-  file: string;
-  /** 1-based line. */
-  line: number;
-  /** 1-based column. */
-  column: number;
-  endLine?: number;
-  endColumn?: number;
-}
 
 /**
  * A positioned Problem: `code` (permanent, from the catalogue, e.g. `UnknownField`), `message`

@@ -7,7 +7,18 @@
  * `error[Code]: message` + hint and exit 1. Anything else thrown is a bug.
  */
 import { CODES, type Code } from "./codes.js";
-import type { SourcePosition } from "./diagnostics.js";
+
+/** A place in a file the user wrote. */
+export interface SourcePosition {
+  /** Path of the file as the user gave it (relative paths stay relative). */
+  file: string;
+  /** 1-based line. */
+  line: number;
+  /** 1-based column. */
+  column: number;
+  endLine?: number;
+  endColumn?: number;
+}
 
 export interface Problem {
   /** Permanent PascalCase code from the catalogue. */

@@ -8,7 +8,7 @@ import { CODES } from "../contract/codes.js";
 import type { ResolvedModel, ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import { suggest } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
-import type { Entry } from "./world.js";
+import type { Entry } from "./entry.js";
 
 export function checkJudgeReferences(w: {
   verifiers: ReadonlyMap<string, Entry<ResolvedVerifier>>;

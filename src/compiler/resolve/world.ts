@@ -3,6 +3,7 @@
  * expanded, references between tasks and verifiers checked), indexed by name.
  * User documents shadow the shipped library; duplicates among user documents are errors.
  */
+import type { Entry } from "./entry.js";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
 import type {
@@ -24,10 +25,7 @@ import { resolveTask } from "./tasks.js";
 import { resolveVerifierSpec } from "./verifier.js";
 import { verifierDiagnostics } from "./verifier-problems.js";
 
-export interface Entry<T> {
-  value: T;
-  doc: TypedDocument;
-}
+export type { Entry } from "./entry.js";
 
 export interface World {
   tasks: Map<string, Entry<ResolvedTask>>;
