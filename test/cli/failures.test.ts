@@ -4,11 +4,11 @@
  * `{ok: false, problems, diagnostics}`.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCode } from "../../src/compiler/contract/codes.js";
+import { tempDir } from "../temp.js";
 
 const STACK_LINE = /^\s+at .+/m;
 const SPEC = "test/fixtures/valid/contract.yaml";
@@ -64,7 +64,7 @@ function runWith(name: string, files: Record<string, string>): string {
 }
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "reins-failures-"));
+  dir = tempDir("reins-failures-");
   const planned = reins(["plan", SPEC, "--out", at("plan.json")]);
   expect(planned.code, planned.stderr).toBe(0);
   writeFileSync(at("random.bin"), Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) % 251)));
@@ -98,7 +98,7 @@ cases("a run directory whose plan.json is damaged", [
 
 cases("a resumed run whose records are damaged", [
   ["a null line in rollouts.jsonl: RunCorrupt", () => ["eval", "--resume", runWith("null-rollout", { "rollouts.jsonl": "null\n" })], "RunCorrupt"],
-  ["a line that is not an object in calls.jsonl: RunCorrupt", () => ["run", "--resume", runWith("number-call", { "rollouts.jsonl": "", "calls.jsonl": '{"rollout": "r1"}\n42\n' })], "RunCorrupt"],
+  ["a line that is not an object in calls.jsonl: RunCorrupt", () => ["eval", "--resume", runWith("number-call", { "rollouts.jsonl": "", "calls.jsonl": '{"rollout": "r1"}\n42\n' })], "RunCorrupt"],
 ]);
 
 cases("input files that are missing or not what they should be", [
@@ -114,7 +114,8 @@ cases("outputs that cannot be written", [
   ["reins plan --out /proc/x: OutputUnwritable", () => ["plan", SPEC, "--out", "/proc/x"], "OutputUnwritable"],
   ["reins plan --out under a directory that cannot be made: OutputUnwritable", () => ["plan", SPEC, "--out", "/proc/x/y/plan.json"], "OutputUnwritable"],
   ["reins eval --out /proc/x: OutputUnwritable", () => ["eval", SPEC, "--out", "/proc/x"], "OutputUnwritable"],
-  ["reins run --out /proc/x: OutputUnwritable", () => ["run", SPEC, "--out", "/proc/x"], "OutputUnwritable"],
+  ["reins run --out /proc/x: OutputUnwritable", () => ["run", "examples/quickstart/experiment.yaml", "--out", "/proc/x"], "OutputUnwritable"],
+  ["reins run of an Evaluation: NotAnExperiment, before any run directory", () => ["run", SPEC, "--out", at("never-made")], "NotAnExperiment"],
   ["reins plan --out of a directory: OutputIsDirectory", () => ["plan", SPEC, "--out", at("a-directory")], "OutputIsDirectory"],
   ["reins proxy --record of a directory: OutputIsDirectory", () => ["proxy", "--config", at("model.yaml"), "--record", at("a-directory")], "OutputIsDirectory"],
   ["reins eval --out of a directory that holds a run: RunExists", () => ["eval", SPEC, "--out", runWith("existing", {})], "RunExists"],

@@ -2,16 +2,16 @@
  * An Algorithm document on its own (`reins trajectories --algorithm FILE`) goes through the
  * compiler: the same schema, defaults and checks as an Experiment's, diagnostics in the file.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runTrajectories } from "../../src/cli/commands/trajectories.js";
 import { compilePlan, defaultAlgorithm, loadAlgorithm, loadAndResolve } from "../../src/compiler/index.js";
 import { RolloutBuilder, seededRng } from "../trajectories/synthetic.js";
+import { tempDir } from "../temp.js";
 
 function write(text: string, name = "algo.yaml"): { dir: string; file: string } {
-  const dir = mkdtempSync(join(tmpdir(), "reins-algo-"));
+  const dir = tempDir("reins-algo-");
   writeFileSync(join(dir, name), text);
   return { dir, file: join(dir, name) };
 }
@@ -140,6 +140,7 @@ spec: {instruction: x, verifier: {checks: [{fileExists: a}]}}
     expect(kept.out.algorithm.filters.dropDeadLeaves).toBe(false);
     const failed = await run(bad.file);
     expect(failed.code).toBe(1);
-    expect(failed.stderr).toContain(`${bad.file}:6:13: error UnknownField`);
+    expect(failed.out.ok).toBe(false);
+    expect(failed.out.diagnostics).toContainEqual(expect.objectContaining({ code: "UnknownField", file: bad.file, line: 6, column: 13 }));
   });
 });

@@ -4,14 +4,14 @@
  * in the plan. The hash sees them relative to Plan.root, so it does not depend on where the
  * project lives.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan, diffPlans, hashPlan, loadProxyConfig, validateSpecs } from "../../src/compiler/index.js";
+import { tempDir } from "../temp.js";
 
 function project(): string {
-  const dir = mkdtempSync(join(tmpdir(), "reins-paths-"));
+  const dir = tempDir("reins-paths-");
   mkdirSync(join(dir, "specs"));
   mkdirSync(join(dir, "tools"));
   writeFileSync(
@@ -80,7 +80,7 @@ describe("paths in the plan", () => {
 
   it("keeps the hash (and diff) independent of where the project lives, but not of the paths themselves", () => {
     const a = project();
-    const b = mkdtempSync(join(tmpdir(), "reins-paths-moved-"));
+    const b = tempDir("reins-paths-moved-");
     cpSync(a, b, { recursive: true });
     const pa = planIn(a);
     const pb = planIn(b);

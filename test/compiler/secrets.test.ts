@@ -5,11 +5,11 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
+import { tempDir } from "../temp.js";
 
 const KEY = "sk-live-7f3a9c2e51d84b06";
 const PASS = "p4ss-w0rd-91e2c7";
@@ -68,7 +68,7 @@ function filesUnder(dir: string): string[] {
 
 describe("secrets in harness env and homeFiles", () => {
   it("stay references in the plan; other variables are interpolated at compile time", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-secrets-"));
+    const dir = tempDir("reins-secrets-");
     const r = compilePlan([specs(dir)], { cwd: dir, env: { MY_API_KEY: KEY, DB_PASS: PASS, REINS_TEST_WHO: "ada" } });
     expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     const plan = r.value!;
@@ -82,7 +82,7 @@ describe("secrets in harness env and homeFiles", () => {
   });
 
   it("do not need to be set when the plan is made, and the plan hash does not depend on their values", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-secrets-"));
+    const dir = tempDir("reins-secrets-");
     const file = specs(dir);
     const a = compilePlan([file], { cwd: dir, env: { REINS_TEST_WHO: "ada" } });
     const b = compilePlan([file], { cwd: dir, env: { REINS_TEST_WHO: "ada", MY_API_KEY: "other", DB_PASS: "other" } });
@@ -91,7 +91,7 @@ describe("secrets in harness env and homeFiles", () => {
   });
 
   it("reach the harness through `reins eval`, and nothing in the run directory holds their values", () => {
-    const dir = mkdtempSync(join(tmpdir(), "reins-secrets-"));
+    const dir = tempDir("reins-secrets-");
     const file = specs(dir);
     const out = join(dir, "run");
     const env = { ...process.env, NO_COLOR: "1", MY_API_KEY: KEY, DB_PASS: PASS, REINS_TEST_WHO: "ada" };

@@ -1,6 +1,6 @@
 /** Shared helpers for sandbox tests: host-side process search, a stand-in proxy, temp dirs. */
 import http from "node:http";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createSocketBridge, type SocketBridge } from "../../src/runtime/sandbox/socket-bridge.js";
@@ -22,9 +22,7 @@ export function hostPidsWith(marker: string): number[] {
   return out;
 }
 
-export function tempDir(prefix: string): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
-}
+export { tempDir } from "../temp.js";
 
 export function uniqueMarker(): string {
   return `${Math.floor(Math.random() * 9000) + 1000}.${Math.floor(Math.random() * 900) + 100}`;

@@ -2,8 +2,7 @@
  * A run's judges come from the plan: each rubric is graded by the Model it names, or by the
  * policy when it names none (scripted engines, real tokenizers, the real verifier).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
@@ -14,9 +13,10 @@ import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { verifyTask } from "../../src/runtime/verifiers/verify.js";
 import { makeWorkspace } from "./fixture.js";
+import { tempDir } from "../temp.js";
 
 function plan(): Plan {
-  const dir = mkdtempSync(join(tmpdir(), "reins-judges-"));
+  const dir = tempDir("reins-judges-");
   const file = join(dir, "spec.yaml");
   writeFileSync(
     file,
