@@ -10,7 +10,7 @@
  * rollout → forward_backward + optim_step → save_weights → engine.reload.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OnnxEngine } from "../src/runtime/engines/onnx.js";
@@ -137,6 +137,7 @@ export async function runLearningSmoke(o: SmokeOptions): Promise<SmokeResult> {
   } finally {
     await engine.close();
     await worker.stop();
+    rmSync(root, { recursive: true, force: true });
   }
   res.totalSeconds = (performance.now() - t0) / 1000;
   return res;

@@ -17,8 +17,9 @@ afterEach(() => {
 });
 
 function newRun(): { dir: string; store: RunStore } {
-  const dir = join(mkdtempSync(join(tmpdir(), "reins-store-")), "run");
-  dirs.push(dir);
+  const parent = mkdtempSync(join(tmpdir(), "reins-store-"));
+  dirs.push(parent);
+  const dir = join(parent, "run");
   return { dir, store: RunStore.open(dir, plan, { resume: false }).store! };
 }
 
