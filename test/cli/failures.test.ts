@@ -68,6 +68,7 @@ beforeAll(() => {
   const planned = reins(["plan", SPEC, "--out", at("plan.json")]);
   expect(planned.code, planned.stderr).toBe(0);
   writeFileSync(at("random.bin"), Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) % 251)));
+  writeFileSync(at("random.bin.json"), readFileSync(at("random.bin")));
   mkdirSync(at("a-directory"));
   writeFileSync(
     at("model.yaml"),
@@ -105,6 +106,8 @@ cases("input files that are missing or not what they should be", [
   ...["validate", "plan", "run", "eval"].map((c): Case => [`reins ${c} of a missing spec file: FileNotFound`, () => [c, "nope.yaml"], "FileNotFound"]),
   ["a missing proxy config: FileNotFound", () => ["proxy", "--config", "missing.yaml"], "FileNotFound"],
   ["binary garbage given to reins trajectories: BinaryFile", () => ["trajectories", at("random.bin")], "BinaryFile"],
+  ["reins eval of a damaged plan file: InvalidPlan", () => ["eval", at("random.bin.json")], "InvalidPlan"],
+  ["reins run of JSON that is not a plan: InvalidPlan", () => ["run", "package.json"], "InvalidPlan"],
   ["reins diff of JSON that is not a plan: InvalidPlan", () => ["diff", "package.json", "package.json"], "InvalidPlan"],
   ["reins diff of binary garbage: InvalidPlan", () => ["diff", at("plan.json"), at("random.bin")], "InvalidPlan"],
   ["reins diff of a missing file: InvalidPlan", () => ["diff", at("plan.json"), at("no-such-plan.json")], "InvalidPlan"],

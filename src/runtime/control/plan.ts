@@ -20,15 +20,21 @@ export function planSpecs(paths: readonly string[], opts: CompileOptions = {}): 
   return { value: compiled.value ? finishPlan(compiled.value) : undefined, diagnostics: compiled.diagnostics };
 }
 
-/** True when the arguments are one `.json` file holding a plan (it has `planVersion`). */
+/**
+ * True when the arguments are one `.json` file meant as a plan: it holds `planVersion`, or it is
+ * no spec document (no `apiVersion`), so that a damaged plan file is reported as one (InvalidPlan)
+ * rather than as a spec that does not parse.
+ */
 export function isPlanFile(paths: readonly string[]): boolean {
   if (paths.length !== 1 || !paths[0]!.endsWith(".json")) return false;
+  let value: unknown;
   try {
-    const value = JSON.parse(readFileSync(paths[0]!, "utf8")) as unknown;
-    return typeof value === "object" && value !== null && "planVersion" in value;
-  } catch {
-    return false;
+    value = JSON.parse(readFileSync(paths[0]!, "utf8")) as unknown;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === undefined; // unreadable: let the spec loader say why
   }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return true;
+  return "planVersion" in value || !("apiVersion" in value);
 }
 
 /**
