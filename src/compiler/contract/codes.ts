@@ -77,6 +77,7 @@ export const CODES = {
   // ── runtime: run directories and plan files ──
   RunNotFound: "Pass the --out directory of the run to resume.",
   RunExists: "Resume it with --resume DIR, or choose another --out directory.",
+  RunLocked: "Wait for the run that holds the directory to end, or stop it; a lock left by a process that died is taken over by the next resume.",
   RunCorrupt: "A file of the run directory is damaged (the message names it); restore it, or start a new run with --out.",
   PlanChanged: "Resume with the specs (or plan file) the run started from, or start a new run with --out.",
   PlanEdited: "A plan file runs only as `reins plan` wrote it: plan the specs again (`reins plan SPECS --out plan.json`) and review that file.",

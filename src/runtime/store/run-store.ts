@@ -14,6 +14,7 @@ import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, 
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
 import { ReinsError, type Problem } from "../../compiler/contract/problem.js";
+import { lockRun, type RunLock } from "./run-lock.js";
 import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
 
 export interface RunEvent {
@@ -25,9 +26,11 @@ export interface RunEvent {
 export class RunStore {
   readonly dir: string;
   private fdResults: number | null = null;
+  private readonly lock: RunLock;
 
   private constructor(dir: string) {
     this.dir = dir;
+    this.lock = lockRun(dir);
   }
 
   /** A new run directory (created), or an existing one to resume. */
@@ -46,7 +49,12 @@ export class RunStore {
         return { problem: { code: "PlanChanged", message: `The specs changed since the run started (plan ${old.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`, hint: "Resume with the same specs, or start a new run with --out." } };
       }
       const store = new RunStore(dir);
-      store.compact();
+      try {
+        store.compact();
+      } catch (err) {
+        store.close();
+        throw err;
+      }
       return { store };
     }
     if (existsSync(planFile)) return { problem: { code: "RunExists", message: `${dir} already holds a run.`, hint: `Resume it with --resume ${dir}, or choose another --out directory.` } };
@@ -115,9 +123,11 @@ export class RunStore {
     writeAtomic(join(this.dir, name), `${JSON.stringify(value, null, 2)}\n`);
   }
 
+  /** Closes the results file and releases the run directory's lock. */
   close(): void {
     if (this.fdResults !== null) closeSync(this.fdResults);
     this.fdResults = null;
+    this.lock.release();
   }
 }
 
