@@ -3,20 +3,14 @@
  * scenarios (token-level mimicry of the behaviours in the harness notes) and random call sets.
  */
 import type { CallClass } from "../../src/compiler/contract/plan.js";
+import { rng } from "../../src/compiler/contract/rng.js";
 import type { CallRecord, FinishReason } from "../../src/runtime/records/index.js";
 
 export type Rng = () => number;
 
-/** mulberry32: small, fast, seeded. */
+/** The seeded generator of reins itself (mulberry32). */
 export function seededRng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return rng(seed);
 }
 
 export const randInt = (rng: Rng, lo: number, hi: number): number => lo + Math.floor(rng() * (hi - lo + 1));
