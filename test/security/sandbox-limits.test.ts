@@ -8,6 +8,8 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync } from "nod
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeTree } from "../../src/runtime/sandbox/files/host-files.js";
+import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
+import { PodmanSandboxProvider } from "../../src/runtime/sandbox/podman/provider.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { tempDir } from "../temp.js";
@@ -213,3 +215,22 @@ describe("sandbox resource limits", () => {
 });
 
 
+
+const podman = findExecutable("podman");
+describe.skipIf(!podman && process.env.REINS_SKIP_PODMAN === "1")("sandbox resource limits (podman)", () => {
+  it("a podman sandbox holds its pids, open files, disk and memory limits", async () => {
+    const pods = new PodmanSandboxProvider({ rootDir: path.join(root, "pods") });
+    try {
+      const box = await pods.create({ id: "pod-limits", runId: "limits", network: "none", resources: { cpu: "1", memoryMiB: 64, pids: 32, openFiles: 64, diskMiB: 16 } });
+      const r = await box.exec(["sh", "-c", "ulimit -n; dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1 | grep -c 'No space left'"], { timeoutMs: 60_000 });
+      expect(r.stdout.trim().split("\n")).toEqual(["64", "1"]);
+      const big = await box.exec(["sh", "-c", "head -c 200000000 /dev/zero | tail -c 150000000 >/dev/null; echo $?"], { timeoutMs: 60_000 });
+      expect(big.stdout.trim()).not.toBe("0");
+      const bomb = await box.exec(["sh", "-c", "i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo started $i"], { timeoutMs: 60_000 });
+      expect(bomb.stderr).toMatch(/fork|Resource temporarily unavailable/i);
+      await box.destroy();
+    } finally {
+      await pods.close();
+    }
+  }, 180_000);
+});

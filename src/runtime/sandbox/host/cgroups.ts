@@ -10,7 +10,7 @@
  * writes its own pid to each `cgroup.procs`, then execs); the kernel counts every process they
  * start. Destroying the groups kills whatever is still in them.
  */
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Limits } from "../layout.js";
 import { signalQuietly, sleep } from "./process-tree.js";
@@ -208,4 +208,41 @@ export async function removeSandboxCgroups(dirs: string[], timeoutMs = 5000): Pr
     }
   }
   return ok;
+}
+
+/** The pids hierarchy's mount point on this host (v1 pids controller, else the v2 root). */
+function pidsRoot(): string | null {
+  const mounts = readMounts();
+  const v1 = mounts.find((x) => x.fsType === "cgroup" && x.options.includes("pids"));
+  if (v1) return v1.point;
+  return mounts.find((x) => x.fsType === "cgroup2")?.point ?? null;
+}
+
+/**
+ * Sets pids.max on the group whose name contains `id` (a container manager's pod or container id),
+ * searched a few levels deep in the pids hierarchy. Returns the group, or null when none is found.
+ */
+export function limitPidsOf(id: string, pids: number, maxDepth = 4): string | null {
+  const root = pidsRoot();
+  if (!root || !/^[0-9a-f]{12,}$/.test(id)) return null;
+  const walk = (dir: string, depth: number): string | null => {
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch {
+      return null;
+    }
+    const hit = names.find((n) => n.includes(id));
+    if (hit) return path.join(dir, hit);
+    if (depth >= maxDepth) return null;
+    for (const n of names) {
+      const found = walk(path.join(dir, n), depth + 1);
+      if (found) return found;
+    }
+    return null;
+  };
+  const group = walk(root, 1);
+  if (!group) return null;
+  writeFileSync(path.join(group, "pids.max"), String(pids));
+  return group;
 }
