@@ -32,7 +32,7 @@ import { ownerStamp, prepareLocalHost, withSandboxUser, type LocalHost } from ".
 import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
 import { LocalSandbox } from "./sandbox.js";
-import { layOutState, removeState } from "./state.js";
+import { joinGroups, layOutState, removeState } from "./state.js";
 import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
 export interface LocalProviderOptions {
@@ -149,10 +149,14 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       forwarderNodeHost: forwarder && !useSocat ? process.execPath : undefined,
       hostname: "sandbox",
       network: socket ? "proxy-only" : "none",
+      blockFd: confinement.procs.length > 0,
     };
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
-    const [shell, ...args] = buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
-    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
+    // The keeper joins its groups from here, while bwrap sets up (keeper.ts); commands join them in their shell.
+    const procs = confinement.procs;
+    const [shell, ...args] = buildConfineArgv({ ...confinement, procs: [], fstab: state.fstab }, bwrap);
+    const join = procs.length === 0 ? undefined : (pids: number[]) => joinGroups(procs, pids);
+    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000, join);
     return new LocalSandbox({
       id: spec.id,
       stateRoot: this.rootDir,

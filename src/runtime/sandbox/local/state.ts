@@ -11,6 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { StateDirs } from "../base-provider.js";
 import { createSandboxCgroups, removeSandboxCgroups, type CgroupHost, type SandboxCgroups } from "../host/cgroups.js";
@@ -86,4 +87,9 @@ export async function removeState(stateRoot: string, stateDir: string): Promise<
   const gone = await removeTree(stateDir);
   if (gone && Number.isInteger(uid) && uid > 0) releaseUid(stateRoot, uid);
   return gone;
+}
+
+/** Moves processes into a sandbox's groups (each `cgroup.procs` in turn; off the event loop). */
+export async function joinGroups(procs: string[], pids: number[]): Promise<void> {
+  for (const file of procs) for (const pid of pids) await writeFile(file, String(pid));
 }
