@@ -23,6 +23,24 @@ export interface Rollout {
   nextSeq: number;
   prompts: RolloutPromptState;
   records: CallRecord[];
+  /** Requests of this rollout open now (capped by maxRequestsPerRollout). */
+  open: number;
+  /** The rollout's CPU turns (./call-request.ts): its heavy steps run one at a time. */
+  turns: Promise<void>;
+}
+
+/**
+ * Run a rollout's CPU-heavy step (decompress, JSON.parse, render plan) after its earlier ones, each
+ * on a fresh event-loop turn: one rollout's many concurrent requests never run back to back, so the
+ * calls of other rollouts are served between them.
+ */
+export function inTurn<T>(rollout: Rollout, work: () => T): Promise<T> {
+  const run = rollout.turns.then(() => new Promise<void>((resolve) => setImmediate(resolve))).then(work);
+  rollout.turns = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
 }
 
 /** Shared-key rollouts kept in memory at most; the oldest is forgotten first. */
@@ -89,6 +107,8 @@ export class RolloutTable {
       nextSeq: 0,
       prompts: new RolloutPromptState(this.cache),
       records: [],
+      open: 0,
+      turns: Promise.resolve(),
     };
   }
 }
