@@ -2,6 +2,7 @@
 // thread uses (./tokenizer.ts) and answers {id, texts} with {id, ids} or {id, error}. Plain
 // JavaScript so that it runs without the TypeScript loader.
 import { readFileSync } from "node:fs";
+import { setPriority } from "node:os";
 import { dirname, join } from "node:path";
 import { parentPort, workerData } from "node:worker_threads";
 
@@ -16,6 +17,14 @@ async function load(spec) {
   }
   const { TokenizerLoader } = await import("@lenml/tokenizers");
   return TokenizerLoader.fromPreTrained({ tokenizerJSON: json, tokenizerConfig: config });
+}
+
+// Below the event loop's priority (on Linux this thread only): under CPU contention the proxy's
+// thread, which answers every rollout, runs first.
+try {
+  setPriority(10);
+} catch {
+  // not permitted here: run at the normal priority
 }
 
 const ready = load(workerData.tokenizer);

@@ -39,6 +39,9 @@ export interface Refusal {
   unread?: boolean;
 }
 
+/** Bodies up to this size take a millisecond or two to parse and plan: no need to wait for a turn. */
+const LIGHT_BODY_BYTES = 256 * 1024;
+
 export interface RequestDeps {
   model: ResolvedModel;
   runtime: ModelRuntime;
@@ -49,8 +52,9 @@ export interface RequestDeps {
 export async function readCallRequest(deps: RequestDeps, call: PendingCall, dialect: DialectHandler, req: IncomingMessage): Promise<{ ok: true; request: CallRequest } | Refusal> {
   const raw = await readBody(req, deps.limits);
   if (!raw.ok) return refusal(raw);
-  // Two CPU turns (parse; then check and plan), so that neither runs long without a break.
-  const body = await inTurn(call.rollout, () => decodeJsonBody(raw, deps.limits));
+  // Two CPU turns (parse; then check and plan), so that a large body's work has a break between.
+  const light = raw.raw.length <= LIGHT_BODY_BYTES;
+  const body = await inTurn(call.rollout, () => decodeJsonBody(raw, deps.limits), light);
   if (!body.ok) return refusal(body);
   call.record.bodyBytes = body.bytes;
   return inTurn(call.rollout, () => {
@@ -65,7 +69,7 @@ export async function readCallRequest(deps: RequestDeps, call: PendingCall, dial
     const planned = planCallPrompt(deps, call.rollout, canonical);
     if (!planned.ok) return planned;
     return { ok: true, request: { canonical, body: body.value as Record<string, unknown>, ...planned } } as const;
-  });
+  }, light);
 }
 
 /** Plan the prompt and start tokenizing what is new, unless it cannot fit in the context. */

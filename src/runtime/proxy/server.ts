@@ -32,7 +32,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   const ownsEngine = options.engine === undefined;
   const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
   const table = new RolloutTable(options.sharedKey);
-  const limits = resolveLimits(options.model, options.limits);
+  const limits = resolveLimits(options.model, { ...options.model.proxy, ...options.limits });
   const pool = createTokenizePool(options.model.tokenizer, runtime.tokenizer);
   const deps = {
     model: options.model,
