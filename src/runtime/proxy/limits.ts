@@ -39,7 +39,7 @@ export interface ProxyLimits {
 
 export const DEFAULT_CHARS_PER_TOKEN = 16;
 
-/** The defaults for a model; message and argument sizes follow its context length. */
+/** The defaults for a model; message and argument sizes follow its context length (× promptCharsPerToken). */
 export function defaultLimits(model: Pick<ResolvedModel, "maxContextTokens">): ProxyLimits {
   const promptChars = model.maxContextTokens * DEFAULT_CHARS_PER_TOKEN;
   return {
@@ -64,5 +64,9 @@ export function resolveLimits(model: Pick<ResolvedModel, "maxContextTokens">, gi
     }
     limits[key] = value;
   }
+  // Message and argument sizes follow the characters per token the prompt bound allows.
+  const promptChars = Math.floor(model.maxContextTokens * limits.promptCharsPerToken);
+  if (given.maxMessageChars === undefined) limits.maxMessageChars = promptChars;
+  if (given.maxToolArgumentChars === undefined) limits.maxToolArgumentChars = promptChars;
   return limits;
 }
