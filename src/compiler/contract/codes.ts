@@ -125,6 +125,15 @@ export const CODES = {
   EngineLoadFailed: "Check the weights directory, or start a new run.",
   EngineReloadFailed: "Fix the cause (a full disk? a damaged file?), then resume with --resume DIR.",
 
+  // ── runtime: the serving proxy's per-request limits (refused in the dialect's error shape, recorded in the call's error) ──
+  RequestBodyTooLarge: "The request body is over the proxy's maxBodyBytes (before or after decompression); send a shorter conversation, or raise the limit.",
+  RequestBodyTimeout: "The request body did not arrive within the proxy's bodyTimeoutMs; send the whole body at once.",
+  RequestJsonTooComplex: "The request JSON nests too deeply or holds too many values (maxJsonDepth, maxJsonValues); send a plain conversation.",
+  MessageTooLarge: "One message is longer than the proxy's maxMessageChars; shorten the message (a tool result, say) or compact the conversation.",
+  ToolArgumentsTooLarge: "One tool call's arguments are longer than the proxy's maxToolArgumentChars; shorten them.",
+  PromptTooLong: "The prompt's new text cannot fit in the model's context (checked on characters before tokenizing); compact the conversation.",
+  ContextLengthExceeded: "The prompt has more tokens than the model's maxContextTokens allows; compact the conversation.",
+  TooManyRequests: "The rollout has too many requests open at once (maxRequestsPerRollout); wait for answers before sending more.",
   // ── runtime: trainer worker ──
   TrainerStartFailed: "Check the trainer's python (with torch) and the model directory; the worker's stderr says more.",
   TrainerDied: "Read the worker's last stderr lines (trainer.log); after fixing the cause, resume from the last checkpoint.",

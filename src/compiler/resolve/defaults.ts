@@ -90,6 +90,10 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string): {
     engine,
   };
   if (chatTemplate !== undefined) model.chatTemplate = chatTemplate;
+  if (spec.proxy) {
+    const set = Object.entries(spec.proxy).filter(([, v]) => v !== undefined);
+    if (set.length > 0) model.proxy = Object.fromEntries(set);
+  }
   return { model, problems };
 }
 
