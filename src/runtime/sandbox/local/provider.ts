@@ -18,6 +18,8 @@ import {
   SANDBOX_HOME,
   SANDBOX_UID,
   SANDBOX_WORKSPACE,
+  VERIFIER_GID,
+  VERIFIER_UID,
 } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
@@ -89,7 +91,9 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   }
 
   private async startSandbox(spec: SandboxSpec, host: LocalHost, stateDir: string, socket: string | undefined): Promise<LocalSandbox> {
-    const dirs = makeStateDirs(stateDir, this.uid, this.gid);
+    // A verifier's sandbox never shares the agents' uid.
+    const [uid, gid] = spec.role === "verifier" ? [VERIFIER_UID, VERIFIER_GID] : [this.uid, this.gid];
+    const dirs = makeStateDirs(stateDir, uid, gid);
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     if (socket && this.options.forwarder === "socat" && !host.socat) {
       throw new SandboxError("create-failed", spec.id, "socat is not installed", "install it (apt-get install -y socat) or use forwarder: node");
@@ -120,8 +124,8 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       stateDir,
       dirs,
       keeper,
-      uid: this.uid,
-      gid: this.gid,
+      uid,
+      gid,
       isolateCommands: this.options.isolateCommands !== false,
       env: { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) },
       proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
