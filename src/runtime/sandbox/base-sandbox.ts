@@ -78,6 +78,11 @@ export abstract class BaseSandbox implements Sandbox {
   /** Removes what is left of the sandbox once no command runs any more. */
   protected async removeState(): Promise<void> {}
 
+  /** Whether a command of this sandbox is still running (started and not yet ended). */
+  protected get busy(): boolean {
+    return this.running.size > 0;
+  }
+
   get lifecycle(): SandboxState {
     return this.current;
   }

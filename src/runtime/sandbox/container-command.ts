@@ -19,7 +19,7 @@ export function wrapForContainer(argv: string[], cwd: string, env: Record<string
 /** Kills every process of the container the caller may signal, except pid 1 (the keeper). */
 export const KILL_ALL_BUT_KEEPER = ["sh", "-c", "kill -9 -1 2>/dev/null; exit 0"];
 
-/** The same, repeated so that nothing forked during the first round survives (stopProcesses). */
+/** The same for stopProcesses (see KILL_ALL_SCRIPT). */
 export const KILL_ALL_REPEATED = ["sh", "-c", KILL_ALL_SCRIPT];
 
 /** Waits until something listens on 127.0.0.1:port inside the container (reads /proc/net/tcp). */

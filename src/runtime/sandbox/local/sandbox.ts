@@ -95,9 +95,12 @@ export class LocalSandbox extends BaseSandbox {
   /**
    * `kill -9 -1` as the sandbox user in the sandbox's own pid namespace (not one of its own): it
    * reaches every process of this sandbox, nested command namespaces included, and nothing
-   * outside it; pid 1 (the keeper) and the proxy forwarder are not the sandbox user's.
+   * outside it; pid 1 (the keeper) and the proxy forwarder are not the sandbox user's. When each
+   * command has a pid namespace of its own and none is running, there is nothing left to kill:
+   * the kernel kills a namespace's processes, and waits for them, before its init has ended.
    */
   protected async killProcesses(): Promise<void> {
+    if (this.local.isolateCommands && !this.busy) return;
     const argv = buildEnterArgv({ targetPid: this.local.keeper.childPid, uid: this.local.uid, gid: this.local.gid, cwd: "/", argv: [], ownPidNamespace: false });
     // The init script is replaced by the kill script: it must not be a command of its own to kill.
     const at = argv.indexOf("/bin/sh");
