@@ -1,6 +1,7 @@
 /**
  * One rollout, end to end: create sandbox → workspace → harness (with the proxy's env) → wait →
- * verifier → reward → destroy. One `timeoutSeconds` covers a whole try from sandbox creation on;
+ * stop the sandbox's processes → snapshot of the workspace → destroy → verifier (commands in a
+ * fresh sandbox, see sandbox-reader.ts) → reward. One `timeoutSeconds` covers a whole try from sandbox creation on;
  * at expiry the harness's whole process tree is killed. Infrastructure failures (sandbox could not
  * be created or died, harness crashed before its first model call, engine unreachable) are retried
  * with backoff and never become a reward; task failures are rewards.
