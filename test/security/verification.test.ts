@@ -8,6 +8,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
+import type { Sandbox, SandboxProvider, SandboxSpec } from "../../src/runtime/sandbox/provider.js";
+import { SandboxError } from "../../src/runtime/sandbox/sandbox-error.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { buildJudgePrompt } from "../../src/runtime/verifiers/rubric-prompt.js";
 import type { VerifierResult } from "../../src/runtime/verifiers/verify.js";
@@ -224,6 +226,58 @@ describe("verification the agent cannot touch", () => {
       expect(processesWith(marker)).toEqual([]);
     }, 120_000);
   }
+});
+
+describe("the verifier's sandbox", () => {
+  /** A local provider whose verifier sandboxes fail to start the first `failures` times. */
+  function flaky(failures: number): SandboxProvider & { verifierCreates: number } {
+    const inner = new LocalSandboxProvider();
+    const p = {
+      type: "local" as const,
+      verifierCreates: 0,
+      async create(spec: SandboxSpec): Promise<Sandbox> {
+        if (spec.role === "verifier") {
+          expect(spec).toMatchObject({ network: "none", mounts: [] });
+          expect(spec.proxySocketPath).toBeUndefined();
+          if (p.verifierCreates++ < failures) throw new SandboxError("create-failed", spec.id, "no room for another sandbox");
+        }
+        return inner.create(spec);
+      },
+      close: () => inner.close(),
+    };
+    return p;
+  }
+  const yaml = () =>
+    evaluationYaml({
+      command: ["sh", "-c", "cp want.txt answer.txt"],
+      retries: 1,
+      tasks: [task("cmd", "right", `    checks:\n      - commandExitsZero: "grep -qx right answer.txt"`), task("files", "right", `    checks:\n      - fileEquals: {path: answer.txt, content: right}`)].join("---\n"),
+    });
+
+  it("is made only for verifiers that run commands, and a failure to make it is retried, never a reward", async () => {
+    const provider = flaky(1);
+    try {
+      const { results } = await runPlan(planOf(writeSpecs(tempDir(), yaml())), { provider, concurrency: 1 });
+      const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
+      expect(byTask.cmd).toMatchObject({ status: "ok", reward: 1, tries: 2 });
+      expect(byTask.cmd!.retries[0]).toMatchObject({ code: "SandboxCreateFailed" });
+      expect(byTask.files).toMatchObject({ status: "ok", reward: 1, tries: 1 });
+      expect(provider.verifierCreates).toBe(2);
+    } finally {
+      await provider.close();
+    }
+  }, 120_000);
+
+  it("that can never be made leaves the rollout without a reward (infrastructure failure), not at 0", async () => {
+    const provider = flaky(100);
+    try {
+      const { results } = await runPlan(planOf(writeSpecs(tempDir(), yaml())), { provider, concurrency: 1 });
+      const cmd = results.find((r) => r.task === "cmd")!;
+      expect(cmd).toMatchObject({ status: "infra-failed", reward: null, tries: 2, error: { code: "SandboxCreateFailed" } });
+    } finally {
+      await provider.close();
+    }
+  }, 120_000);
 });
 
 describe("verifier commands on a plain directory (reins verify, eval on a directory)", () => {
