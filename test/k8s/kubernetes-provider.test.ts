@@ -219,6 +219,10 @@ spec:
     expect(podOf("kill -9 -1")).toContain("reins-run-k8s-r-0-3b13ed");
     expect(podOf("grep -qx 42 answer.txt")).toEqual(["reins-run-k8s-r-0-verify-f4cc5f"]);
     expect(new Set(podOf("REINS_HIDDEN"))).toEqual(new Set(["reins-run-k8s-r-0-verify-f4cc5f"]));
+    // The verifier's pod runs as another user than the agent's.
+    const pods = posted(mock, "/pods") as { spec: { securityContext: { runAsUser: number }; containers: { securityContext: { runAsUser: number } }[] } }[];
+    expect(pods.map((p) => [p.spec.securityContext.runAsUser, p.spec.containers[0]!.securityContext.runAsUser])).toEqual([[1000, 1000], [1999, 1999]]);
+    for (const p of pods) expect(validateManifest(p)).toEqual([]);
     await provider.cleanupRun("run-k8s");
     expect(mock.unexpected).toEqual([]);
     expect(mock.pending()).toEqual([]);

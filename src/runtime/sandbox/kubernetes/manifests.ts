@@ -52,6 +52,9 @@ export interface PodOptions extends SandboxPodBase {
   deadlineSeconds?: number;
   env?: Record<string, string>;
   labels?: Record<string, string>;
+  /** The user commands run as; default the sandbox user (a verifier's pod runs as another). */
+  runAsUser?: number;
+  runAsGroup?: number;
 }
 
 function envList(env: Record<string, string>): { name: string; value: string }[] {
@@ -80,8 +83,8 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
       capabilities: { drop: ["ALL"] },
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
-      runAsUser: SANDBOX_UID,
-      runAsGroup: SANDBOX_GID,
+      runAsUser: o.runAsUser ?? SANDBOX_UID,
+      runAsGroup: o.runAsGroup ?? SANDBOX_GID,
     },
     volumeMounts: [
       { name: "workspace", mountPath: SANDBOX_WORKSPACE },
@@ -95,7 +98,7 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     terminationGracePeriodSeconds: 0,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: { runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_GID, fsGroup: SANDBOX_GID },
+    securityContext: { runAsNonRoot: true, runAsUser: o.runAsUser ?? SANDBOX_UID, runAsGroup: o.runAsGroup ?? SANDBOX_GID, fsGroup: o.runAsGroup ?? SANDBOX_GID },
     containers: [container],
     volumes: [
       { name: "workspace", emptyDir: {} },
