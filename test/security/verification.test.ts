@@ -268,6 +268,17 @@ describe("the verifier's sandbox", () => {
     }
   }, 120_000);
 
+  it("gets a huge workspace file cut to the snapshot's 16 MiB bound, without the runner holding it in memory", async () => {
+    const yaml = evaluationYaml({
+      command: ["sh", "-c", "truncate -s 3G huge.bin && cp want.txt answer.txt"],
+      tasks: task("huge", "right", `    checks:\n      - commandExitsZero: 'test "$(stat -c %s huge.bin)" = 16777216 && grep -qx right answer.txt'`),
+    });
+    const before = process.memoryUsage().rss;
+    const { results } = await runPlan(planOf(writeSpecs(tempDir(), yaml)));
+    expect(results[0]).toMatchObject({ status: "ok", reward: 1 });
+    expect(process.memoryUsage().rss - before).toBeLessThan(1024 ** 3);
+  }, 120_000);
+
   it("that can never be made leaves the rollout without a reward (infrastructure failure), not at 0", async () => {
     const provider = flaky(100);
     try {

@@ -11,11 +11,12 @@
  * verifier sandbox that cannot be made is an infrastructure failure (thrown), never a reward.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, open, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResolvedTask } from "../../compiler/contract/plan.js";
-import type { CopyLimits, CopyReport, ExecResult, Sandbox } from "../sandbox/provider.js";
+import { listInside } from "../sandbox/files/host-files.js";
+import type { CopyLimits, CopyReport, ExecResult, Sandbox, SandboxFile } from "../sandbox/provider.js";
 import { DirectoryReader, verifierEnv } from "../verifiers/directory-reader.js";
 import type { Judge } from "../verifiers/judge.js";
 import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
@@ -65,7 +66,7 @@ export class SnapshotReader implements WorkspaceReader {
         throw error;
       });
       try {
-        await sandbox.copyIn(this.snapshotDir, sandbox.workspacePath);
+        await copySnapshotIn(this.snapshotDir, sandbox);
       } catch (error) {
         await sandbox.destroy().catch(() => undefined);
         this.createError ??= error;
@@ -105,6 +106,52 @@ export class SnapshotReader implements WorkspaceReader {
     if (!pending) return;
     await pending.then((s) => s.destroy()).catch(() => undefined);
   }
+}
+
+/** Bytes of file content held in memory at once while a snapshot is copied into a verifier sandbox. */
+const COPY_IN_BATCH_BYTES = 32 * 1024 * 1024;
+
+/** The snapshot's own bound on one file's content (CopyLimits.maxFileBytes): past it a snapshot file holds zeros. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
+
+async function readPrefix(file: string, size: number): Promise<Buffer> {
+  const handle = await open(file, "r");
+  try {
+    const buf = Buffer.alloc(size);
+    let total = 0;
+    while (total < size) {
+      const { bytesRead } = await handle.read(buf, total, size - total, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+    }
+    return buf.subarray(0, total);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The snapshot's regular files (modes kept) into the sandbox's workspace, a batch of at most
+ * COPY_IN_BATCH_BYTES at a time, so that a large workspace is never held in memory whole. A file
+ * past the snapshot's 16 MiB bound arrives cut to it; symlinks and empty directories are not
+ * recreated.
+ */
+async function copySnapshotIn(dir: string, sandbox: Sandbox): Promise<void> {
+  let batch: SandboxFile[] = [];
+  let bytes = 0;
+  for (const rel of await listInside(dir, "")) {
+    const file = join(dir, rel);
+    const info = await stat(file);
+    const size = Math.min(info.size, MAX_FILE_BYTES);
+    if (batch.length > 0 && bytes + size > COPY_IN_BATCH_BYTES) {
+      await sandbox.writeFiles(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push({ path: `${sandbox.workspacePath}/${rel}`, content: await readPrefix(file, size), mode: info.mode & 0o777 });
+    bytes += size;
+  }
+  if (batch.length > 0) await sandbox.writeFiles(batch);
 }
 
 export interface WorkspaceSnapshot {
