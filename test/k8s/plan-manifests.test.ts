@@ -96,7 +96,7 @@ describe("plan manifests", () => {
     const task = plan.tasks.find((t) => t.name === first.task)!;
     expect(pod.spec.activeDeadlineSeconds).toBe(task.timeoutSeconds);
     expect(pod.spec.containers[0].image).toBe("localhost/reins-sandbox:1");
-    expect(pod.spec.containers[0].resources.limits).toEqual({ cpu: "2", memory: "4096Mi" });
+    expect(pod.spec.containers[0].resources.limits).toEqual({ cpu: "2", memory: "4096Mi", "ephemeral-storage": "3072Mi" });
     for (const m of ms.slice(3)) expect(m.metadata.ownerReferences[0].name).toBe(owner.metadata.name);
   });
 

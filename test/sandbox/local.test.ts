@@ -103,7 +103,7 @@ describe("local sandbox files", () => {
     expect(await box.listFiles("/home/sandbox")).toEqual([".config/tool.json"]);
     expect([...(await box.readFile("bin.dat"))]).toEqual([0, 255, 1]);
     const r = await box.exec(["sh", "-c", "cat a/b/c.txt; echo; stat -c '%u %a' bin.dat; cat $HOME/.config/tool.json; echo more >> a/b/c.txt"]);
-    expect(r.stdout).toBe("abc\n1000 600\n{}");
+    expect(r.stdout).toBe(`abc\n${box.uid} 600\n{}`);
     expect((await box.readFile("/workspace/a/b/c.txt")).toString()).toBe("abcmore\n");
   });
 
@@ -133,9 +133,9 @@ describe("local sandbox mounts", () => {
     const cache = temp("reins-cache-");
     writeFileSync(path.join(cache, "tool.js"), "console.log('from cache')");
     const shared = temp("reins-shared-");
-    // The sandbox user (uid 1000) needs the host's permissions to read them, as any user would.
+    // The sandbox user (a uid of its own) needs the host's permissions to read them, as any user would.
     chmodSync(cache, 0o755);
-    chownSync(shared, 1000, 1000);
+    chmodSync(shared, 0o1777);
     const withMounts = await provider.create({
       id: "mounts",
       runId: "test-local",

@@ -132,7 +132,14 @@ export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
   const provider = s.provider ?? "local";
   const out: ResolvedSandbox = {
     provider,
-    resources: { cpu: s.resources?.cpu ?? "1", memoryMiB: s.resources?.memoryMiB ?? 2048 },
+    resources: {
+      cpu: s.resources?.cpu ?? "1",
+      memoryMiB: s.resources?.memoryMiB ?? 2048,
+      pids: s.resources?.pids ?? 1024,
+      diskMiB: s.resources?.diskMiB ?? 1024,
+      openFiles: s.resources?.openFiles ?? 4096,
+      cpuSeconds: s.resources?.cpuSeconds ?? 3600,
+    },
     network: s.network ?? "proxy-only",
     concurrency: s.concurrency ?? 4,
     timeoutSeconds: s.timeoutSeconds ?? 600,

@@ -37,6 +37,34 @@ export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 /** The PATH of every command, inside a sandbox and for the runner's own helper processes. */
 export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/** The limits of a sandbox whose spec names none (the compiler's defaults, for plans and callers without them). */
+export const DEFAULT_RESOURCES = { cpu: "1", memoryMiB: 2048, pids: 1024, diskMiB: 1024, openFiles: 4096, cpuSeconds: 3600 } as const;
+
+export interface Limits {
+  /** CPUs at once (cores, fractional). */
+  cpus: number;
+  memoryMiB: number;
+  pids: number;
+  diskMiB: number;
+  openFiles: number;
+  cpuSeconds: number;
+}
+
+/** Every limit of a sandbox, defaults filled in; `cpu` as a number of cores ("500m" → 0.5). */
+export function limitsOf(resources: Partial<{ cpu: string; memoryMiB: number; pids: number; diskMiB: number; openFiles: number; cpuSeconds: number }> = {}): Limits {
+  const d = DEFAULT_RESOURCES;
+  const cpu = resources.cpu ?? d.cpu;
+  const cpus = cpu.endsWith("m") ? Number(cpu.slice(0, -1)) / 1000 : Number(cpu);
+  return {
+    cpus: Number.isFinite(cpus) && cpus > 0 ? cpus : 1,
+    memoryMiB: resources.memoryMiB ?? d.memoryMiB,
+    pids: resources.pids ?? d.pids,
+    diskMiB: resources.diskMiB ?? d.diskMiB,
+    openFiles: resources.openFiles ?? d.openFiles,
+    cpuSeconds: resources.cpuSeconds ?? d.cpuSeconds,
+  };
+}
+
 /** The minimal environment every command starts from. */
 export function baseEnvironment(home = SANDBOX_HOME): Record<string, string> {
   return { PATH: SYSTEM_PATH, HOME: home, TMPDIR: SANDBOX_TMP, LANG: "C.UTF-8" };

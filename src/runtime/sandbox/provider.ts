@@ -21,6 +21,24 @@ export interface SandboxMount {
   readOnly?: boolean;
 }
 
+/**
+ * What one sandbox may use (see the Sandbox spec's `resources`). Local: cgroups (pids, memory, cpu)
+ * where this host has them, rlimits always, a size-capped tmpfs under the workspace, HOME and /tmp.
+ */
+export interface SandboxResources {
+  /** CPUs at once, e.g. "1" or "500m". */
+  cpu: string;
+  memoryMiB: number;
+  /** Processes and threads at once. */
+  pids?: number;
+  /** The workspace, HOME and /tmp together. */
+  diskMiB?: number;
+  /** Open files per process. */
+  openFiles?: number;
+  /** CPU seconds per process. */
+  cpuSeconds?: number;
+}
+
 export interface SandboxSpec {
   /** Unique within the run; usually the rollout id. Used in names and labels. */
   id: string;
@@ -31,7 +49,8 @@ export interface SandboxSpec {
   harness?: string;
   /** Container image (podman, kubernetes). The local provider uses the host's system directories. */
   image?: string;
-  resources?: { cpu: string; memoryMiB: number };
+  /** Limits of the sandbox; a missing one takes its default (layout.ts DEFAULT_RESOURCES). */
+  resources?: SandboxResources;
   /** Default "proxy-only" when a proxy is given, "none" otherwise. */
   network?: SandboxNetwork;
   /**

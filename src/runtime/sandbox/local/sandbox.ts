@@ -1,6 +1,5 @@
 /** One live local sandbox (see provider.ts): commands through nsenter, files through its host directories. */
 import type { ChildProcess } from "node:child_process";
-import { rm } from "node:fs/promises";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
@@ -10,17 +9,23 @@ import { runHostCommand, startHostProcess } from "../host/process-runner.js";
 import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } from "../host/process-tree.js";
 import { KILL_ALL_SCRIPT } from "../layout.js";
 import { SandboxError } from "../sandbox-error.js";
+import { buildConfineArgv, type Confinement } from "./confine.js";
 import { buildEnterArgv } from "./keeper-args.js";
 import type { Keeper } from "./keeper.js";
+import { removeState } from "./state.js";
 
 export interface LocalSandboxState {
   id: string;
+  /** The provider's root, where uid leases live. */
+  stateRoot: string;
   stateDir: string;
   dirs: StateDirs;
   keeper: Keeper;
   uid: number;
   gid: number;
   isolateCommands: boolean;
+  /** Control groups and rlimits every command joins before it enters the sandbox. */
+  confinement: Confinement;
   env: Record<string, string>;
   proxyUrl?: string;
 }
@@ -65,6 +70,11 @@ export class LocalSandbox extends BaseSandbox {
     });
   }
 
+  /** The sandbox user's host uid (for tests and diagnostics). */
+  get uid(): number {
+    return this.local.uid;
+  }
+
   /** Host pid of the sandbox's pid 1 (for tests and diagnostics). */
   get hostPid(): number {
     return this.local.keeper.childPid;
@@ -84,7 +94,7 @@ export class LocalSandbox extends BaseSandbox {
       ownPidNamespace: this.local.isolateCommands,
     });
     const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child, this.local.isolateCommands);
-    const host = startHostProcess(enter, { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
+    const host = startHostProcess(buildConfineArgv(this.local.confinement, enter), { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
     return {
       done: host.done.then((end) => ("failure" in end ? { failure: `cannot enter the sandbox: ${end.failure}` } : end)),
       kill: host.kill,
@@ -121,6 +131,6 @@ export class LocalSandbox extends BaseSandbox {
   }
 
   protected override async removeState(): Promise<void> {
-    if (this.gone) await rm(this.local.stateDir, { recursive: true, force: true });
+    if (this.gone) await removeState(this.local.stateRoot, this.local.stateDir);
   }
 }

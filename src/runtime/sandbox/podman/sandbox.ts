@@ -1,6 +1,5 @@
 /** One played pod (see provider.ts): commands through `podman exec`, files through its hostPath directories or exec. */
 import type { ChildProcess } from "node:child_process";
-import { rm } from "node:fs/promises";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
@@ -13,6 +12,7 @@ import { startHostProcess } from "../host/process-runner.js";
 import { signalQuietly, sleep } from "../host/process-tree.js";
 import type { Manifest } from "../kubernetes/objects.js";
 import { SANDBOX_GID, SANDBOX_UID } from "../layout.js";
+import { removeState } from "../local/state.js";
 import { runPodman, type PodmanCli } from "./cli.js";
 
 export interface PodmanSandboxState {
@@ -20,6 +20,8 @@ export interface PodmanSandboxState {
   cli: PodmanCli;
   podName: string;
   container: string;
+  /** The provider's root (removeState's records). */
+  stateRoot: string;
   stateDir: string;
   dirs: StateDirs;
   env: Record<string, string>;
@@ -101,6 +103,6 @@ export class PodmanSandbox extends BaseSandbox {
   }
 
   protected override async removeState(): Promise<void> {
-    if (this.removed) await rm(this.state.stateDir, { recursive: true, force: true });
+    if (this.removed) await removeState(this.state.stateRoot, this.state.stateDir);
   }
 }
