@@ -165,6 +165,47 @@ describe("local sandbox lifecycle", () => {
     await victim.destroy();
   });
 
+  it("stopProcesses kills every process of the sandbox, daemons included, and keeps the sandbox and its files", async () => {
+    // Commands sharing the sandbox's pid namespace, as in a container: their daemons outlive them.
+    const shared = new LocalSandboxProvider({ rootDir: temp("reins-local-stop-"), isolateCommands: false });
+    try {
+      const box2 = (await shared.create({ id: "stop", runId: "test-local", network: "none" })) as LocalSandbox;
+      const marker = uniqueMarker();
+      const r = await box2.exec(["sh", "-c", `echo kept > kept.txt; setsid nohup sh -c 'trap "" TERM HUP INT; sleep ${marker}' >/dev/null 2>&1 & (sleep ${marker} >/dev/null 2>&1 &) ; exit 0`]);
+      expect(r.exitCode).toBe(0);
+      for (let i = 0; i < 100 && hostPidsWith(marker).length < 2; i++) await new Promise((res) => setTimeout(res, 20));
+      expect(hostPidsWith(marker).length).toBe(2);
+      const running = box2.spawn(["sleep", marker]);
+      await box2.stopProcesses();
+      expect((await running.wait()).exitCode).not.toBe(0);
+      for (let i = 0; i < 50 && hostPidsWith(marker).length > 0; i++) await new Promise((res) => setTimeout(res, 20));
+      expect(hostPidsWith(marker)).toEqual([]);
+      expect(await box2.alive()).toBe(true);
+      expect((await box2.readFile("kept.txt")).toString()).toBe("kept\n");
+      expect((await box2.exec(["cat", "kept.txt"])).stdout).toBe("kept\n");
+      await box2.destroy();
+      await expect(box2.stopProcesses()).rejects.toMatchObject({ kind: "died" });
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it("a verifier's sandbox runs its commands under another uid than agents' sandboxes", async () => {
+    const verifier = (await provider.create({ id: "verifier", runId: "test-local", network: "none", role: "verifier" })) as LocalSandbox;
+    try {
+      await verifier.writeFiles([{ path: "f.txt", content: "x" }]);
+      const agentUid = (await box.exec(["id", "-u"])).stdout.trim();
+      const r = await verifier.exec(["sh", "-c", "id -u; stat -c %u f.txt; echo y >> f.txt && echo writable"]);
+      const [uid, owner, writable] = r.stdout.trim().split("\n");
+      expect(uid).not.toBe(agentUid);
+      expect(uid).not.toBe("0");
+      expect(owner).toBe(uid);
+      expect(writable).toBe("writable");
+    } finally {
+      await verifier.destroy();
+    }
+  });
+
   it("destroy kills every process, even setsid'd ones ignoring SIGTERM, and removes the state", async () => {
     const doomed = (await provider.create({ id: "doomed", runId: "test-local", network: "none" })) as LocalSandbox;
     const marker = uniqueMarker();

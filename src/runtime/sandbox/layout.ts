@@ -15,6 +15,15 @@ export const SANDBOX_ROOTS: readonly string[] = [SANDBOX_WORKSPACE, SANDBOX_HOME
 /** The sandbox user: never root. */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
+/** The user of verifier sandboxes where the provider can choose it (local): never an agent's uid. */
+export const VERIFIER_UID = 1999;
+export const VERIFIER_GID = 1999;
+/**
+ * Kills every process of the sandbox the caller may signal except pid 1 (the keeper) and itself.
+ * One kill(-1) already reaches a child being forked (the kernel fails a fork whose parent got a
+ * fatal signal before the child was listed); the second round is for good measure.
+ */
+export const KILL_ALL_SCRIPT = "kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; exit 0";
 /** The container that runs commands in a sandbox Pod (kubernetes, podman). */
 export const SANDBOX_CONTAINER = "sandbox";
 /** The image podman and kubernetes use when none is given (scripts/build-image.sh builds it). */

@@ -73,6 +73,11 @@ export interface SandboxSpec {
   timeoutSeconds?: number;
   /** Extra labels (kubernetes, podman). */
   labels?: Record<string, string>;
+  /**
+   * Whose sandbox this is; default "agent". A "verifier" sandbox runs its commands under a
+   * different uid than agents' where the provider can choose the user (local).
+   */
+  role?: "agent" | "verifier";
 }
 
 export interface ExecOptions {
@@ -172,6 +177,11 @@ export interface Sandbox {
   copyOut(dir: string, hostDir: string, limits?: CopyLimits): Promise<CopyReport>;
   /** False once the sandbox died or was destroyed. */
   alive(): Promise<boolean>;
+  /**
+   * Kills every process of the sandbox (daemons and double-forked children included) but keeps
+   * the sandbox and its files: after it resolves, nothing the harness started can change them.
+   */
+  stopProcesses(): Promise<void>;
   /** Kills every process of the sandbox and removes its state. Idempotent. */
   destroy(): Promise<void>;
 }

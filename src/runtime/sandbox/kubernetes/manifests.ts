@@ -63,6 +63,9 @@ export interface PodOptions extends SandboxPodBase {
   deadlineSeconds?: number;
   env?: Record<string, string>;
   labels?: Record<string, string>;
+  /** The user commands run as; default the sandbox user (a verifier's pod runs as another). */
+  runAsUser?: number;
+  runAsGroup?: number;
 }
 
 function envList(env: Record<string, string>): { name: string; value: string }[] {
@@ -91,8 +94,8 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
       capabilities: { drop: ["ALL"] },
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
-      runAsUser: SANDBOX_UID,
-      runAsGroup: SANDBOX_GID,
+      runAsUser: o.runAsUser ?? SANDBOX_UID,
+      runAsGroup: o.runAsGroup ?? SANDBOX_GID,
     },
     volumeMounts: [
       { name: "workspace", mountPath: SANDBOX_WORKSPACE },
@@ -106,7 +109,7 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     terminationGracePeriodSeconds: 0,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: { runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_GID, fsGroup: SANDBOX_GID },
+    securityContext: { runAsNonRoot: true, runAsUser: o.runAsUser ?? SANDBOX_UID, runAsGroup: o.runAsGroup ?? SANDBOX_GID, fsGroup: o.runAsGroup ?? SANDBOX_GID },
     containers: [container],
     volumes: [
       { name: "workspace", emptyDir: { ...emptyDir } },

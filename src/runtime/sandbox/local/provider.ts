@@ -24,6 +24,8 @@ import {
   SANDBOX_HOME,
   SANDBOX_UID,
   SANDBOX_WORKSPACE,
+  VERIFIER_GID,
+  VERIFIER_UID,
 } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
@@ -116,7 +118,10 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   }
 
   private async startSandbox(spec: SandboxSpec, host: LocalHost, stateDir: string, socket: string | undefined): Promise<LocalSandbox> {
-    const user = this.userFor(host, stateDir);
+    // A verifier's sandbox never shares the agents' uid: a leased uid is its own anyway, a fixed
+    // one is replaced by the verifier's.
+    const leased = this.userFor(host, stateDir);
+    const user = spec.role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
     const limits = limitsOf(spec.resources);
     const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, capDisk: host.root, cgroups: host.cgroups });
     const dirs = state.dirs;

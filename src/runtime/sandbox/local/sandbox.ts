@@ -5,8 +5,10 @@ import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
 import { hostTransport } from "../files/host-files.js";
 import type { FileTransport } from "../files/transport.js";
-import { startHostProcess } from "../host/process-runner.js";
+import { runHostCommand, startHostProcess } from "../host/process-runner.js";
 import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } from "../host/process-tree.js";
+import { KILL_ALL_SCRIPT } from "../layout.js";
+import { SandboxError } from "../sandbox-error.js";
 import { buildConfineArgv, type Confinement } from "./confine.js";
 import { buildEnterArgv } from "./keeper-args.js";
 import type { Keeper } from "./keeper.js";
@@ -98,6 +100,26 @@ export class LocalSandbox extends BaseSandbox {
       kill: host.kill,
       release: () => void host.kill(),
     };
+  }
+
+  /**
+   * `kill -9 -1` as the sandbox user in the sandbox's own pid namespace (not one of its own): it
+   * reaches every process of this sandbox, nested command namespaces included, and nothing
+   * outside it; pid 1 (the keeper) and the proxy forwarder are not the sandbox user's. When each
+   * command has a pid namespace of its own and none is running, there is nothing left to kill:
+   * the kernel kills a namespace's processes, and waits for them, before its init has ended.
+   */
+  protected async killProcesses(): Promise<void> {
+    if (this.local.isolateCommands && !this.busy) return;
+    const argv = buildEnterArgv({ targetPid: this.local.keeper.childPid, uid: this.local.uid, gid: this.local.gid, cwd: "/", argv: [], ownPidNamespace: false });
+    // The init script is replaced by the kill script: it must not be a command of its own to kill.
+    const at = argv.indexOf("/bin/sh");
+    const enter = [...argv.slice(0, at), "/bin/sh", "-c", KILL_ALL_SCRIPT];
+    const r = await runHostCommand(enter, { env: {}, timeoutMs: 30_000 });
+    if (r.spawnError !== undefined || r.exitCode !== 0) {
+      if (!(await this.probe())) throw new SandboxError("died", this.id, "the sandbox is no longer running (it ended while its processes were stopped)", "retry the rollout in a new sandbox");
+      throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.spawnError ?? (r.stderr.trim().slice(-300) || `exit status ${r.exitCode}`)}`, this.execHint);
+    }
   }
 
   protected async stop(): Promise<void> {

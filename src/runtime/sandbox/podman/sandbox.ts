@@ -3,7 +3,8 @@ import type { ChildProcess } from "node:child_process";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
-import { KILL_ALL_BUT_KEEPER, wrapForContainer } from "../container-command.js";
+import { KILL_ALL_BUT_KEEPER, KILL_ALL_REPEATED, wrapForContainer } from "../container-command.js";
+import { SandboxError } from "../sandbox-error.js";
 import { execTransport } from "../files/exec-transport.js";
 import { hostTransport } from "../files/host-files.js";
 import type { FileTransport } from "../files/transport.js";
@@ -88,6 +89,11 @@ export class PodmanSandbox extends BaseSandbox {
       for (let i = 0; i < 10 && !exited(); i++) await sleep(25);
     }
     if (!exited() && child.pid !== undefined) signalQuietly(child.pid);
+  }
+
+  protected async killProcesses(): Promise<void> {
+    const r = await runPodman(this.state.cli, ["exec", this.state.container, ...KILL_ALL_REPEATED], 60_000);
+    if (r.code !== 0) throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.stderr.trim().slice(-300) || `podman exited ${r.code}`}`, this.execHint);
   }
 
   protected async stop(): Promise<void> {
