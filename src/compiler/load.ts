@@ -88,7 +88,7 @@ export function loadSpecs(paths: readonly string[], opts: LoadOptions & { cwd: s
         const loc = locateInProject(importRoots, dirname(abs), imp);
         if (!loc.ok) {
           if (loc.code === "FileNotFound") refuse("FileNotFound", `Import ${imp} does not exist.`, "Imports are resolved from the file that lists them.");
-          else refuse(loc.code === "OutsideProject" ? "OutsideProject" : "FileUnreadable", `Import ${imp} is not read: ${loc.why}.`);
+          else refuse(loc.code === "FileTooLarge" ? "FileUnreadable" : loc.code, `Import ${imp} is not read: ${loc.why}.`);
           return;
         }
         const st = statSync(loc.real, { throwIfNoEntry: false });

@@ -184,6 +184,18 @@ describe("workspace from / fromDir read only the project", () => {
     expect(JSON.parse(noRoot.stdout).diagnostics[0].code).toBe("NoProjectRoot");
   });
 
+  it("control: `reins init experiment --tasks DIR` beside the experiment prints next steps with the --project-root they need, and they validate", () => {
+    const dir = tempDir("reins-project-");
+    mkdirSync(join(dir, "mytasks"));
+    execFileSync("cp", ["-r", join(REPO, "examples/tasks/log-triage"), join(dir, "mytasks", "log-triage")]);
+    const init = reins(["init", "experiment", "first", "--tasks", "mytasks"], dir);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stderr + init.stdout).toContain("reins validate first/experiment.yaml --project-root .");
+    expect(reins(["validate", "first/experiment.yaml"], dir).code).toBe(1);
+    const ok = reins(["validate", "first/experiment.yaml", "--project-root", "."], dir);
+    expect(ok.code, ok.stderr).toBe(0);
+  });
+
   it("spec files from unrelated places share no project but /, which is refused rather than opening the whole host", () => {
     const a = project(evaluation());
     const r = validateSpecs([join(a, "eval.yaml"), join(REPO, "test/fixtures/valid/contract.yaml")], { env: {} });
