@@ -12,6 +12,11 @@ export const CODES = {
   FileTooLarge: "Spec files are limited in size; move large data into workspace directories referenced with `fromDir`.",
   BinaryFile: "This does not look like a YAML text file. Pass only .yaml/.yml spec files or directories containing them.",
   NoSpecFiles: "Pass at least one .yaml/.yml file or a directory containing some.",
+  OutsideProject:
+    "Specs read only their project: keep the file inside the project root (the directory of the spec files given, or --project-root DIR) and do not reach out through '..', absolute paths or symlinks.",
+  NotRegularFile: "Name a regular file (or a directory where one is expected); devices, FIFOs and sockets are never read.",
+  NoProjectRoot: "Give the project's directory with --project-root DIR (an existing directory other than /), or pass spec files that share one.",
+  DirectoryTooLarge: "Read less from one directory: split it, or keep large data out of specs and workspaces.",
   YamlSyntax: "Fix the YAML syntax at this position.",
   DuplicateKey: "Remove or rename one of the duplicated keys.",
   AliasBomb: "YAML aliases expand too much here. Write the values out instead of nesting aliases.",
