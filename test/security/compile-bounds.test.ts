@@ -169,6 +169,20 @@ spec:
     expect(d.notes?.some((n) => /cell\(s\) of family "fam" were not rendered/.test(n))).toBe(true);
   });
 
+  it("a large parameter value shared by every cell is counted once per task, before any is made", () => {
+    // Each of 10,000 tasks would carry the 5,000-item list in its name hash and annotations.
+    const big = `[${Array.from({ length: 5000 }, (_, i) => i).join(",")}]`;
+    const file = write(family(`  parameters: [{name: big, type: list}]\n  matrix: {a: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}], big: [${big}]}`));
+    const d = expectStopped(file, "FamilyTooLarge", 7);
+    expect(d.message).toContain("20,000,000");
+  });
+
+  it("a template of 100,000 empty `{{a}}` over 10,000 cells is refused from its size: no output, but a billion lookups", () => {
+    const file = write(family(`  matrix: {a: [""], i: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}]}`, `instruction: "${"{{a}}".repeat(100_000)}{{i}}"`));
+    const d = expectStopped(file, "FamilyTooLarge", 6);
+    expect(d.message).toContain("100,00");
+  });
+
   it("an evaluation of a billion rollouts is refused from its counts", () => {
     const file = write(
       family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace("  harnesses: [{name: noop}]", "  harnesses: [{name: noop}]\n  attempts: 10000"),

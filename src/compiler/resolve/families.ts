@@ -13,7 +13,7 @@ import type { TaskFamilySpec } from "../schema/task-family.js";
 import { issuesToDiagnostics, suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
-import { expandMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
+import { expandMatrix, measureMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
 import { MAX_MATRIX_COMPARISONS, MAX_RENDERED_VALUES, MAX_TASKS, TemplateBudget, formatCount } from "./limits.js";
@@ -41,14 +41,6 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
   if (cellsResult.problems.some((p) => (p.severity ?? "error") === "error")) return { value: [], diagnostics };
 
   const templateRaw = (src.value as any)?.spec?.template as unknown;
-  // Every cell walks the whole template: bounded before the first one is rendered.
-  const values = countValues(templateRaw, MAX_RENDERED_VALUES + 1);
-  const visits = values * cellsResult.cells.length;
-  if (visits > MAX_RENDERED_VALUES) {
-    const message = `The family would render ${formatCount(visits)} values (${formatCount(cellsResult.cells.length)} tasks × ${formatCount(values)} values in the template); the limit is ${formatCount(MAX_RENDERED_VALUES)}.`;
-    diagnostics.push(makeDiagnostic("FamilyTooLarge", at(["template"]), message, CODES.FamilyTooLarge));
-    return { value: [], diagnostics };
-  }
   budget.tasks += cellsResult.cells.length;
   const params = spec.parameters ?? [];
   const tasks: ResolvedTask[] = [];
@@ -149,14 +141,26 @@ function failureCode(e: TemplateFailure): FailureCode {
   return codes[e.kind];
 }
 
-/** Values (scalars and collections) in a plain value, counting stops past `max`. */
+/** At most how many values one parameter set holds: the largest value of each axis, entry and generator. */
+function parameterValuesBound(spec: TaskFamilySpec): number {
+  const largest = (list: readonly unknown[] | undefined) => (list ?? []).reduce<number>((m, v) => Math.max(m, countValues(v, MAX_RENDERED_VALUES)), 0);
+  const { include, exclude: _e, ...axes } = (spec.matrix ?? {}) as { include?: unknown[]; exclude?: unknown[] } & Record<string, unknown[]>;
+  let n = largest(include);
+  for (const values of Object.values(axes)) n += largest(values);
+  for (const p of spec.parameters ?? []) if (p.default !== undefined) n += countValues(p.default, MAX_RENDERED_VALUES);
+  for (const g of (spec.generate?.values ?? []) as Generator[]) n += g.pick ? largest(g.pick) : g.sample ? countValues(g.sample.from, MAX_RENDERED_VALUES) : 1;
+  return n;
+}
+
+/** Values (scalars and collections) in a plain value, and the `{{` in its strings; counting stops past `max`. */
 function countValues(root: unknown, max: number): number {
   let n = 0;
   const stack: unknown[] = [root];
   while (stack.length > 0 && n <= max) {
     const v = stack.pop();
     n++;
-    if (Array.isArray(v)) for (const x of v) stack.push(x);
+    if (typeof v === "string") for (let i = v.indexOf("{{"); i >= 0 && n <= max; i = v.indexOf("{{", i + 2)) n++;
+    else if (Array.isArray(v)) for (const x of v) stack.push(x);
     else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push(x);
   }
   return n;
@@ -170,7 +174,7 @@ function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagn
 }
 
 interface Problem {
-  code: "MatrixEmpty" | "MatrixTooLarge" | "MatrixTooManyEntries" | "TooManyTasks" | "TemplateTooMuchWork" | "RenderedTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
+  code: "MatrixEmpty" | "MatrixTooLarge" | "FamilyTooLarge" | "MatrixTooManyEntries" | "TooManyTasks" | "TemplateTooMuchWork" | "RenderedTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
   path: PathSegment[];
   message: string;
   /** Point at the key of the last path segment. */
@@ -195,6 +199,16 @@ export function parameterSets(spec: TaskFamilySpec, famName: string, budget: Exp
   }
   if (problems.length > 0) return { cells: [], problems };
   const left = Math.max(0, MAX_TASKS - budget.tasks);
+  // Every task walks the whole template and its own parameter values (names, annotations, hashes):
+  // bounded from the spec's sizes before a cell is made.
+  const templateValues = countValues(spec.template, MAX_RENDERED_VALUES + 1);
+  const cellValues = parameterValuesBound(spec);
+  const taskBound = measureMatrix(matrix).cells * (spec.generate?.count ?? 1);
+  const visits = taskBound * (templateValues + cellValues);
+  if (taskBound <= left && visits > MAX_RENDERED_VALUES) {
+    const message = `The family would render ${formatCount(visits)} values (up to ${formatCount(taskBound)} tasks × ${formatCount(templateValues)} values and \`{{…}}\` in the template and up to ${formatCount(cellValues)} in the parameters); the limit is ${formatCount(MAX_RENDERED_VALUES)}.`;
+    return { cells: [], problems: [{ code: "FamilyTooLarge", path: ["template"], key: true, message }] };
+  }
   const { cells, tooLarge, tooManyEntries, unusedExcludes, size } = expandMatrix(matrix, left);
   if (tooLarge) {
     const message =
