@@ -191,6 +191,15 @@ spec:
     expect(d.message).toContain("10,000,000 rollouts");
   });
 
+  it("many Evaluations in one `validate` share the rollout limit: each under it, together over it", () => {
+    const base = family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace("  harnesses: [{name: noop}]", "  harnesses: [{name: noop}]\n  attempts: 550");
+    const second = `---\napiVersion: reins/v1alpha1\nkind: Evaluation\nmetadata: {name: ev2}\nspec:\n  tasks: [{family: fam}]\n  harnesses: [{name: noop}]\n  attempts: 500\n`;
+    const r = validateSpecs([write(base + second)], { env: {} });
+    const errors = r.diagnostics.filter((d) => d.severity === "error");
+    expect(errors.map((d) => d.code)).toEqual(["PlanTooLarge"]);
+    expect(errors[0]!.message).toContain("500,000 rollouts, and the other plans compiled with it 550,000");
+  }, 120_000);
+
   it("`validate` of any 1 MB spec ends with an answer", () => {
     const MB = 1024 * 1024;
     const specs: Record<string, string> = {

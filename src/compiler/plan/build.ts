@@ -22,6 +22,8 @@ export interface BuildOptions {
   /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
   cwd: string;
   sources?: Plan["sources"];
+  /** Rollouts planned so far by other targets of the same compile (counted up by buildPlan). */
+  rollouts?: { count: number };
 }
 
 export function buildPlan(world: World, target: TypedDocument, opts: BuildOptions): Result<Plan | undefined> {
@@ -112,11 +114,14 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
 
   // The plan's size from its counts, before a single rollout is made.
   const rollouts = countRollouts(spec, isExperiment, training.length, heldOut.names.length, selected.names.length, harnessList.length, algorithm?.groupSize ?? 1);
-  if (rollouts > MAX_PLAN_ROLLOUTS) {
-    const message = `The plan would have ${rollouts.toLocaleString("en-US")} rollouts; the limit is ${MAX_PLAN_ROLLOUTS.toLocaleString("en-US")}.`;
+  const before = opts.rollouts?.count ?? 0;
+  if (before + rollouts > MAX_PLAN_ROLLOUTS) {
+    const others = before > 0 ? `, and the other plans compiled with it ${before.toLocaleString("en-US")}` : "";
+    const message = `The plan would have ${rollouts.toLocaleString("en-US")} rollouts${others}; the limit is ${MAX_PLAN_ROLLOUTS.toLocaleString("en-US")}.`;
     diagnostics.push(makeDiagnostic("PlanTooLarge", at(isExperiment ? "steps" : "attempts"), message, CODES.PlanTooLarge));
     return { value: undefined, diagnostics };
   }
+  if (opts.rollouts) opts.rollouts.count += rollouts;
 
   let attempts: number;
   if (isExperiment) {

@@ -29,8 +29,11 @@ export const MAX_RENDERED_STRING_BYTES = 1024 * 1024;
 export const MAX_RENDERED_TASK_BYTES = 2 * 1024 * 1024;
 /** All rendered strings of every family: what the plan would carry. */
 export const MAX_RENDERED_TOTAL_BYTES = 128 * 1024 * 1024;
-/** Rollouts in one plan (steps × tasks per step × group size, evaluations included). */
-export const MAX_PLAN_ROLLOUTS = 2_000_000;
+/**
+ * Rollouts in the plans of one compile (steps × tasks per step × group size, evaluations included;
+ * `validate` plans every Experiment and Evaluation given). A million take about 2 GiB and 15 s here.
+ */
+export const MAX_PLAN_ROLLOUTS = 1_000_000;
 
 export type LimitCode = "TemplateTooMuchWork" | "RenderedTooLarge";
 
