@@ -147,6 +147,14 @@ spec:
     expect(d.message).toContain("5,000,000");
   });
 
+  it("one huge `exclude` entry counts by its size: it would be serialized for every cell it is compared with", () => {
+    const cells = `[${Array.from({ length: 1000 }, (_, i) => `[${i}]`).join(",")}]`;
+    const huge = `[${Array.from({ length: 10_000 }, (_, i) => i).join(",")}]`;
+    const file = write(family(`  matrix: {a: ${cells}, exclude: [{a: ${huge}}]}`, `instruction: "do {{json a}}"`));
+    const d = expectStopped(file, "MatrixTooManyEntries", 5);
+    expect(d.message).toContain("comparisons");
+  });
+
   it("nested `{{#each (range …)}}` stops at the template work limit, naming the template line and the cell", () => {
     const file = write(
       family(

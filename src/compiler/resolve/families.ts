@@ -16,7 +16,7 @@ import { rng } from "../contract/rng.js";
 import { expandMatrix, measureMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
-import { MAX_MATRIX_COMPARISONS, MAX_RENDERED_VALUES, MAX_TASKS, TemplateBudget, formatCount } from "./limits.js";
+import { MAX_MATRIX_COMPARISONS, MAX_RENDERED_VALUES, MAX_TASKS, TemplateBudget, countValues, formatCount } from "./limits.js";
 
 /** What expanding families may still spend: shared by every family of a world. */
 export interface ExpansionBudget {
@@ -152,19 +152,6 @@ function parameterValuesBound(spec: TaskFamilySpec): number {
   return n;
 }
 
-/** Values (scalars and collections) in a plain value, and the `{{` in its strings; counting stops past `max`. */
-function countValues(root: unknown, max: number): number {
-  let n = 0;
-  const stack: unknown[] = [root];
-  while (stack.length > 0 && n <= max) {
-    const v = stack.pop();
-    n++;
-    if (typeof v === "string") for (let i = v.indexOf("{{"); i >= 0 && n <= max; i = v.indexOf("{{", i + 2)) n++;
-    else if (Array.isArray(v)) for (const x of v) stack.push(x);
-    else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push(x);
-  }
-  return n;
-}
 
 function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagnostic): void {
   const key = `${d.code}|${d.file}|${d.line}|${d.column}|${d.message}`;

@@ -94,6 +94,20 @@ export class TemplateBudget {
   }
 }
 
+/** Values (scalars and collections) in a plain value, and the `{{` in its strings; counting stops past `max`. */
+export function countValues(root: unknown, max: number): number {
+  let n = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0 && n <= max) {
+    const v = stack.pop();
+    n++;
+    if (typeof v === "string") for (let i = v.indexOf("{{"); i >= 0 && n <= max; i = v.indexOf("{{", i + 2)) n++;
+    else if (Array.isArray(v)) for (const x of v) stack.push(x);
+    else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push(x);
+  }
+  return n;
+}
+
 export function formatCount(n: number): string {
   return n.toLocaleString("en-US");
 }

@@ -7,7 +7,7 @@
  *    if it can be merged nowhere, it becomes a new cell.
  */
 import { canonicalJson } from "../contract/hash.js";
-import { MAX_MATRIX_COMPARISONS, MAX_TASKS } from "./limits.js";
+import { MAX_MATRIX_COMPARISONS, MAX_TASKS, countValues } from "./limits.js";
 
 export type Cell = Record<string, unknown>;
 
@@ -17,7 +17,7 @@ export interface MatrixSize {
   product: number;
   /** At most this many cells after `include` (each entry may add one). */
   cells: number;
-  /** `include`/`exclude` entries × product cells: the comparisons expansion makes. */
+  /** `include`/`exclude` entries (weighed by their values) × product cells: the comparisons expansion makes. */
   comparisons: number;
 }
 
@@ -27,7 +27,9 @@ export function measureMatrix(matrix: Record<string, unknown> | undefined): Matr
   const names = Object.keys(axes);
   let product = names.length === 0 ? 0 : 1;
   for (const n of names) product *= (axes[n] as unknown[]).length;
-  const entries = (include?.length ?? 0) + (exclude?.length ?? 0);
+  // Each entry is compared with each cell, key by key (canonical JSON for lists and maps): its size counts.
+  let entries = 0;
+  for (const e of [...(include ?? []), ...(exclude ?? [])]) entries += countValues(e, MAX_MATRIX_COMPARISONS);
   return { product, cells: product + (include?.length ?? 0), comparisons: entries * Math.max(product, 1) };
 }
 
