@@ -5,6 +5,17 @@ import type { Diagnostic } from "../compiler/index.js";
 import { outputError } from "./failure.js";
 import { renderDiagnostics } from "./render/diagnostics.js";
 
+/** `--project-root DIR`, on every command that loads specs: the one directory specs may read. */
+export const PROJECT_ROOT_OPTION = [
+  "--project-root <dir>",
+  "the directory specs may read (imports, workspace from/fromDir, mounts); default: the directory holding the spec paths given",
+] as const;
+
+/** `{projectRoot}` for the compiler when the flag was given. */
+export function projectRootOf(opts: { projectRoot?: string }): { projectRoot?: string } {
+  return opts.projectRoot !== undefined ? { projectRoot: opts.projectRoot } : {};
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }

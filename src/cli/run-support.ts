@@ -8,7 +8,7 @@ import { DiagnosticsError, ReinsError, type Plan } from "../compiler/index.js";
 import { isPlanFile, openRun, planSpecs, readPlanFile, readRunPlan, type RunStore } from "../runtime/index.js";
 import { EXIT } from "./exit-codes.js";
 import { outputError } from "./failure.js";
-import { makeDirectory, reportDiagnostics, say } from "./io.js";
+import { makeDirectory, projectRootOf, reportDiagnostics, say } from "./io.js";
 
 export interface RunCliOptions {
   out?: string;
@@ -17,6 +17,7 @@ export interface RunCliOptions {
   json?: boolean;
   quiet?: boolean;
   concurrency?: string;
+  projectRoot?: string;
 }
 
 /**
@@ -55,7 +56,7 @@ function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions):
     process.exitCode = EXIT.usage;
     return undefined;
   }
-  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, opts.target ? { target: opts.target } : {});
+  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...projectRootOf(opts) });
   if (!planned.value) throw new DiagnosticsError(planned.diagnostics);
   if (!opts.json) reportDiagnostics(planned.diagnostics, false);
   return planned.value;

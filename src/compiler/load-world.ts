@@ -12,11 +12,16 @@ export interface Loaded {
   world: World;
 }
 
-export type Settled = Required<Pick<LoadOptions, "cwd" | "env" | "builtins">>;
+export type Settled = Required<Pick<LoadOptions, "cwd" | "env" | "builtins">> & Pick<LoadOptions, "projectRoot">;
 
-/** Options with their defaults: cwd (made absolute) and env of the process, the shipped library on. */
+/**
+ * Options with their defaults: cwd (made absolute) and env of the process, the shipped library on;
+ * the project root, when given, kept (its default depends on the paths, see load.ts).
+ */
 export function settle(opts: LoadOptions): Settled {
-  return { cwd: resolve(opts.cwd ?? process.cwd()), env: opts.env ?? process.env, builtins: opts.builtins ?? true };
+  const settled: Settled = { cwd: resolve(opts.cwd ?? process.cwd()), env: opts.env ?? process.env, builtins: opts.builtins ?? true };
+  if (opts.projectRoot !== undefined) settled.projectRoot = opts.projectRoot;
+  return settled;
 }
 
 export function loadAndResolve(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {

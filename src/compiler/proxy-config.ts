@@ -15,8 +15,8 @@ export interface ProxyConfig {
 }
 
 export async function loadProxyConfig(path: string, opts: Omit<LoadOptions, "builtins"> = {}): Promise<Result<ProxyConfig | undefined>> {
-  const { cwd, env } = settle(opts);
-  const loaded = loadAndResolve([path], { cwd, env, builtins: false });
+  const { cwd, env, projectRoot } = settle(opts);
+  const loaded = loadAndResolve([path], { cwd, env, builtins: false, ...(projectRoot !== undefined ? { projectRoot } : {}) });
   const diagnostics: Diagnostic[] = [...loaded.diagnostics];
   if (hasErrors(diagnostics)) return { value: undefined, diagnostics };
   const models = [...loaded.value.world.models.values()];

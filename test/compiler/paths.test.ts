@@ -1,7 +1,8 @@
 /**
  * Paths are resolved once, by the compiler, against the caller's cwd: relative spec paths from
  * `{cwd}`, host paths in specs (model files, harness mounts) from the file that names them, absolute
- * in the plan. The hash sees them relative to Plan.root, so it does not depend on where the
+ * in the plan. The project here is the whole temp directory (`projectRoot`), since the mount is a
+ * sibling of specs/. The hash sees them relative to Plan.root, so it does not depend on where the
  * project lives.
  */
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -55,7 +56,7 @@ spec:
 }
 
 function planIn(cwd: string, file = "specs/eval.yaml") {
-  const r = compilePlan([file], { cwd, env: {} });
+  const r = compilePlan([file], { cwd, env: {}, projectRoot: "." });
   expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
   return r.value!;
 }
@@ -67,7 +68,7 @@ describe("paths in the plan", () => {
     const plan = planIn(dir);
     expect(plan.root).toBe(dir);
     expect(plan.sources.map((s) => s.file)).toEqual(["specs/eval.yaml", "specs/model.yaml"]);
-    expect(validateSpecs(["specs"], { cwd: dir, env: {} }).diagnostics).toEqual([]);
+    expect(validateSpecs(["specs"], { cwd: dir, env: {}, projectRoot: "." }).diagnostics).toEqual([]);
   });
 
   it("makes model and mount paths absolute, relative to the spec file that names them", () => {

@@ -49,7 +49,9 @@ describe("resume after kill -9", () => {
     expect(before.length).toBeGreaterThanOrEqual(target);
     expect(before.length).toBeLessThan(36);
 
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "eval", "--resume", out, "--json", "--quiet"], { encoding: "utf8", timeout: 180_000 });
+    // The killed runner left its sandboxes (size-capped mounts, control groups); the next runner on
+    // the same state root prunes them before it starts anything.
+    const resumed = spawnSync(process.execPath, ["bin/reins.js", "eval", "--resume", out, "--json", "--quiet"], { encoding: "utf8", timeout: 180_000, env: { ...process.env, TMPDIR: tmp } });
     expect(resumed.status, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout);
     expect(summary.rollouts).toBe(36);
@@ -68,5 +70,14 @@ describe("resume after kill -9", () => {
     const calls = lines(join(out, "calls.jsonl"));
     expect(calls.length).toBe(0);
     expect(results.every((r) => r.status === "ok" && r.reward === 1)).toBe(true);
+    expect(mountsUnder(tmp)).toEqual([]);
   }, 240_000);
 });
+
+/** Mount points under `dir` (the kernel's view, so an unmounted-but-present directory is not one). */
+function mountsUnder(dir: string): string[] {
+  return readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[4] ?? "")
+    .filter((m) => m.startsWith(`${dir}/`));
+}

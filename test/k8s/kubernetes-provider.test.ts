@@ -161,8 +161,9 @@ describe("kubernetes provider against recorded API exchanges", () => {
 });
 
 describe("a kubernetes rollout", () => {
-  // The harness writes answer.txt in the pod; the verifier reads the workspace out of the pod
-  // (tar over the exec websocket), runs its command check and script in the pod, and scores.
+  // The harness writes answer.txt in the pod; its processes are stopped and the workspace read
+  // out of the pod (tar over the exec websocket); the pod is deleted and the verifier's command
+  // check and script run in a fresh pod that holds a copy of the workspace; then it scores.
   const task = `apiVersion: reins/v1alpha1
 kind: Task
 metadata: {name: answer, labels: {suite: t}}
@@ -187,7 +188,7 @@ spec:
 `;
 
   it("is verified: the files its pod wrote are read over exec, its checks evaluated, and it gets a reward", async () => {
-    const { mock, provider } = await setup("pod-lifecycle");
+    const { mock, provider } = await setup("verified-rollout");
     const plan = planOf(writeSpecs(tempDir("reins-k8s-plan-"), evaluationYaml({ command: ["sh", "-c", "printf 42 > answer.txt"], tasks: task })));
     const [rollout] = plan.steps.flatMap((s) => s.rollouts);
     const harness = plan.harnesses[0];
@@ -213,6 +214,15 @@ spec:
     expect(commands.some((c) => c.includes("tar -c -f - -C /workspace ."))).toBe(true);
     expect(commands.some((c) => c.includes("grep -qx 42 answer.txt"))).toBe(true);
     expect(commands.some((c) => c.includes("tar -x -f - -C /"))).toBe(true);
+    // The agent's processes were stopped in its pod before the copy; the verifier ran in its own pod.
+    const podOf = (text: string) => mock.execs.filter((e) => e.command.join(" ").includes(text)).map((e) => e.pod);
+    expect(podOf("kill -9 -1")).toContain("reins-run-k8s-r-0-3b13ed");
+    expect(podOf("grep -qx 42 answer.txt")).toEqual(["reins-run-k8s-r-0-verify-f4cc5f"]);
+    expect(new Set(podOf("REINS_HIDDEN"))).toEqual(new Set(["reins-run-k8s-r-0-verify-f4cc5f"]));
+    // The verifier's pod runs as another user than the agent's.
+    const pods = posted(mock, "/pods") as { spec: { securityContext: { runAsUser: number }; containers: { securityContext: { runAsUser: number } }[] } }[];
+    expect(pods.map((p) => [p.spec.securityContext.runAsUser, p.spec.containers[0]!.securityContext.runAsUser])).toEqual([[1000, 1000], [1999, 1999]]);
+    for (const p of pods) expect(validateManifest(p)).toEqual([]);
     await provider.cleanupRun("run-k8s");
     expect(mock.unexpected).toEqual([]);
     expect(mock.pending()).toEqual([]);

@@ -30,7 +30,7 @@ const all = () => ({
     identity,
     namespace: "reins",
     image: "ghcr.io/example/reins-sandbox:1",
-    resources: { cpu: "500m", memoryMiB: 1024 },
+    resources: { cpu: "500m", memoryMiB: 1024, diskMiB: 256 },
     deadlineSeconds: 1800.5,
     owner,
     runtimeClassName: "gvisor",
@@ -38,7 +38,7 @@ const all = () => ({
     labels: { "example.com/team": "rl" },
   }),
   policy: buildProxyOnlyNetworkPolicy({ runId: identity.runId, namespace: "reins", proxyPodLabels: { "app.kubernetes.io/name": "reins-proxy" }, proxyPort: 8080, owner }),
-  template: buildSandboxTemplate({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, resources: { cpu: "1", memoryMiB: 512 }, owner }),
+  template: buildSandboxTemplate({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, resources: { cpu: "1", memoryMiB: 512, diskMiB: 128 }, owner }),
   pool: buildSandboxWarmPool({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, owner }),
   claim: buildSandboxClaim({ identity, namespace: "reins", ttlSeconds: 900, now, owner }),
 });
@@ -47,6 +47,12 @@ describe("manifest builders", () => {
   it("produce objects the real schemas accept, with no unknown fields", () => {
     for (const [name, manifest] of Object.entries(all())) expect(validateManifest(manifest), name).toEqual([]);
     expect(() => new Pod(all().pod as never).validate()).not.toThrow();
+  });
+
+  it("state the sandbox's disk cap as ephemeral-storage and as each emptyDir's size limit", () => {
+    const spec = all().pod.spec as { containers: { resources: Record<string, Record<string, string>> }[]; volumes: { emptyDir?: { sizeLimit?: string } }[] };
+    expect(spec.containers[0].resources.limits).toEqual({ cpu: "500m", memory: "1024Mi", "ephemeral-storage": "768Mi" });
+    expect(spec.volumes.map((v) => v.emptyDir?.sizeLimit)).toEqual(["256Mi", "256Mi", "256Mi"]);
   });
 
   it("the podman adaptation of the Pod is still a valid Pod", () => {

@@ -40,7 +40,7 @@ let plan: Plan;
 let out: string;
 beforeAll(() => {
   delete process.env.VLLM_BASE_URL;
-  const r = compilePlan([EXAMPLE]);
+  const r = compilePlan([EXAMPLE], { projectRoot: "examples" });
   expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
   plan = r.value as Plan;
   out = mkdtempSync(join(tmpdir(), "reins-plan-manifests-"));
@@ -96,7 +96,7 @@ describe("plan manifests", () => {
     const task = plan.tasks.find((t) => t.name === first.task)!;
     expect(pod.spec.activeDeadlineSeconds).toBe(task.timeoutSeconds);
     expect(pod.spec.containers[0].image).toBe("localhost/reins-sandbox:1");
-    expect(pod.spec.containers[0].resources.limits).toEqual({ cpu: "2", memory: "4096Mi" });
+    expect(pod.spec.containers[0].resources.limits).toEqual({ cpu: "2", memory: "4096Mi", "ephemeral-storage": "3072Mi" });
     for (const m of ms.slice(3)) expect(m.metadata.ownerReferences[0].name).toBe(owner.metadata.name);
   });
 
@@ -126,7 +126,7 @@ describe("plan manifests", () => {
   });
 
   it("is deterministic: two compilations of the same specs give identical manifests", () => {
-    const again = compilePlan([EXAMPLE]).value as Plan;
+    const again = compilePlan([EXAMPLE], { projectRoot: "examples" }).value as Plan;
     expect(JSON.stringify(planManifests(again))).toBe(JSON.stringify(planManifests(plan)));
   });
 
@@ -134,7 +134,7 @@ describe("plan manifests", () => {
     const file = join(out, "plan.json");
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
     delete env.VLLM_BASE_URL;
-    const stdout = execFileSync(process.execPath, ["bin/reins.js", "plan", EXAMPLE, "--json", "--out", file], { env, encoding: "utf8" });
+    const stdout = execFileSync(process.execPath, ["bin/reins.js", "plan", EXAMPLE, "--project-root", "examples", "--json", "--out", file], { env, encoding: "utf8" });
     const summary = JSON.parse(stdout);
     expect(summary.ok).toBe(true);
     expect(summary.hash).toBe(plan.hash);

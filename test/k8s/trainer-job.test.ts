@@ -28,7 +28,7 @@ type Obj = Record<string, any>;
 let plan: Plan;
 beforeAll(() => {
   delete process.env.VLLM_BASE_URL; // the example's engine URL defaults to the in-cluster service
-  const r = compilePlan(["examples/k8s/experiment.yaml"]);
+  const r = compilePlan(["examples/k8s/experiment.yaml"], { projectRoot: "examples" });
   expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
   plan = r.value as Plan;
 });

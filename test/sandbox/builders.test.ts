@@ -11,6 +11,8 @@ import { buildEnterArgv, buildKeeperArgs, buildKeeperScript, portHex, type Keepe
 import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local/host.js";
 import { parseProcStat } from "../../src/runtime/sandbox/host/process-tree.js";
 import { locateSandboxPath } from "../../src/runtime/sandbox/files/transport.js";
+import { buildConfineArgv, buildStateFstab } from "../../src/runtime/sandbox/local/confine.js";
+import { limitsOf } from "../../src/runtime/sandbox/layout.js";
 import { tempDir } from "./helpers.js";
 
 const dir = tempDir("reins-builders-");
@@ -191,3 +193,28 @@ describe("small helpers", () => {
 });
 
 writeFileSync(path.join(dir, ".keep"), "");
+
+describe("sandbox limits builders", () => {
+  it("fill every limit from its default and read cpu in cores", () => {
+    expect(limitsOf({ cpu: "500m", memoryMiB: 64 })).toEqual({ cpus: 0.5, memoryMiB: 64, pids: 1024, diskMiB: 1024, openFiles: 4096, cpuSeconds: 3600 });
+    expect(limitsOf().cpus).toBe(1);
+  });
+
+  it("confine a process with a real shell: rlimits set, groups joined before the command runs", () => {
+    const dir = tempDir("reins-confine-");
+    const procs = path.join(dir, "cgroup.procs");
+    const limits = { ...limitsOf({ cpu: "1", memoryMiB: 64, openFiles: 100, cpuSeconds: 7 }), pids: 50 };
+    const argv = buildConfineArgv({ procs: [procs], limits, fallback: { memory: true, disk: false }, ownUid: false }, ["/bin/sh", "-c", 'echo "$(ulimit -n) $(ulimit -t) $(ulimit -v) $$"']);
+    const [nofile, cpu, vmem, pid] = execFileSync(argv[0], argv.slice(1)).toString().trim().split(" ");
+    expect([nofile, cpu, vmem]).toEqual(["100", "7", String(64 * 1024)]);
+    expect(readFileSync(procs, "utf8").trim()).toBe(pid);
+  });
+
+  it("cap each writable root with its own tmpfs, owned by the sandbox user", () => {
+    const fstab = buildStateFstab({ workspace: "/s/a b/workspace", home: "/s/home", tmp: "/s/tmp" }, 16, 5000, 5001);
+    const lines = fstab.trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe("tmpfs /s/a\\040b/workspace tmpfs size=16m,nr_inodes=4096,uid=5000,gid=5001,nosuid,nodev,mode=0755 0 0");
+    expect(lines[2]).toContain("mode=1777");
+  });
+});

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SnapshotWriter } from "../../src/runtime/sandbox/files/snapshot-writer.js";
 import { TarReader } from "../../src/runtime/sandbox/files/tar-reader.js";
+import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { CopyLimits } from "../../src/runtime/sandbox/provider.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
@@ -164,7 +165,7 @@ describe("local sandbox copy in and out", () => {
     writeFileSync(path.join(src, "expected.txt"), "42");
     await box.copyIn(src, "/home/sandbox/.verify");
     const r = await box.exec(["sh", "-c", "~/.verify/sub/check.sh now; cat ~/.verify/expected.txt; stat -c %u ~/.verify/expected.txt"]);
-    expect(r.stdout).toBe("checked now\n421000\n");
+    expect(r.stdout).toBe(`checked now\n42${(box as LocalSandbox).uid}\n`);
     expect(await box.listFiles()).toEqual([]);
     await box.destroy();
   });

@@ -103,7 +103,7 @@ describe("local sandbox files", () => {
     expect(await box.listFiles("/home/sandbox")).toEqual([".config/tool.json"]);
     expect([...(await box.readFile("bin.dat"))]).toEqual([0, 255, 1]);
     const r = await box.exec(["sh", "-c", "cat a/b/c.txt; echo; stat -c '%u %a' bin.dat; cat $HOME/.config/tool.json; echo more >> a/b/c.txt"]);
-    expect(r.stdout).toBe("abc\n1000 600\n{}");
+    expect(r.stdout).toBe(`abc\n${box.uid} 600\n{}`);
     expect((await box.readFile("/workspace/a/b/c.txt")).toString()).toBe("abcmore\n");
   });
 
@@ -133,9 +133,9 @@ describe("local sandbox mounts", () => {
     const cache = temp("reins-cache-");
     writeFileSync(path.join(cache, "tool.js"), "console.log('from cache')");
     const shared = temp("reins-shared-");
-    // The sandbox user (uid 1000) needs the host's permissions to read them, as any user would.
+    // The sandbox user (a uid of its own) needs the host's permissions to read them, as any user would.
     chmodSync(cache, 0o755);
-    chownSync(shared, 1000, 1000);
+    chmodSync(shared, 0o1777);
     const withMounts = await provider.create({
       id: "mounts",
       runId: "test-local",
@@ -163,6 +163,47 @@ describe("local sandbox lifecycle", () => {
     expect(await victim.alive()).toBe(false);
     await expect(victim.exec(["true"])).rejects.toMatchObject({ kind: "died" });
     await victim.destroy();
+  });
+
+  it("stopProcesses kills every process of the sandbox, daemons included, and keeps the sandbox and its files", async () => {
+    // Commands sharing the sandbox's pid namespace, as in a container: their daemons outlive them.
+    const shared = new LocalSandboxProvider({ rootDir: temp("reins-local-stop-"), isolateCommands: false });
+    try {
+      const box2 = (await shared.create({ id: "stop", runId: "test-local", network: "none" })) as LocalSandbox;
+      const marker = uniqueMarker();
+      const r = await box2.exec(["sh", "-c", `echo kept > kept.txt; setsid nohup sh -c 'trap "" TERM HUP INT; sleep ${marker}' >/dev/null 2>&1 & (sleep ${marker} >/dev/null 2>&1 &) ; exit 0`]);
+      expect(r.exitCode).toBe(0);
+      for (let i = 0; i < 100 && hostPidsWith(marker).length < 2; i++) await new Promise((res) => setTimeout(res, 20));
+      expect(hostPidsWith(marker).length).toBe(2);
+      const running = box2.spawn(["sleep", marker]);
+      await box2.stopProcesses();
+      expect((await running.wait()).exitCode).not.toBe(0);
+      for (let i = 0; i < 50 && hostPidsWith(marker).length > 0; i++) await new Promise((res) => setTimeout(res, 20));
+      expect(hostPidsWith(marker)).toEqual([]);
+      expect(await box2.alive()).toBe(true);
+      expect((await box2.readFile("kept.txt")).toString()).toBe("kept\n");
+      expect((await box2.exec(["cat", "kept.txt"])).stdout).toBe("kept\n");
+      await box2.destroy();
+      await expect(box2.stopProcesses()).rejects.toMatchObject({ kind: "died" });
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it("a verifier's sandbox runs its commands under another uid than agents' sandboxes", async () => {
+    const verifier = (await provider.create({ id: "verifier", runId: "test-local", network: "none", role: "verifier" })) as LocalSandbox;
+    try {
+      await verifier.writeFiles([{ path: "f.txt", content: "x" }]);
+      const agentUid = (await box.exec(["id", "-u"])).stdout.trim();
+      const r = await verifier.exec(["sh", "-c", "id -u; stat -c %u f.txt; echo y >> f.txt && echo writable"]);
+      const [uid, owner, writable] = r.stdout.trim().split("\n");
+      expect(uid).not.toBe(agentUid);
+      expect(uid).not.toBe("0");
+      expect(owner).toBe(uid);
+      expect(writable).toBe("writable");
+    } finally {
+      await verifier.destroy();
+    }
   });
 
   it("destroy kills every process, even setsid'd ones ignoring SIGTERM, and removes the state", async () => {

@@ -114,6 +114,16 @@ describe.skipIf(skip)("podman provider", () => {
     expect(ps.stdout).not.toMatch(/sleep 30[12]/);
   });
 
+  it("stopProcesses kills every process in the pod, daemons included, and keeps the pod and its files", async () => {
+    const r = await box.exec(["sh", "-c", "echo kept > kept.txt; setsid sh -c 'trap \"\" TERM HUP; sleep 303' >/dev/null 2>&1 & (sleep 304 &); exit 0"]);
+    expect(r.exitCode).toBe(0);
+    expect((await box.exec(["ps", "-o", "args"])).stdout).toMatch(/sleep 303/);
+    await box.stopProcesses();
+    expect((await box.exec(["ps", "-o", "args"])).stdout).not.toMatch(/sleep 30[34]/);
+    expect(await box.alive()).toBe(true);
+    expect((await box.readFile("kept.txt")).toString()).toBe("kept\n");
+  });
+
   it("copies files over exec (the kubernetes path) against the real container", async () => {
     const viaExec = new PodmanSandboxProvider({ rootDir: path.join(root, "pods-exec"), fileTransfer: "exec" });
     try {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { renderEvalTable, runEvaluation } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, say } from "../io.js";
+import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
@@ -16,6 +16,7 @@ export function register(program: Command): void {
     .option("--concurrency <n>", "rollouts at once (default: the sandbox's concurrency)")
     .option("--json", "print the summary as JSON on stdout")
     .option("--quiet", "no progress on stderr")
+    .option(...PROJECT_ROOT_OPTION)
     .action(async (paths: string[], opts: RunCliOptions) => {
       const opened = openRunFor("eval", paths, opts);
       if (!opened) return;

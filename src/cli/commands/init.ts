@@ -228,6 +228,18 @@ export function register(program: Command): void {
       }
       const files = buildExperimentScaffold({ name, dir: opts.dir, cwd: process.cwd(), ...(opts.tasks ? { tasks: opts.tasks } : {}) });
       const shown = (p: string) => relative(process.cwd(), p).split(sep).join("/");
-      finish("experiment", name, files, opts, [`reins validate ${shown(files[0].path)}`, `reins plan ${shown(files[0].path)} --out plan.json`, `reins eval ${shown(files[1].path)}`]);
+      // Specs read only their project (the experiment's directory unless --project-root says
+      // more): tasks of your own beside it need the directory holding both.
+      const root = opts.tasks !== undefined ? commonDir(dirname(files[0].path), resolve(opts.tasks)) : undefined;
+      const flag = root !== undefined && root !== dirname(files[0].path) ? ` --project-root ${shown(root) || "."}` : "";
+      finish("experiment", name, files, opts, [`reins validate ${shown(files[0].path)}${flag}`, `reins plan ${shown(files[0].path)}${flag} --out plan.json`, `reins eval ${shown(files[1].path)}${flag}`]);
     });
+}
+
+/** The deepest directory holding both a and b (absolute). */
+function commonDir(a: string, b: string): string {
+  let d = a;
+  const outside = (rel: string) => rel === ".." || rel.startsWith(`..${sep}`);
+  while (outside(relative(d, b)) && dirname(d) !== d) d = dirname(d);
+  return d;
 }

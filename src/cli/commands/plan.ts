@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { DiagnosticsError, type Plan } from "../../compiler/index.js";
 import { planSpecs } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics, writeOutputFile } from "../io.js";
+import { errorCount, printJson, PROJECT_ROOT_OPTION, projectRootOf, reportDiagnostics, writeOutputFile } from "../io.js";
 
 export function summarizePlan(plan: Plan, out?: string) {
   const rollouts = plan.steps.reduce((n, s) => n + s.rollouts.length, 0);
@@ -29,8 +29,9 @@ export function register(program: Command): void {
     .option("--out <file>", "write the plan here (e.g. plan.json), to review and then run")
     .option("--target <name>", "the Experiment or Evaluation to plan when several are given")
     .option("--json", "print the summary as JSON")
-    .action((paths: string[], opts: { out?: string; target?: string; json?: boolean }) => {
-      const r = planSpecs(paths, opts.target ? { target: opts.target } : {});
+    .option(...PROJECT_ROOT_OPTION)
+    .action((paths: string[], opts: { out?: string; target?: string; json?: boolean; projectRoot?: string }) => {
+      const r = planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...projectRootOf(opts) });
       if (errorCount(r.diagnostics) > 0 || !r.value) throw new DiagnosticsError(r.diagnostics);
       const plan = r.value;
       if (opts.out) writeOutputFile(opts.out, `${JSON.stringify(plan, null, 2)}\n`);

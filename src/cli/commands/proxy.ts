@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { DiagnosticsError, loadProxyConfig, ReinsError } from "../../compiler/index.js";
 import { startProxy } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics, say, writeOutputFile } from "../io.js";
+import { errorCount, printJson, PROJECT_ROOT_OPTION, projectRootOf, reportDiagnostics, say, writeOutputFile } from "../io.js";
 
 interface ProxyFlags {
   config: string;
@@ -12,6 +12,7 @@ interface ProxyFlags {
   key?: string;
   record?: string;
   json?: boolean;
+  projectRoot?: string;
 }
 
 export function register(program: Command): void {
@@ -24,6 +25,7 @@ export function register(program: Command): void {
     .option("--key <key>", "API key clients must send (default: REINS_PROXY_KEY or a generated one)")
     .option("--record <file>", "append one JSON line per model call to this file")
     .option("--json", "print {url, baseUrl, key} as JSON on stdout")
+    .option(...PROJECT_ROOT_OPTION)
     .action(async (flags: ProxyFlags) => {
       process.exitCode = await runProxy(flags);
     });
@@ -35,7 +37,7 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
     say(`reins proxy: --port must be an integer between 0 and 65535, got ${JSON.stringify(flags.port)}`);
     return EXIT.usage;
   }
-  const config = await loadProxyConfig(flags.config);
+  const config = await loadProxyConfig(flags.config, projectRootOf(flags));
   if (!config.value || errorCount(config.diagnostics) > 0) throw new DiagnosticsError(config.diagnostics);
   reportDiagnostics(config.diagnostics, false);
   const key = flags.key ?? config.value.key;

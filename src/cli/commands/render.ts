@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { stringify } from "yaml";
 import { loadAndResolve, renderTasks } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics } from "../io.js";
+import { errorCount, printJson, PROJECT_ROOT_OPTION, projectRootOf, reportDiagnostics } from "../io.js";
 
 export function register(program: Command): void {
   program
@@ -11,8 +11,9 @@ export function register(program: Command): void {
     .argument("<paths...>", "spec files or directories")
     .option("--json", "print {ok, diagnostics, documents} as JSON")
     .option("--family <name>", "only tasks of this family")
-    .action((paths: string[], opts: { json?: boolean; family?: string }) => {
-      const r = loadAndResolve(paths);
+    .option(...PROJECT_ROOT_OPTION)
+    .action((paths: string[], opts: { json?: boolean; family?: string; projectRoot?: string }) => {
+      const r = loadAndResolve(paths, projectRootOf(opts));
       const ok = errorCount(r.diagnostics) === 0;
       let docs = renderTasks(r.value.world);
       if (opts.family) {

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { isReinsError, ReinsError } from "../../compiler/index.js";
 import { createProvider, runExperiment } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, say } from "../io.js";
+import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
@@ -18,6 +18,7 @@ export function register(program: Command): void {
     .option("--threads <n>", "CPU threads for the engine and the trainer", "2")
     .option("--json", "print the outcome as JSON on stdout")
     .option("--quiet", "no progress on stderr")
+    .option(...PROJECT_ROOT_OPTION)
     .action(async (paths: string[], opts: RunCliOptions & { threads: string }) => {
       const opened = openRunFor("run", paths, opts);
       if (!opened) return;

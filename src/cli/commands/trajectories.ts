@@ -23,7 +23,7 @@ import {
 } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { jsonFailure, problemFromDiagnostic } from "../failure.js";
-import { makeDirectory, writingTo } from "../io.js";
+import { makeDirectory, PROJECT_ROOT_OPTION, projectRootOf, writingTo } from "../io.js";
 import { renderDiagnostics } from "../render/diagnostics.js";
 import { renderProblems } from "../render/problems.js";
 
@@ -38,6 +38,7 @@ export interface TrajectoriesOptions {
   step?: string;
   sft?: string;
   minReward?: string;
+  projectRoot?: string;
 }
 
 export interface Streams {
@@ -53,6 +54,7 @@ export function register(program: Command): void {
     .option("--rewards <file>", 'JSON {"<rolloutId>": {"reward", "task", "harness"}}; enables advantages')
     .option("--algorithm <file>", "YAML with one `kind: Algorithm` document (filters, advantage, correction; default: GRPO with the compiler's defaults)")
     .option("--json", "print JSON on stdout")
+    .option(...PROJECT_ROOT_OPTION)
     .option("--svg <out.svg>", "draw the prefix tree of --rollout as SVG")
     .option("--rollout <id>", "rollout to draw with --svg")
     .option("--out <dir>", "write the training batch: batch.json + little-endian arrays + batch.jsonl (needs --rewards)")
@@ -111,7 +113,7 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   const diagnostics: Diagnostic[] = [];
   let algorithm: ResolvedAlgorithm = defaultAlgorithm();
   if (opts.algorithm) {
-    const loaded = loadAlgorithm(opts.algorithm, { cwd: process.cwd() });
+    const loaded = loadAlgorithm(opts.algorithm, { cwd: process.cwd(), ...projectRootOf(opts) });
     diagnostics.push(...loaded.diagnostics);
     if (loaded.value) algorithm = loaded.value;
   }

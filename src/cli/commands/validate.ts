@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { validateSpecs } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
-import { errorCount, printJson, reportDiagnostics, say } from "../io.js";
+import { errorCount, printJson, PROJECT_ROOT_OPTION, projectRootOf, reportDiagnostics, say } from "../io.js";
 
 export function register(program: Command): void {
   program
@@ -9,8 +9,9 @@ export function register(program: Command): void {
     .description("Check spec files and report every problem with its position.")
     .argument("<paths...>", "spec files or directories")
     .option("--json", "print {ok, diagnostics} as JSON on stdout")
-    .action((paths: string[], opts: { json?: boolean }) => {
-      const r = validateSpecs(paths);
+    .option(...PROJECT_ROOT_OPTION)
+    .action((paths: string[], opts: { json?: boolean; projectRoot?: string }) => {
+      const r = validateSpecs(paths, projectRootOf(opts));
       const ok = errorCount(r.diagnostics) === 0;
       if (opts.json) {
         printJson({ ok, diagnostics: r.diagnostics, tasks: r.value.world.tasks.size });

@@ -1,5 +1,6 @@
 /** Human rendering of diagnostics: `file:line:col`, severity and code, message, code frame, hint. */
-import { readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from "node:fs";
+import { extname } from "node:path";
 import pc from "picocolors";
 import type { Diagnostic } from "../../compiler/index.js";
 
@@ -17,17 +18,36 @@ export function printable(text: string): string {
   return text.replace(CONTROL, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
+/** Largest file a code frame is read from (the compiler's limit on a spec file). */
+const MAX_FRAME_FILE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The text of a spec file for a code frame, or undefined: frames are shown only from spec files
+ * (.yaml/.yml), regular and no larger than a spec may be, opened non-blocking. Whatever file a
+ * diagnostic names, nothing else (a secret, a device, a FIFO) is ever printed or opened.
+ */
+export function readSpecText(file: string): string | undefined {
+  if (![".yaml", ".yml"].includes(extname(file).toLowerCase())) return undefined;
+  let fd: number | undefined;
+  try {
+    const st = statSync(file);
+    if (!st.isFile() || st.size > MAX_FRAME_FILE_BYTES) return undefined;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    const fst = fstatSync(fd);
+    if (!fst.isFile() || fst.size > MAX_FRAME_FILE_BYTES) return undefined;
+    return readFileSync(fd, "utf8");
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 export function renderDiagnostics(diagnostics: readonly Diagnostic[], color = useColor(), summary = true): string {
   const c = pc.createColors(color);
   const cache = new Map<string, string[] | null>();
   const lines = (file: string) => {
-    if (!cache.has(file)) {
-      try {
-        cache.set(file, readFileSync(file, "utf8").split("\n"));
-      } catch {
-        cache.set(file, null);
-      }
-    }
+    if (!cache.has(file)) cache.set(file, readSpecText(file)?.split("\n") ?? null);
     return cache.get(file);
   };
   const out: string[] = [];

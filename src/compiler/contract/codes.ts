@@ -12,6 +12,11 @@ export const CODES = {
   FileTooLarge: "Spec files are limited in size; move large data into workspace directories referenced with `fromDir`.",
   BinaryFile: "This does not look like a YAML text file. Pass only .yaml/.yml spec files or directories containing them.",
   NoSpecFiles: "Pass at least one .yaml/.yml file or a directory containing some.",
+  OutsideProject:
+    "Specs read only their project: keep the file inside the project root (the directory of the spec files given, or --project-root DIR) and do not reach out through '..', absolute paths or symlinks.",
+  NotRegularFile: "Name a regular file (or a directory where one is expected); devices, FIFOs and sockets are never read.",
+  NoProjectRoot: "Give the project's directory with --project-root DIR (an existing directory other than /), or pass spec files that share one.",
+  DirectoryTooLarge: "Read less from one directory: split it, or keep large data out of specs and workspaces.",
   YamlSyntax: "Fix the YAML syntax at this position.",
   DuplicateKey: "Remove or rename one of the duplicated keys.",
   AliasBomb: "YAML aliases expand too much here. Write the values out instead of nesting aliases.",
@@ -132,6 +137,15 @@ export const CODES = {
   EngineLoadFailed: "Check the weights directory, or start a new run.",
   EngineReloadFailed: "Fix the cause (a full disk? a damaged file?), then resume with --resume DIR.",
 
+  // ── runtime: the serving proxy's per-request limits (refused in the dialect's error shape, recorded in the call's error) ──
+  RequestBodyTooLarge: "The request body is over the proxy's maxBodyBytes (before or after decompression); send a shorter conversation, or raise the limit.",
+  RequestBodyTimeout: "The request body did not arrive within the proxy's bodyTimeoutMs; send the whole body at once.",
+  RequestJsonTooComplex: "The request JSON nests too deeply or holds too many values (maxJsonDepth, maxJsonValues); send a plain conversation.",
+  MessageTooLarge: "One message is longer than the proxy's maxMessageChars; shorten the message (a tool result, say) or compact the conversation.",
+  ToolArgumentsTooLarge: "One tool call's arguments are longer than the proxy's maxToolArgumentChars; shorten them.",
+  PromptTooLong: "The prompt's new text cannot fit in the model's context (checked on characters before tokenizing); compact the conversation.",
+  ContextLengthExceeded: "The prompt has more tokens than the model's maxContextTokens allows; compact the conversation.",
+  TooManyRequests: "The rollout has too many requests open at once (maxRequestsPerRollout); wait for answers before sending more.",
   // ── runtime: trainer worker ──
   TrainerStartFailed: "Check the trainer's python (with torch) and the model directory; the worker's stderr says more.",
   TrainerDied: "Read the worker's last stderr lines (trainer.log); after fixing the cause, resume from the last checkpoint.",

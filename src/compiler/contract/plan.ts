@@ -120,6 +120,8 @@ export interface ResolvedModel {
   maxContextTokens: number;
   sampling: Filled<Filled<ModelSpec>["sampling"]>;
   engine: ResolvedEngine;
+  /** The proxy's per-request limits the spec sets (absent: all defaults, see src/runtime/proxy/limits.ts). */
+  proxy?: NonNullable<ModelSpec["proxy"]>;
 }
 
 /**

@@ -1,9 +1,9 @@
 /**
  * Spec → Resolved* with defaults applied and units normalized. Host paths (mounts, tokenizer and
  * onnx files) are made absolute here, once, against the directory of the spec file that names
- * them; nothing at run time resolves them again.
+ * them; nothing at run time resolves them again. Those reins reads or mounts are checked to lie in
+ * the spec's project (host-paths.ts).
  */
-import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import {
   DEFAULT_BAD_STEP_POLICY,
@@ -21,6 +21,8 @@ import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";
 import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
 import type { ExperimentSpec } from "../schema/experiment.js";
+import type { ProjectRoot } from "../source/project.js";
+import { readChatTemplate, type HostPathProblem } from "./host-paths.js";
 
 export function toNumber(v: number | string | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -50,18 +52,16 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
  * `specFile`: the absolute path of the Model's file; tokenizer, chat template and onnx model paths
  * are relative to it and come out absolute (the plan hash sees them relative to Plan.root).
  */
-export function resolveModel(name: string, spec: ModelSpec, specFile: string): { model: ResolvedModel; problems: { path: string[]; message: string }[] } {
-  const problems: { path: string[]; message: string }[] = [];
+export function resolveModel(name: string, spec: ModelSpec, specFile: string, roots?: readonly ProjectRoot[]): { model: ResolvedModel; problems: HostPathProblem[] } {
+  const problems: HostPathProblem[] = [];
   const base = dirname(specFile);
   const abs = (p: string) => resolve(base, p);
   const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: abs(spec.tokenizer.path) } : { type: "qwen3" as const };
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
-    try {
-      chatTemplate = readFileSync(resolve(base, spec.chatTemplateFile), "utf8");
-    } catch (err) {
-      problems.push({ path: ["chatTemplateFile"], message: `Cannot read ${spec.chatTemplateFile}: ${(err as Error).message}.` });
-    }
+    const read = readChatTemplate(spec.chatTemplateFile, specFile, roots);
+    if (read.ok) chatTemplate = read.text;
+    else problems.push(read.problem);
   }
   const e = spec.engine;
   const engine: ResolvedModel["engine"] =
@@ -90,6 +90,10 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string): {
     engine,
   };
   if (chatTemplate !== undefined) model.chatTemplate = chatTemplate;
+  if (spec.proxy) {
+    const set = Object.entries(spec.proxy).filter(([, v]) => v !== undefined);
+    if (set.length > 0) model.proxy = Object.fromEntries(set);
+  }
   return { model, problems };
 }
 
@@ -132,7 +136,14 @@ export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
   const provider = s.provider ?? "local";
   const out: ResolvedSandbox = {
     provider,
-    resources: { cpu: s.resources?.cpu ?? "1", memoryMiB: s.resources?.memoryMiB ?? 2048 },
+    resources: {
+      cpu: s.resources?.cpu ?? "1",
+      memoryMiB: s.resources?.memoryMiB ?? 2048,
+      pids: s.resources?.pids ?? 1024,
+      diskMiB: s.resources?.diskMiB ?? 1024,
+      openFiles: s.resources?.openFiles ?? 4096,
+      cpuSeconds: s.resources?.cpuSeconds ?? 3600,
+    },
     network: s.network ?? "proxy-only",
     concurrency: s.concurrency ?? 4,
     timeoutSeconds: s.timeoutSeconds ?? 600,

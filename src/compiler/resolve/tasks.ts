@@ -9,6 +9,7 @@ import { resolveVerifierSpec } from "./verifier.js";
 import { verifierDiagnostics } from "./verifier-problems.js";
 import { resolveWorkspace } from "./workspace.js";
 import { suggest } from "../schema/validate.js";
+import type { ProjectRoot } from "../source/project.js";
 
 export const DEFAULT_TASK_TIMEOUT_SECONDS = 600;
 
@@ -19,6 +20,8 @@ export interface TaskContext {
   category?: string;
   /** Absolute spec file path (for `from` / `fromDir`). */
   specFile: string;
+  /** Where `from` / `fromDir` may read (the spec file's project). */
+  roots?: readonly ProjectRoot[] | undefined;
   /** Position of a path under the task spec (e.g. ["workspace","files",0,"path"]). */
   positionOf: (path: (string | number)[]) => SourcePosition;
   verifiers: ReadonlyMap<string, ResolvedVerifier>;
@@ -30,6 +33,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
   const diagnostics: Diagnostic[] = [];
   const ws = resolveWorkspace(spec.workspace, {
     specFile: ctx.specFile,
+    ...(ctx.roots ? { roots: ctx.roots } : {}),
     positionOfFile: (i, field) => ctx.positionOf(field ? ["workspace", "files", i, field] : ["workspace", "files", i]),
     positionOfDir: () => ctx.positionOf(["workspace", "fromDir"]),
     notes: ctx.notes,
@@ -37,6 +41,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
   diagnostics.push(...ws.diagnostics);
   const hidden = resolveWorkspace(spec.hidden, {
     specFile: ctx.specFile,
+    ...(ctx.roots ? { roots: ctx.roots } : {}),
     positionOfFile: (i, field) => ctx.positionOf(field ? ["hidden", "files", i, field] : ["hidden", "files", i]),
     positionOfDir: () => ctx.positionOf(["hidden", "fromDir"]),
     notes: ctx.notes,

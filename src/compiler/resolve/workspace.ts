@@ -1,18 +1,32 @@
 /**
  * Workspace files: inline, from files, from directories, JSON/YAML values; paths checked to stay
- * inside the workspace; digests computed.
+ * inside the workspace; digests computed. `from` and `fromDir` read only inside the project (see
+ * source/project.ts): regular files, size-capped, a directory capped in files and bytes.
  */
-import { readdirSync, readFileSync, statSync, lstatSync } from "node:fs";
-import { dirname, join, posix, relative, resolve } from "node:path";
+import { lstatSync, readdirSync } from "node:fs";
+import { dirname, join, posix, relative } from "node:path";
 import { stringify as yamlStringify } from "yaml";
 import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
 import { sha256 } from "../contract/hash.js";
 import type { ResolvedFile } from "../contract/plan.js";
 import type { WorkspaceFile } from "../schema/task.js";
+import {
+  describeType,
+  locateInProject,
+  MAX_DIR_BYTES,
+  MAX_DIR_ENTRIES,
+  MAX_DIR_FILES,
+  MAX_WORKSPACE_FILE_BYTES,
+  ownDirectoryRoots,
+  readRegularFile,
+  type ProjectRoot,
+  type Refusal,
+} from "../source/project.js";
 
-export const MAX_WORKSPACE_FILE_BYTES = 64 * 1024 * 1024;
-export const MAX_WORKSPACE_FILES = 100_000;
+export { MAX_WORKSPACE_FILE_BYTES };
+
+const TOO_LARGE_HINT = `Workspace files are limited to ${MAX_WORKSPACE_FILE_BYTES / 1024 / 1024} MiB each and a fromDir to ${MAX_DIR_FILES} files and ${MAX_DIR_BYTES / 1024 / 1024} MiB; keep large data out of task workspaces.`;
 
 /** A relative POSIX path that stays inside the workspace, or an explanation of why not. */
 export function checkWorkspacePath(p: string): { ok: true; path: string } | { ok: false; why: string } {
@@ -30,6 +44,8 @@ export function checkWorkspacePath(p: string): { ok: true; path: string } | { ok
 export interface WorkspaceContext {
   /** Absolute path of the spec file (for `from`/`fromDir`). */
   specFile: string;
+  /** Where `from`/`fromDir` may read. Default: the spec file's directory. */
+  roots?: readonly ProjectRoot[];
   /** Where to report problems with the i-th file, or with the directory. */
   positionOfFile: (index: number, field?: string) => SourcePosition;
   positionOfDir: () => SourcePosition;
@@ -43,17 +59,30 @@ export function resolveWorkspace(
   const diagnostics: Diagnostic[] = [];
   const files: ResolvedFile[] = [];
   if (!spec) return { value: files, diagnostics };
+  const roots = ctx.roots ?? ownDirectoryRoots(ctx.specFile);
+  const refuse = (r: Refusal, at: SourcePosition, what: string) =>
+    diagnostics.push(makeDiagnostic(r.code, at, `${what} is not read: ${r.why}.`, r.code === "FileTooLarge" ? TOO_LARGE_HINT : CODES[r.code], "error", ctx.notes));
   if (spec.fromDir !== undefined) {
-    const dir = resolve(dirname(ctx.specFile), spec.fromDir);
-    const listed = listDirFiles(dir);
-    if (listed === undefined) {
-      diagnostics.push(makeDiagnostic("WorkspaceDirNotFound", ctx.positionOfDir(), `Directory ${spec.fromDir} does not exist.`, CODES.WorkspaceDirNotFound, "error", ctx.notes));
+    const loc = locateInProject(roots, dirname(ctx.specFile), spec.fromDir);
+    const st = loc.ok ? lstatSync(loc.real, { throwIfNoEntry: false }) : undefined;
+    if (!loc.ok && loc.code !== "FileNotFound") refuse(loc, ctx.positionOfDir(), `Directory ${spec.fromDir}`);
+    else if (!loc.ok || !st?.isDirectory()) {
+      const why = st ? ` (it is ${st.isFile() ? "a file" : describeType(st)})` : "";
+      diagnostics.push(makeDiagnostic("WorkspaceDirNotFound", ctx.positionOfDir(), `Directory ${spec.fromDir} does not exist${why}.`, CODES.WorkspaceDirNotFound, "error", ctx.notes));
     } else {
-      for (const f of listed) {
-        const rel = relative(dir, f).split("\\").join("/");
-        const bytes = readFileSync(f);
-        const executable = (statSync(f).mode & 0o111) !== 0;
-        files.push(makeFile(rel, bytes, executable));
+      const listed = listDirFiles(loc.real);
+      if (!listed.ok) {
+        diagnostics.push(makeDiagnostic("DirectoryTooLarge", ctx.positionOfDir(), `Directory ${spec.fromDir} is not read: ${listed.why}.`, TOO_LARGE_HINT, "error", ctx.notes));
+      } else {
+        for (const f of listed.files) {
+          const rel = relative(loc.real, f).split("\\").join("/");
+          const read = readRegularFile(f, MAX_WORKSPACE_FILE_BYTES);
+          if (!read.ok) {
+            refuse(read, ctx.positionOfDir(), `${spec.fromDir}/${rel}`);
+            continue;
+          }
+          files.push(makeFile(rel, read.bytes, (read.mode & 0o111) !== 0));
+        }
       }
     }
   }
@@ -83,16 +112,15 @@ export function resolveWorkspace(
     else if (f.json !== undefined) bytes = Buffer.from(`${JSON.stringify(f.json, null, 2)}\n`, "utf8");
     else if (f.yaml !== undefined) bytes = Buffer.from(yamlStringify(f.yaml), "utf8");
     else {
-      const abs = resolve(dirname(ctx.specFile), f.from!);
-      try {
-        const st = statSync(abs);
-        if (!st.isFile()) throw new Error("not a file");
-        if (st.size > MAX_WORKSPACE_FILE_BYTES) throw new Error(`larger than ${MAX_WORKSPACE_FILE_BYTES} bytes`);
-        bytes = readFileSync(abs);
-      } catch (err) {
-        diagnostics.push(makeDiagnostic("FileNotFound", ctx.positionOfFile(i, "from"), `Cannot read ${f.from}: ${(err as Error).message}.`, CODES.FileNotFound, "error", ctx.notes));
+      const loc = locateInProject(roots, dirname(ctx.specFile), f.from!);
+      const read = loc.ok ? readRegularFile(loc.real, MAX_WORKSPACE_FILE_BYTES) : loc;
+      if (!read.ok) {
+        if (read.code === "FileNotFound") {
+          diagnostics.push(makeDiagnostic("FileNotFound", ctx.positionOfFile(i, "from"), `Cannot read ${f.from}: it does not exist.`, CODES.FileNotFound, "error", ctx.notes));
+        } else refuse(read, ctx.positionOfFile(i, "from"), `File ${f.from}`);
         return;
       }
+      bytes = read.bytes;
     }
     files.push(makeFile(checked.path, bytes, f.executable === true));
   });
@@ -141,23 +169,37 @@ function isUtf8Text(bytes: Buffer): boolean {
   }
 }
 
-/** Regular files under dir (symlinks are not followed), or undefined when dir is missing. */
-function listDirFiles(dir: string): string[] | undefined {
-  try {
-    if (!statSync(dir).isDirectory()) return undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * Regular files under dir (symlinks, FIFOs and devices are skipped, never opened), sorted; or why
+ * the directory is too large to read (before any file is read).
+ */
+function listDirFiles(dir: string): { ok: true; files: string[] } | { ok: false; why: string } {
   const out: string[] = [];
   const stack = [dir];
-  while (stack.length > 0 && out.length < MAX_WORKSPACE_FILES) {
+  let bytes = 0;
+  let entries = 0;
+  while (stack.length > 0) {
     const d = stack.pop()!;
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const full = join(d, e.name);
-      const st = lstatSync(full);
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch {
+      continue;
+    }
+    entries += names.length;
+    if (entries > MAX_DIR_ENTRIES) return { ok: false, why: `it has more than ${MAX_DIR_ENTRIES} entries` };
+    for (const name of names) {
+      const full = join(d, name);
+      const st = lstatSync(full, { throwIfNoEntry: false });
+      if (!st) continue;
       if (st.isDirectory()) stack.push(full);
-      else if (st.isFile() && st.size <= MAX_WORKSPACE_FILE_BYTES) out.push(full);
+      else if (st.isFile()) {
+        out.push(full);
+        bytes += st.size;
+        if (out.length > MAX_DIR_FILES) return { ok: false, why: `it has more than ${MAX_DIR_FILES} files` };
+        if (bytes > MAX_DIR_BYTES) return { ok: false, why: `its files hold more than ${MAX_DIR_BYTES} bytes` };
+      }
     }
   }
-  return out.sort();
+  return { ok: true, files: out.sort() };
 }

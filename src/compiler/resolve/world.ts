@@ -20,6 +20,7 @@ import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
 import { expandFamily, newExpansionBudget } from "./families.js";
+import { mountProblems } from "./host-paths.js";
 import { checkJudgeReferences } from "./judges.js";
 import { resolveTask } from "./tasks.js";
 import { resolveVerifierSpec } from "./verifier.js";
@@ -62,6 +63,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
       labels: doc.doc.metadata.labels ?? {},
       annotations: doc.doc.metadata.annotations ?? {},
       specFile: doc.source.absPath,
+      roots: doc.source.roots,
       positionOf: (p) => positionAt(doc.source, ["spec", ...p]),
       verifiers: verifierValues,
     });
@@ -88,11 +90,14 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   }
 
   const harnesses = new Map<string, Entry<ResolvedHarness>>();
-  for (const doc of docsOf("Harness")) harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec, doc.source.absPath), doc });
+  for (const doc of docsOf("Harness")) {
+    for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
+    harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec, doc.source.absPath), doc });
+  }
   const models = new Map<string, Entry<ResolvedModel>>();
   for (const doc of docsOf("Model")) {
-    const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath);
-    for (const p of problems) diagnostics.push(makeDiagnostic("FileNotFound", positionAt(doc.source, ["spec", ...p.path]), p.message, CODES.FileNotFound));
+    const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath, doc.source.roots);
+    for (const p of problems) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
     models.set(doc.name, { value: model, doc });
   }
   const algorithms = new Map<string, Entry<ResolvedAlgorithm>>();

@@ -46,7 +46,7 @@ export const BadStepPolicy = z
     "What to do with a training step the trainer refuses as non-finite: a NaN or infinite loss (NonFiniteLoss), batch values (NonFiniteBatch) or gradient norm (NonFiniteGradient). A refused step changes no weights. Not part of the plan hash, so it can be changed when resuming.",
   );
 
-const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file.");
+const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file, inside the project or reins's shipped specs/.");
 
 export const ExperimentSpecSchema = z
   .strictObject({

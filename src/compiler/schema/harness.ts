@@ -48,7 +48,7 @@ export const HarnessSpecSchema = z
     mounts: z
       .array(
         z.strictObject({
-          path: z.string().min(1).describe("Host directory or file, relative to this spec file."),
+          path: z.string().min(1).describe("Host directory or file, relative to this spec file and inside the project."),
           sandboxPath: z.string().regex(/^\/[^\0]*$/, "an absolute path").describe("Where the harness sees it (read-only)."),
         }),
       )

@@ -40,6 +40,20 @@ export const EngineSpec = z
   ])
   .describe("Inference engine: completion by token ids with logprobs.");
 
+export const ProxyLimitsSpec = z
+  .strictObject({
+    maxBodyBytes: PositiveInt.optional().describe("Request body bytes, before and after decompression (default 16 MiB); larger bodies get 413."),
+    maxJsonDepth: PositiveInt.optional().describe("Nesting depth of the request JSON (default 64)."),
+    maxJsonValues: PositiveInt.optional().describe("Array elements and object members in the request JSON (default 200000)."),
+    maxMessageChars: PositiveInt.optional().describe("Characters of one message: text, reasoning and tool-call arguments (default maxContextTokens × 16); larger gets 413."),
+    maxToolArgumentChars: PositiveInt.optional().describe("Characters of one tool call's arguments (default maxContextTokens × 16)."),
+    promptCharsPerToken: z.number().min(1).max(128).optional().describe("A prompt whose new text has more characters than this many per context token left is refused before tokenizing (default 16)."),
+    maxRequestsPerRollout: PositiveInt.optional().describe("Requests one rollout may have open at once (default 32); more get 429."),
+    bodyTimeoutMs: PositiveInt.optional().describe("Time for a request body to arrive after its headers (default 30000); slower bodies get 408."),
+    idleTimeoutMs: PositiveInt.optional().describe("Idle keep-alive connections, and requests whose headers take longer, are closed after this (default 60000)."),
+  })
+  .describe("Per-request limits of the serving proxy, checked before the work they bound.");
+
 export const ModelSpecSchema = z
   .strictObject({
     tokenizer: z
@@ -62,6 +76,7 @@ export const ModelSpecSchema = z
       })
       .optional(),
     engine: EngineSpec,
+    proxy: ProxyLimitsSpec.optional(),
   })
   .describe("A policy model and the engine that serves it.");
 

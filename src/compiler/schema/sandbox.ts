@@ -7,8 +7,32 @@ export const SandboxSpecSchema = z
     provider: z.enum(["local", "podman", "kubernetes"]).optional().describe("Default: local (Linux namespaces)."),
     image: z.string().optional().describe("Image for podman/kubernetes."),
     resources: z
-      .strictObject({ cpu: z.string().regex(/^\d+(\.\d+)?m?$/).optional(), memoryMiB: PositiveInt.optional() })
-      .optional(),
+      .strictObject({
+        cpu: z
+          .string()
+          .regex(/^\d+(\.\d+)?m?$/)
+          .optional()
+          .describe("CPUs the sandbox may use at once, e.g. \"1\" or \"500m\" (default 1; local: the cgroup cpu quota where the cpu controller is available)."),
+        memoryMiB: PositiveInt.max(1048576)
+          .optional()
+          .describe("Memory of the whole sandbox in MiB (default 2048). Local: memory cgroup, else RLIMIT_AS per process; files the sandbox writes to its workspace count here too."),
+        pids: PositiveInt.min(16)
+          .max(1048576)
+          .optional()
+          .describe("Processes and threads the sandbox may have at once (default 1024). Local and podman: pids cgroup; kubernetes: best-effort, the kubelet's podPidsLimit applies."),
+        diskMiB: PositiveInt.max(1048576)
+          .optional()
+          .describe("Size cap of the workspace, HOME and /tmp together in MiB (default 1024): writes past it fail with ENOSPC. Local and podman: a size-capped tmpfs (memory, not the host disk); kubernetes: ephemeral-storage limit."),
+        openFiles: PositiveInt.min(64)
+          .max(1048576)
+          .optional()
+          .describe("Open files per process (RLIMIT_NOFILE, default 4096). Kubernetes: best-effort, the container runtime's default applies."),
+        cpuSeconds: PositiveInt.max(31536000)
+          .optional()
+          .describe("CPU seconds each process may use (RLIMIT_CPU, default 3600); the sandbox's total is bounded by cpu × its timeout. Kubernetes: best-effort, not expressible in a Pod."),
+      })
+      .optional()
+      .describe("Limits of each sandbox; a process past one fails (ENOSPC, EAGAIN, EMFILE) or is killed (memory, CPU seconds)."),
     network: z.enum(["proxy-only", "none"]).optional().describe("Default proxy-only: the model proxy and nothing else."),
     concurrency: PositiveInt.max(4096).optional().describe("Rollouts at once (not part of the plan hash)."),
     timeoutSeconds: PositiveInt.max(86400).optional().describe("Default rollout timeout, sandbox creation included."),

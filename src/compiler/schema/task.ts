@@ -11,7 +11,7 @@ export const WorkspaceFileSpec = z
     path: FilePath,
     content: z.string().optional().describe("UTF-8 text content."),
     base64: z.string().optional().describe("Binary content, base64-encoded."),
-    from: z.string().optional().describe("Copy from this file, relative to the spec file."),
+    from: z.string().optional().describe("Copy from this file, relative to the spec file and inside the project (a regular file of at most 16 MiB)."),
     json: z.unknown().optional().describe("Any value, written as pretty JSON."),
     yaml: z.unknown().optional().describe("Any value, written as YAML."),
     executable: z.boolean().optional().describe("Mark the file executable (mode 0755)."),
@@ -21,7 +21,7 @@ export const WorkspaceFileSpec = z
 export const WorkspaceSpec = z
   .strictObject({
     files: z.array(WorkspaceFileSpec).optional(),
-    fromDir: z.string().optional().describe("Copy every file under this directory (relative to the spec file)."),
+    fromDir: z.string().optional().describe("Copy every regular file under this directory (relative to the spec file and inside the project; symlinks are not followed; at most 10,000 files and 64 MiB)."),
   })
   .describe("Files the harness starts with.");
 

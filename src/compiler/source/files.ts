@@ -1,12 +1,14 @@
 /**
- * Finding and reading spec files. The only I/O of the compiler besides workspace directories.
+ * Finding and reading spec files. The only I/O of the compiler besides workspace directories;
+ * both go through project.ts (regular files only, non-blocking, size-capped).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import { extname, join, relative, resolve } from "node:path";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
+import { MAX_DIR_ENTRIES, MAX_SPEC_BYTES, MAX_SPEC_FILES, readRegularFile, type ProjectRoot } from "./project.js";
 
-export const MAX_SPEC_BYTES = 8 * 1024 * 1024;
+export { MAX_SPEC_BYTES };
 
 export interface SourceText {
   /** Path as shown to the user. */
@@ -14,6 +16,8 @@ export interface SourceText {
   /** Absolute path. */
   absPath: string;
   text: string;
+  /** The project this file belongs to: the host paths it names resolve inside it. */
+  roots?: readonly ProjectRoot[];
 }
 
 const SPEC_EXTENSIONS = new Set([".yaml", ".yml"]);
@@ -35,8 +39,14 @@ export function listSpecFiles(paths: readonly string[], cwd: string): Result<str
       );
       continue;
     }
-    const files = st.isDirectory() ? walkSpecDir(abs) : [abs];
-    for (const f of files) {
+    const walked = st.isDirectory() ? walkSpecDir(abs) : { files: [abs], full: false };
+    if (walked.full) {
+      diagnostics.push(
+        makeDiagnostic("DirectoryTooLarge", { file: p, line: 1, column: 1 }, `${p} holds more than ${MAX_SPEC_FILES} spec files or ${MAX_DIR_ENTRIES} entries; none of it was read.`, CODES.DirectoryTooLarge),
+      );
+      continue;
+    }
+    for (const f of walked.files) {
       if (seen.has(f)) continue;
       seen.add(f);
       out.push(f);
@@ -50,9 +60,11 @@ export function listSpecFiles(paths: readonly string[], cwd: string): Result<str
   return { value: out.map((f) => displayPath(f, cwd)), diagnostics };
 }
 
-function walkSpecDir(dir: string): string[] {
+/** Spec files under dir (symlinks not followed); `full` when a limit was reached. */
+function walkSpecDir(dir: string): { files: string[]; full: boolean } {
   const out: string[] = [];
   const stack = [dir];
+  let entriesSeen = 0;
   while (stack.length > 0) {
     const d = stack.pop()!;
     let entries;
@@ -61,14 +73,17 @@ function walkSpecDir(dir: string): string[] {
     } catch {
       continue;
     }
+    entriesSeen += entries.length;
+    if (entriesSeen > MAX_DIR_ENTRIES) return { files: [], full: true };
     for (const e of entries) {
       if (e.name.startsWith(".") || e.name === "node_modules") continue;
       const full = join(d, e.name);
       if (e.isDirectory()) stack.push(full);
       else if (e.isFile() && SPEC_EXTENSIONS.has(extname(e.name))) out.push(full);
     }
+    if (out.length > MAX_SPEC_FILES) return { files: [], full: true };
   }
-  return out.sort();
+  return { files: out.sort(), full: false };
 }
 
 export function displayPath(abs: string, cwd: string): string {
@@ -76,27 +91,27 @@ export function displayPath(abs: string, cwd: string): string {
   return rel.startsWith("..") || rel === "" ? abs : rel;
 }
 
-/** Read a spec file as UTF-8 text; binary or oversized files become diagnostics. */
+/**
+ * Read a spec file as UTF-8 text; a file that is not a regular file (a FIFO, a device, a
+ * directory), an oversized, unreadable or binary file becomes a diagnostic. Nothing but a regular
+ * file is ever opened.
+ */
 export function readSpecFile(file: string, cwd: string): Result<SourceText | undefined> {
   const absPath = resolve(cwd, file);
   const at = { file, line: 1, column: 1 };
-  let buf: Buffer;
+  let real: string;
   try {
-    const st = statSync(absPath);
-    if (st.size > MAX_SPEC_BYTES) {
-      return {
-        value: undefined,
-        diagnostics: [makeDiagnostic("FileTooLarge", at, `The file is ${st.size} bytes; the limit is ${MAX_SPEC_BYTES}.`, CODES.FileTooLarge)],
-      };
-    }
-    buf = readFileSync(absPath);
+    real = realpathSync.native(absPath);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code === "ENOENT" ? "FileNotFound" : "FileUnreadable";
-    return {
-      value: undefined,
-      diagnostics: [makeDiagnostic(code, at, `Cannot read ${file}: ${(err as Error).message}.`, CODES[code])],
-    };
+    return { value: undefined, diagnostics: [makeDiagnostic(code, at, `Cannot read ${file}: ${(err as Error).message}.`, CODES[code])] };
   }
+  const read = readRegularFile(real, MAX_SPEC_BYTES);
+  if (!read.ok) {
+    const hint = read.code === "FileTooLarge" ? CODES.FileTooLarge : CODES[read.code];
+    return { value: undefined, diagnostics: [makeDiagnostic(read.code, at, `Cannot read ${file}: ${read.why}.`, hint)] };
+  }
+  const buf = read.bytes;
   const binaryAt = findBinary(buf);
   if (binaryAt >= 0) {
     const line = countLines(buf, binaryAt);

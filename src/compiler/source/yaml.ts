@@ -6,6 +6,7 @@ import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, visit, 
 import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
 import type { SourceText } from "./files.js";
+import type { ProjectRoot } from "./project.js";
 import { interpolateDocument } from "./interpolate.js";
 import { MAX_DOCUMENT_VALUES } from "../resolve/limits.js";
 
@@ -23,6 +24,8 @@ export interface SourceDocument {
   value: unknown;
   /** The whole file's text (for code frames and template line mapping). */
   text: string;
+  /** The project the file belongs to (set by the loader): host paths it names resolve inside it. */
+  roots?: readonly ProjectRoot[];
 }
 
 export type PathSegment = string | number;

@@ -11,6 +11,7 @@ import { ReinsError } from "../../compiler/contract/problem.js";
 import { installHarness } from "../harness/install.js";
 import { REINS_AGENT_PATH } from "../harness/launch.js";
 import { checkHarnessVariables, type LaunchRuntime } from "../harness/launch-plan.js";
+import { resolvedSecrets, SecretScrubber } from "../harness/secrets.js";
 import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import { startProxy } from "../proxy/server.js";
@@ -74,6 +75,19 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): P
   return out;
 }
 
+/** The text fields of call records (error messages, parse details); token ids cannot be scrubbed. */
+function scrubCalls(calls: CallRecord[], scrubber: SecretScrubber): CallRecord[] {
+  if (scrubber.empty) return calls;
+  return calls.map((c) => {
+    if (!c.error && !c.parse.detail) return c;
+    return {
+      ...c,
+      ...(c.error ? { error: { ...c.error, message: scrubber.text(c.error.message) } } : {}),
+      parse: c.parse.detail !== undefined ? { ...c.parse, detail: scrubber.text(c.parse.detail) } : c.parse,
+    };
+  });
+}
+
 export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   const { plan, store } = opts;
   const harnesses = await prepareHarnesses(plan.harnesses);
@@ -86,6 +100,9 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       ...(opts.engine ? { engine: opts.engine } : {}),
     });
   }
+  // What the harnesses' ${VAR} references resolve to at launch never reaches the run directory,
+  // the caller's events or the results: each value is written as its reference.
+  const scrubber = new SecretScrubber(resolvedSecrets(plan.harnesses));
   const socketDir = mkdtempSync(join(tmpdir(), "reins-sockets-"));
   const ctx: RolloutContext = {
     runId: `run-${plan.hash.slice(7, 19)}`,
@@ -99,7 +116,8 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     resources: plan.sandbox.resources,
     ...(plan.sandbox.image ? { image: plan.sandbox.image } : {}),
     ...(opts.judge ? { judge: opts.judge } : {}),
-    onEvent: (e) => {
+    onEvent: (event) => {
+      const e = scrubber.value(event);
       if (e.type === "rollout-started" || e.type === "rollout-retry") store.event(e);
       opts.onEvent?.(e);
     },
@@ -122,7 +140,9 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       const worker = async () => {
         while (next < todo.length && !opts.signal?.aborted) {
           const r = todo[next++]!;
-          const { result, calls } = await runRollout(r, step, ctx);
+          const ran = await runRollout(r, step, ctx);
+          const result = scrubber.value(ran.result);
+          const calls = scrubCalls(ran.calls, scrubber);
           if (result.error?.code === "Interrupted") return;
           store.finish(result, calls);
           callsOf.set(r.id, calls);

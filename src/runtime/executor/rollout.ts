@@ -1,6 +1,7 @@
 /**
  * One rollout, end to end: create sandbox → workspace → harness (with the proxy's env) → wait →
- * verifier → reward → destroy. One `timeoutSeconds` covers a whole try from sandbox creation on;
+ * stop the sandbox's processes → snapshot of the workspace → destroy → verifier (commands in a
+ * fresh sandbox, see sandbox-reader.ts) → reward. One `timeoutSeconds` covers a whole try from sandbox creation on;
  * at expiry the harness's whole process tree is killed. Infrastructure failures (sandbox could not
  * be created or died, harness crashed before its first model call, engine unreachable) are retried
  * with backoff and never become a reward; task failures are rewards.
@@ -17,7 +18,7 @@ import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.
 import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
-import { verifySandbox } from "./sandbox-reader.js";
+import { snapshotWorkspace, verifySnapshot, type WorkspaceSnapshot } from "./sandbox-reader.js";
 
 export interface PreparedHarness {
   harness: ResolvedHarness;
@@ -127,6 +128,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
   let bridge: SocketBridge | undefined;
   let calls: CallRecord[] = [];
   let registered = false;
+  let snapshot: WorkspaceSnapshot | undefined;
   try {
     let apiKey = "none";
     if (usesModel) {
@@ -178,8 +180,16 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       throw new InfraFailure("EngineUnavailable", `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`);
     }
 
+    // Nothing of the harness survives into verification: its processes are killed before the
+    // snapshot, its sandbox is gone before the verifier runs, and commands get a fresh one.
     t = Date.now();
-    const verifier = await verifySandbox(sandbox, task, { rollout: identity.rolloutId, ...(ctx.judge ? { judge: ctx.judge } : {}) });
+    snapshot = await snapshotWorkspace(sandbox);
+    await sandbox.destroy().catch(() => undefined);
+    const verifier = await verifySnapshot(snapshot, task, {
+      rollout: identity.rolloutId,
+      createSandbox: () => createVerifierSandbox(tryId, task, harness.name, ctx),
+      ...(ctx.judge ? { judge: ctx.judge } : {}),
+    });
     phases.verifyMs = Date.now() - t;
     if (exit.timedOut) {
       return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
@@ -191,6 +201,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
   } finally {
     const t = Date.now();
     await sandbox?.destroy().catch(() => undefined);
+    await snapshot?.remove().catch(() => undefined);
     await bridge?.close().catch(() => undefined);
     if (registered) {
       const all = ctx.proxy!.unregisterRollout(tryId);
@@ -198,6 +209,28 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     }
     phases.destroyMs = Date.now() - t;
   }
+}
+
+/**
+ * The fresh sandbox a verifier's commands run in: same provider, image and resources, no network,
+ * no harness mounts, the verifier's own uid where the provider can choose one. Bounded like the
+ * try's first sandbox by the task's timeout; a failure is an infrastructure failure (retried).
+ */
+async function createVerifierSandbox(tryId: string, task: ResolvedTask, harness: string, ctx: RolloutContext): Promise<Sandbox> {
+  const seconds = Math.max(task.timeoutSeconds, task.verifier.script?.timeoutSeconds ?? 0);
+  const create = ctx.provider.create({
+    id: `${tryId}.verify`,
+    runId: ctx.runId,
+    task: task.name,
+    harness,
+    role: "verifier",
+    network: "none",
+    mounts: [],
+    timeoutSeconds: seconds,
+    ...(ctx.image ? { image: ctx.image } : {}),
+    ...(ctx.resources ? { resources: ctx.resources } : {}),
+  });
+  return withDeadline(create, Date.now() + task.timeoutSeconds * 1000, () => new InfraFailure("SandboxCreateTimeout", `The verifier's sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
 }
 
 function tail(s: string): string {

@@ -5,6 +5,7 @@
 import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { CallRecord } from "../records/index.js";
+import type { ProxyLimits } from "./limits.js";
 
 export interface ProxyOptions {
   model: ResolvedModel;
@@ -23,6 +24,8 @@ export interface ProxyOptions {
   recordFile?: string;
   /** Keep records in memory for `records()` (default true; `reins proxy` streams them to a file instead). */
   keepRecords?: boolean;
+  /** Per-request limits and timeouts; each unset one has its default (./limits.ts). */
+  limits?: Partial<ProxyLimits>;
 }
 
 /** Who a registered path serves: the identity every record of its calls carries. */

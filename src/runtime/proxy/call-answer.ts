@@ -56,6 +56,18 @@ function writeEventsAndEnd(res: ServerResponse, events: SseEvent[]): void {
   res.end(events.map(formatEvent).join(""));
 }
 
+/**
+ * The request's body was left unread (refused on size, time or count): answer, then close the
+ * connection rather than read what the client still sends; a client that never reads is cut.
+ */
+export function closeAfterAnswer(res: ServerResponse): void {
+  if (!res.headersSent) res.setHeader("connection", "close");
+  const socket = res.socket;
+  const cut = setTimeout(() => socket?.destroy(), 2000);
+  cut.unref();
+  socket?.once("close", () => clearTimeout(cut));
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) {
     res.end();

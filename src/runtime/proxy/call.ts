@@ -8,31 +8,41 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
+import type { TokenizePool } from "../model/tokenize-pool.js";
 import type { CallRecord } from "../records/index.js";
-import { answerCompletion, answerCut, answerError, recordWhenClosed } from "./call-answer.js";
+import { answerCompletion, answerCut, answerError, closeAfterAnswer, recordWhenClosed } from "./call-answer.js";
 import { parseCallCompletion } from "./call-completion.js";
 import { generateCompletion, watchClient } from "./call-generate.js";
 import { renderCallPrompt } from "./call-prompt.js";
 import { readCallRequest, type Refusal } from "./call-request.js";
 import type { DialectHandler } from "./dialects/dialect.js";
+import type { ProxyLimits } from "./limits.js";
 import { openCall, type PendingCall } from "./pending-call.js";
 import type { Rollout } from "./rollouts.js";
 
-export { sendJson } from "./call-answer.js";
+export { closeAfterAnswer, sendJson } from "./call-answer.js";
 
 export interface CallDeps {
   model: ResolvedModel;
   runtime: ModelRuntime;
   engine: Engine;
+  pool: TokenizePool;
+  limits: ProxyLimits;
   record(rollout: Rollout, record: CallRecord): void;
 }
 
 export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect: DialectHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const call = openCall(rollout, dialect, deps.record);
-  const read = await readCallRequest(call, dialect, req);
+  if (rollout.open >= deps.limits.maxRequestsPerRollout) {
+    const message = `the rollout has ${rollout.open} requests open; the limit is ${deps.limits.maxRequestsPerRollout}`;
+    return refuseCall(call, res, dialect, { ok: false, kind: "too-many-requests", code: "TooManyRequests", message, recordKind: "bad-request", unread: true });
+  }
+  rollout.open++;
+  res.once("close", () => rollout.open--);
+  const read = await readCallRequest(deps, call, dialect, req);
   if (!read.ok) return refuseCall(call, res, dialect, read);
   const { canonical, body } = read.request;
-  const rendered = renderCallPrompt(deps.model, deps.runtime, call, canonical);
+  const rendered = await renderCallPrompt(deps.model, deps.runtime, call, canonical, read.request);
   if (!rendered.ok) return refuseCall(call, res, dialect, rendered);
   const client = watchClient(res);
   const generated = await generateCompletion(deps, call, rendered.prompt, client, res);
@@ -44,8 +54,10 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
   answerCompletion(res, dialect, completion, body, canonical.stream);
 }
 
+/** Refused before generating: the dialect's error, the record without prompt ids; an unread body closes the connection. */
 function refuseCall(call: PendingCall, res: ServerResponse, dialect: DialectHandler, refusal: Refusal): void {
-  call.setError(refusal.recordKind, refusal.message);
+  call.setError(refusal.recordKind, refusal.message, undefined, refusal.code);
+  if (refusal.unread) closeAfterAnswer(res);
   answerError(res, dialect, refusal.kind, refusal.message);
   call.finish();
 }

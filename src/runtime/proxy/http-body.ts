@@ -1,79 +1,100 @@
 /**
- * Request bodies: read with a size limit, decompressed (identity, gzip, deflate, br; zstd where
- * the Node build has it), parsed as JSON. Problems come back as values for a dialect error.
+ * Request bodies: read with a size limit and a deadline, their JSON shape measured as they arrive
+ * (./json-shape.ts), decompressed (identity, gzip, deflate, br; zstd where the Node build has it),
+ * parsed as JSON. Problems come back as values for a dialect error; a refusal that leaves the body
+ * unread says so (`unread`), and the connection is then closed after the answer.
  */
 import type { IncomingMessage } from "node:http";
 import * as zlib from "node:zlib";
+import type { Code } from "../../compiler/contract/codes.js";
 import type { ProxyErrorKind } from "./dialects/dialect.js";
+import { JsonShape } from "./json-shape.js";
+import type { ProxyLimits } from "./limits.js";
 
-export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+export type BodyLimits = Pick<ProxyLimits, "maxBodyBytes" | "maxJsonDepth" | "maxJsonValues" | "bodyTimeoutMs">;
 
-export type BodyResult = { ok: true; value: unknown } | { ok: false; kind: ProxyErrorKind; message: string };
+export type BodyFailure = { ok: false; kind: ProxyErrorKind; message: string; code?: Code; unread?: boolean };
+export type BodyResult = { ok: true; value: unknown; bytes: number } | BodyFailure;
 
-export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<BodyResult> {
-  const raw = await readRaw(req, limit);
-  if (!raw.ok) return raw;
+/** The raw body as received (still compressed): I/O only, so many can arrive at once. */
+export type RawBody = { ok: true; raw: Buffer; encoding: string; shape: JsonShape | undefined } | BodyFailure;
+
+/** Read a body within the byte limit and the deadline, measuring its JSON shape as it arrives when it is not compressed. */
+export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<RawBody> {
   const encoding = String(req.headers["content-encoding"] ?? "identity").toLowerCase().trim();
+  const identity = encoding === "" || encoding === "identity";
+  const shape = identity ? new JsonShape(limits.maxJsonDepth, limits.maxJsonValues) : undefined;
+  const raw = await readRaw(req, limits, shape);
+  return raw.ok ? { ok: true, raw: raw.value, encoding, shape } : raw;
+}
+
+/** Decompress, measure and parse a body read by readBody (CPU work: the caller chooses when). */
+export function decodeJsonBody(body: Extract<RawBody, { ok: true }>, limits: BodyLimits): BodyResult {
+  const { raw, encoding } = body;
+  const limit = limits.maxBodyBytes;
   let bytes: Buffer;
   try {
-    bytes = decompress(raw.value, encoding, limit);
+    bytes = decompress(raw, encoding, limit);
   } catch (err) {
     const e = err as Error & { code?: string };
     if (e.code === "UNSUPPORTED") return { ok: false, kind: "unsupported-media", message: e.message };
     if (e.code === "ERR_BUFFER_TOO_LARGE" || /too large|maxOutputLength/i.test(e.message)) {
-      return { ok: false, kind: "too-large", message: `request body is larger than ${limit} bytes after decompression` };
+      return { ok: false, kind: "too-large", code: "RequestBodyTooLarge", message: `request body is larger than ${limit} bytes after decompression` };
     }
     return { ok: false, kind: "bad-request", message: `request body could not be decompressed (${encoding}): ${e.message}` };
   }
+  if (!body.shape) {
+    const why = new JsonShape(limits.maxJsonDepth, limits.maxJsonValues).feed(bytes);
+    if (why) return { ok: false, kind: "bad-request", code: "RequestJsonTooComplex", message: why };
+  }
   if (bytes.length === 0) return { ok: false, kind: "bad-request", message: "request body is empty" };
   try {
-    return { ok: true, value: JSON.parse(bytes.toString("utf8")) };
+    return { ok: true, value: JSON.parse(bytes.toString("utf8")), bytes: bytes.length };
   } catch (err) {
     return { ok: false, kind: "bad-request", message: `request body is not valid JSON: ${(err as Error).message}` };
   }
 }
 
-function readRaw(req: IncomingMessage, limit: number): Promise<{ ok: true; value: Buffer } | { ok: false; kind: ProxyErrorKind; message: string }> {
+function readRaw(req: IncomingMessage, limits: BodyLimits, shape: JsonShape | undefined): Promise<{ ok: true; value: Buffer } | BodyFailure> {
+  const limit = limits.maxBodyBytes;
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (result: { ok: true; value: Buffer } | BodyFailure): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      chunks.length = 0;
+      if (!result.ok) req.resume();
+      resolve(result);
+    };
     const declared = Number(req.headers["content-length"] ?? NaN);
     if (Number.isFinite(declared) && declared > limit) {
-      done = true;
-      req.resume();
-      resolve({ ok: false, kind: "too-large", message: `request body is ${declared} bytes; the limit is ${limit}` });
+      finish({ ok: false, kind: "too-large", code: "RequestBodyTooLarge", unread: true, message: `request body is ${declared} bytes; the limit is ${limit}` });
       return;
     }
+    timer = setTimeout(() => {
+      finish({ ok: false, kind: "timeout", code: "RequestBodyTimeout", unread: true, message: `the request body did not arrive within ${limits.bodyTimeoutMs} ms (${size} bytes received)` });
+    }, limits.bodyTimeoutMs);
     req.on("data", (c: Buffer) => {
       if (done) return;
       size += c.length;
       if (size > limit) {
-        done = true;
-        chunks.length = 0;
-        resolve({ ok: false, kind: "too-large", message: `request body is larger than ${limit} bytes` });
+        finish({ ok: false, kind: "too-large", code: "RequestBodyTooLarge", unread: true, message: `request body is larger than ${limit} bytes` });
+        return;
+      }
+      const why = shape?.feed(c);
+      if (why) {
+        finish({ ok: false, kind: "bad-request", code: "RequestJsonTooComplex", unread: true, message: why });
         return;
       }
       chunks.push(c);
     });
-    req.on("end", () => {
-      if (!done) {
-        done = true;
-        resolve({ ok: true, value: Buffer.concat(chunks) });
-      }
-    });
-    req.on("close", () => {
-      if (!done) {
-        done = true;
-        resolve({ ok: false, kind: "bad-request", message: "the client closed the connection before the request body ended" });
-      }
-    });
-    req.on("error", (err) => {
-      if (!done) {
-        done = true;
-        resolve({ ok: false, kind: "bad-request", message: `request body could not be read: ${err.message}` });
-      }
-    });
+    req.on("end", () => finish({ ok: true, value: Buffer.concat(chunks) }));
+    req.on("close", () => finish({ ok: false, kind: "bad-request", message: "the client closed the connection before the request body ended" }));
+    req.on("error", (err) => finish({ ok: false, kind: "bad-request", message: `request body could not be read: ${err.message}` }));
   });
 }
 

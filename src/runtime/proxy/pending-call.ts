@@ -2,6 +2,7 @@
  * One call's record while the call runs: opened on arrival with the rollout's identity and the
  * next seq, filled in stage by stage, handed over exactly once (however the call ends).
  */
+import type { Code } from "../../compiler/contract/codes.js";
 import { CALL_RECORD_VERSION, type CallRecord } from "../records/index.js";
 import type { DialectHandler } from "./dialects/dialect.js";
 import type { Rollout } from "./rollouts.js";
@@ -16,7 +17,7 @@ export interface PendingCall {
   /** Hand the record over (once; later calls do nothing). */
   finish(): void;
   /** Mark the record failed without handing it over yet. */
-  setError(kind: CallErrorKind, message: string, finishReason?: CallRecord["finishReason"]): void;
+  setError(kind: CallErrorKind, message: string, finishReason?: CallRecord["finishReason"], code?: Code): void;
 }
 
 /** Open the record of a call that just arrived; `deliver` receives it when the call is over. */
@@ -53,8 +54,8 @@ export function openCall(rollout: Rollout, dialect: DialectHandler, deliver: (ro
       record.timings.doneMs = Date.now();
       deliver(rollout, record);
     },
-    setError(kind, message, finishReason) {
-      record.error = { kind, message };
+    setError(kind, message, finishReason, code) {
+      record.error = code ? { kind, message, code } : { kind, message };
       if (finishReason) record.finishReason = finishReason;
     },
   };

@@ -86,8 +86,8 @@ export class RolloutPromptState {
     for (const id of toolCallIds) this.byToolId.set(normalizeToolId(id), stored);
   }
 
-  /** The stored completion an echoed assistant message stands for, if any. */
-  find(msg: Extract<CanonicalMessage, { role: "assistant" }>, at: SegmentNode): StoredCompletion | undefined {
+  /** The stored completion an echoed assistant message stands for, if any (`at`: where it is echoed, when that node exists). */
+  find(msg: Extract<CanonicalMessage, { role: "assistant" }>, at: SegmentNode | undefined): StoredCompletion | undefined {
     const key = keyOfEcho(msg.content, msg.toolCalls);
     for (const tc of msg.toolCalls) {
       const hit = this.byToolId.get(normalizeToolId(tc.id));
@@ -113,36 +113,94 @@ export interface RenderedPrompt {
 
 type Group = { kind: "template"; messages: CanonicalMessage[] } | { kind: "assistant"; message: Extract<CanonicalMessage, { role: "assistant" }> };
 
-/** Render a request's prompt ids, reusing what the rollout already tokenized. */
-export function renderPrompt(state: RolloutPromptState, rt: ModelRuntime, req: CanonicalRequest): RenderedPrompt {
+/** One segment of a prompt past the known path: stored ids (a spliced turn, a cached segment) or text still to tokenize. */
+type PendingSegment = { key: string; ids: readonly number[]; seq?: number } | { key: string; text: string };
+
+/**
+ * A prompt walked as far as the rollout's trie knows it (no tokenizing yet): the deepest known
+ * node and the segments below it, of which `texts` still need the tokenizer.
+ */
+export interface PromptPlan {
+  known: SegmentNode;
+  pending: PendingSegment[];
+  reused: number[];
+  /** Tokens of the prompt already known (path + stored + cached segments + generation prompt). */
+  knownTokens: number;
+  /** Characters the tokenizer would have to read. */
+  newChars: number;
+}
+
+/** Walk a request's prompt: follow the trie, splice stored completions, render (not tokenize) the rest. */
+export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: CanonicalRequest): PromptPlan {
   const tools = templateTools(req);
   const reused: number[] = [];
-  let tokenized = 0;
-  const headerKey = `h:${JSON.stringify([req.system ?? null, tools])}`;
-  const tokenize = (key: string, text: () => string): { ids: readonly number[] } => {
-    const cached = state.cache?.get(key);
-    if (cached) return { ids: cached };
-    const ids = rt.tokenizer.encode(text());
-    tokenized += ids.length;
-    state.cache?.set(key, ids);
-    return { ids };
+  const pending: PendingSegment[] = [];
+  let known = state.root;
+  let knownTokens = rt.generationPromptIds.length;
+  let newChars = 0;
+  const step = (key: string, make: () => PendingSegment): void => {
+    const existing = pending.length === 0 ? known.children.get(key) : undefined;
+    if (existing) {
+      known = existing;
+      return;
+    }
+    const seg = make();
+    if ("text" in seg) newChars += seg.text.length;
+    else knownTokens += seg.ids.length;
+    pending.push(seg);
   };
-  let node = childOf(state.root, headerKey, () => tokenize(headerKey, () => rt.template.header(req.system, tools))).node;
+  const templated = (key: string, text: () => string) => (): PendingSegment => {
+    const cached = state.cache?.get(key);
+    return cached ? { key, ids: cached } : { key, text: text() };
+  };
+  const headerKey = `h:${JSON.stringify([req.system ?? null, tools])}`;
+  step(headerKey, templated(headerKey, () => rt.template.header(req.system, tools)));
   for (const group of groupMessages(req.messages)) {
     if (group.kind === "assistant") {
-      const stored = state.find(group.message, node);
+      // Off the known path the node is new, so no stored completion hangs below it: find() falls back to the latest.
+      const stored = state.find(group.message, pending.length === 0 ? known : undefined);
       if (stored) {
         reused.push(stored.seq);
-        node = childOf(node, `a:${stored.seq}`, () => ({ ids: stored.ids, seq: stored.seq })).node;
+        step(`a:${stored.seq}`, () => ({ key: `a:${stored.seq}`, ids: stored.ids, seq: stored.seq }));
         continue;
       }
     }
     const messages = group.kind === "assistant" ? [group.message] : group.messages;
     const templateMessages = messages.map(toTemplateMessage);
     const key = `g:${JSON.stringify(templateMessages)}`;
-    node = childOf(node, key, () => tokenize(key, () => rt.template.group(templateMessages))).node;
+    step(key, templated(key, () => rt.template.group(templateMessages)));
   }
-  return { ids: idsOfPath(node, rt.generationPromptIds), reused, tokenizedPromptTokens: tokenized, end: node };
+  return { known, pending, reused, knownTokens: knownTokens + known.depth, newChars };
+}
+
+/** The texts of a plan the tokenizer must read, in order. */
+export function textsOf(plan: PromptPlan): string[] {
+  return plan.pending.flatMap((seg) => ("text" in seg ? [seg.text] : []));
+}
+
+/** Hang a plan's segments below its known node, with `encoded[i]` the ids of `textsOf(plan)[i]`. */
+export function commitPrompt(state: RolloutPromptState, rt: ModelRuntime, plan: PromptPlan, encoded: readonly (readonly number[])[]): RenderedPrompt {
+  let node = plan.known;
+  let next = 0;
+  let tokenized = 0;
+  for (const seg of plan.pending) {
+    let made: { ids: readonly number[]; seq?: number };
+    if ("text" in seg) {
+      const ids = encoded[next++]!;
+      tokenized += ids.length;
+      state.cache?.set(seg.key, ids);
+      made = { ids };
+    } else made = seg.seq !== undefined ? { ids: seg.ids, seq: seg.seq } : { ids: seg.ids };
+    // A concurrent call of the rollout may have added the same segment meanwhile: childOf keeps the first.
+    node = childOf(node, seg.key, () => made).node;
+  }
+  return { ids: idsOfPath(node, rt.generationPromptIds), reused: plan.reused, tokenizedPromptTokens: tokenized, end: node };
+}
+
+/** Render a request's prompt ids, reusing what the rollout already tokenized (tokenizing inline). */
+export function renderPrompt(state: RolloutPromptState, rt: ModelRuntime, req: CanonicalRequest): RenderedPrompt {
+  const plan = planPrompt(state, rt, req);
+  return commitPrompt(state, rt, plan, textsOf(plan).map((t) => rt.tokenizer.encode(t)));
 }
 
 /** Prompt ids of a request rendered from scratch (no stored completions); for counting and benches. */

@@ -23,6 +23,44 @@ export interface Rollout {
   nextSeq: number;
   prompts: RolloutPromptState;
   records: CallRecord[];
+  /** Requests of this rollout open now (capped by maxRequestsPerRollout). */
+  open: number;
+  /** The rollout's CPU turns (./call-request.ts): its heavy steps run one at a time. */
+  turns: Promise<void>;
+  /** Steps queued or running in `turns`. */
+  pendingTurns: number;
+}
+
+/**
+ * Run a rollout's CPU-heavy step (decompress, JSON.parse, render plan) after its earlier ones: one
+ * rollout's many concurrent requests never run back to back, each waits for a fresh event-loop
+ * turn, so the calls of other rollouts are served between them. A `light` step (a small body) of
+ * a rollout with no step pending, the usual case, runs at once.
+ */
+export function inTurn<T>(rollout: Rollout, work: () => T, light = false): Promise<T> {
+  if (light && rollout.pendingTurns === 0) {
+    rollout.pendingTurns++;
+    try {
+      return Promise.resolve(work());
+    } catch (err) {
+      return Promise.reject(err);
+    } finally {
+      rollout.pendingTurns--;
+    }
+  }
+  return queueTurn(rollout, work);
+}
+
+function queueTurn<T>(rollout: Rollout, work: () => T): Promise<T> {
+  rollout.pendingTurns++;
+  const run = rollout.turns.then(() => new Promise<void>((resolve) => setImmediate(resolve))).then(work);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  rollout.turns = settled;
+  void settled.then(() => rollout.pendingTurns--);
+  return run;
 }
 
 /** Shared-key rollouts kept in memory at most; the oldest is forgotten first. */
@@ -89,6 +127,9 @@ export class RolloutTable {
       nextSeq: 0,
       prompts: new RolloutPromptState(this.cache),
       records: [],
+      open: 0,
+      turns: Promise.resolve(),
+      pendingTurns: 0,
     };
   }
 }

@@ -11,11 +11,12 @@ import { createEngine } from "../engines/registry.js";
 import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
 import { appendRecords, type CallRecord } from "../records/index.js";
 import type { ProxyHandle, ProxyOptions, RolloutRegistration } from "./api.js";
-import { handleModelCall, sendJson } from "./call.js";
+import { createTokenizePool } from "../model/tokenize-pool.js";
+import { closeAfterAnswer, handleModelCall, sendJson } from "./call.js";
+import { countTokens } from "./count-tokens.js";
 import { DIALECT_HANDLERS } from "./dialects/index.js";
-import { readJsonBody } from "./http-body.js";
 import { nowSeconds } from "./ids.js";
-import { renderPromptFresh } from "./render.js";
+import { resolveLimits } from "./limits.js";
 import { type Rollout, RolloutTable } from "./rollouts.js";
 
 type Route =
@@ -31,10 +32,14 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   const ownsEngine = options.engine === undefined;
   const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
   const table = new RolloutTable(options.sharedKey);
+  const limits = resolveLimits(options.model, { ...options.model.proxy, ...options.limits });
+  const pool = createTokenizePool(options.model.tokenizer, runtime.tokenizer);
   const deps = {
     model: options.model,
     runtime,
     engine,
+    pool,
+    limits,
     record(rollout: Rollout, record: CallRecord) {
       if (options.keepRecords !== false) rollout.records.push(record);
       if (options.recordFile !== undefined) appendRecords(options.recordFile, [record]);
@@ -42,7 +47,10 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
     },
   };
 
-  const server = createServer((req, res) => {
+  // Idle connections and slow headers are cut after idleTimeoutMs (checked every second or so);
+  // slow bodies after bodyTimeoutMs (./http-body.ts). Generating has no time limit: it may take minutes.
+  const checkEvery = Math.max(250, Math.min(1000, Math.floor(limits.idleTimeoutMs / 4)));
+  const server = createServer({ connectionsCheckingInterval: checkEvery }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // A bug, not a user mistake: answer 500 and keep serving.
       process.emitWarning(`reins proxy: internal error: ${(err as Error)?.stack ?? String(err)}`);
@@ -50,9 +58,9 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 70_000;
-  server.requestTimeout = 0; // generations may take minutes
+  server.keepAliveTimeout = limits.idleTimeoutMs;
+  server.headersTimeout = limits.idleTimeoutMs;
+  server.requestTimeout = 0; // the body has its own deadline; generating has none
   server.on("clientError", (_err, socket) => socket.destroy());
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -69,18 +77,20 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
     const dialect = DIALECT_HANDLERS[route.kind === "count-tokens" ? "anthropic-messages" : route.dialect];
     const rollout = path === undefined ? undefined : table.authorize(path, credentialOf(req));
     if (route.kind === "unknown") {
+      closeAfterAnswer(res);
       const { status, body } = dialect.errorResponse("not-found", `no route for ${req.method} ${req.url?.split("?")[0]}`);
       sendJson(res, status, body);
       return;
     }
     if (!rollout) {
       req.resume();
+      closeAfterAnswer(res);
       const { status, body } = dialect.errorResponse("auth", "invalid x-api-key or bearer token for this rollout");
       sendJson(res, status, body);
       return;
     }
     if (route.kind === "count-tokens") {
-      await countTokens(runtime, req, res);
+      await countTokens(deps, rollout, req, res);
       return;
     }
     await handleModelCall(deps, rollout, dialect, req, res);
@@ -111,6 +121,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await pool.close();
       if (ownsEngine) await engine.close?.();
     },
   };
@@ -155,23 +166,6 @@ function credentialOf(req: IncomingMessage): string | undefined {
     if (m) return m[1]!.trim();
   }
   return undefined;
-}
-
-async function countTokens(runtime: ModelRuntime, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const anthropic = DIALECT_HANDLERS["anthropic-messages"];
-  const body = await readJsonBody(req);
-  if (!body.ok) {
-    const { status, body: err } = anthropic.errorResponse(body.kind, body.message);
-    sendJson(res, status, err);
-    return;
-  }
-  const parsed = anthropic.parseRequest({ max_tokens: 1, ...(body.value as object) });
-  if (!parsed.ok) {
-    const { status, body: err } = anthropic.errorResponse("bad-request", parsed.message);
-    sendJson(res, status, err);
-    return;
-  }
-  sendJson(res, 200, { input_tokens: renderPromptFresh(runtime, parsed.request).length });
 }
 
 function modelObject(id: string): Record<string, unknown> {

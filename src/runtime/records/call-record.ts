@@ -12,6 +12,7 @@
  * Versions: 1 had `rollout` (the proxy's per-try path id, e.g. "3-0-1.t2") and no `try`; the run
  * store tagged its lines with `rolloutId`. 2 has `rolloutId` + `try`. The reader accepts both.
  */
+import type { Code } from "../../compiler/contract/codes.js";
 import { CALL_CLASSES, type CallClass, type Dialect } from "../../compiler/contract/plan.js";
 
 export { CALL_CLASSES };
@@ -39,8 +40,12 @@ export interface CallRecord {
   model: string;
   /** Whether the harness asked for streaming. */
   stream: boolean;
-  /** Full prompt token ids the engine saw. */
+  /** Full prompt token ids the engine saw (empty for a call refused before generating: see `promptTokens`). */
   promptIds: number[];
+  /** Prompt tokens of a call refused after tokenizing (its ids are not kept). */
+  promptTokens?: number;
+  /** Request body bytes (after decompression), once the body was read. */
+  bodyBytes?: number;
   /** Token ids the engine generated (raw, including reasoning and tool-call markup and the stop token). */
   completionIds: number[];
   /** One logprob per completion id (rollout policy). */
@@ -58,6 +63,6 @@ export interface CallRecord {
   weightsVersion: string;
   /** Unix ms timestamps. */
   timings: { receivedMs: number; firstTokenMs?: number; doneMs: number };
-  /** Set when the engine failed or the client went away. */
-  error?: { kind: "engine" | "client-disconnect" | "bad-request" | "internal"; message: string };
+  /** Set when the engine failed, the client went away or the proxy refused the call (`code`: which limit). */
+  error?: { kind: "engine" | "client-disconnect" | "bad-request" | "internal"; message: string; code?: Code };
 }

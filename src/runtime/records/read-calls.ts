@@ -75,6 +75,10 @@ export function parseCallRecord(value: unknown): CallRecord {
     weightsVersion: optionalField(value, "weightsVersion", isString, "a string", "unknown"),
     timings: optionalField(value, "timings", (x) => isObject(x) && typeof x.receivedMs === "number" && typeof x.doneMs === "number", "an object with numeric receivedMs and doneMs", { receivedMs: 0, doneMs: 0 }),
   };
+  for (const field of ["promptTokens", "bodyBytes"] as const) {
+    const n = value[field];
+    if (n !== undefined) record[field] = optionalField(value, field, (x) => Number.isInteger(x) && (x as number) >= 0, "an integer >= 0", 0);
+  }
   if ("error" in value && value.error !== undefined && value.error !== null) {
     const e = value.error;
     if (!isObject(e) || typeof e.kind !== "string" || typeof e.message !== "string") failField("error", "an object with string `kind` and `message`", e);

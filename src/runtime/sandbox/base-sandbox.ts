@@ -73,8 +73,15 @@ export abstract class BaseSandbox implements Sandbox {
   protected abstract probe(): Promise<boolean>;
   /** Kills every process of the sandbox. */
   protected abstract stop(): Promise<void>;
+  /** Kills every process the sandbox's commands started, keeping the sandbox and its files. */
+  protected abstract killProcesses(): Promise<void>;
   /** Removes what is left of the sandbox once no command runs any more. */
   protected async removeState(): Promise<void> {}
+
+  /** Whether a command of this sandbox is still running (started and not yet ended). */
+  protected get busy(): boolean {
+    return this.running.size > 0;
+  }
 
   get lifecycle(): SandboxState {
     return this.current;
@@ -185,6 +192,18 @@ export abstract class BaseSandbox implements Sandbox {
     const writer = new SnapshotWriter(hostDir, limits);
     await this.onFiles(`cannot copy ${dir} out`, () => this.files.copyOut(at, writer, writer.limits.timeoutMs));
     return writer.result();
+  }
+
+  async stopProcesses(): Promise<void> {
+    if (this.current !== "running") throw this.died("it was destroyed");
+    try {
+      await this.killProcesses();
+    } catch (error) {
+      if (error instanceof SandboxError) throw error;
+      throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${messageOf(error)}`, this.execHint, { cause: error });
+    }
+    // Commands still waited on end with their processes; their ends are collected here.
+    await Promise.all([...this.running].map((command) => command.kill()));
   }
 
   destroy(): Promise<void> {

@@ -3,6 +3,7 @@
  * directory or replace the environment per call: `env -i` gives the command exactly the explicit
  * environment, and a tiny sh changes directory first. Pure.
  */
+import { KILL_ALL_SCRIPT } from "./layout.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -17,6 +18,9 @@ export function wrapForContainer(argv: string[], cwd: string, env: Record<string
 
 /** Kills every process of the container the caller may signal, except pid 1 (the keeper). */
 export const KILL_ALL_BUT_KEEPER = ["sh", "-c", "kill -9 -1 2>/dev/null; exit 0"];
+
+/** The same for stopProcesses (see KILL_ALL_SCRIPT). */
+export const KILL_ALL_REPEATED = ["sh", "-c", KILL_ALL_SCRIPT];
 
 /** Waits until something listens on 127.0.0.1:port inside the container (reads /proc/net/tcp). */
 export function waitForListenerCommand(port: number, attempts = 2000): string[] {

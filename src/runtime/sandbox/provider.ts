@@ -21,6 +21,24 @@ export interface SandboxMount {
   readOnly?: boolean;
 }
 
+/**
+ * What one sandbox may use (see the Sandbox spec's `resources`). Local: cgroups (pids, memory, cpu)
+ * where this host has them, rlimits always, a size-capped tmpfs under the workspace, HOME and /tmp.
+ */
+export interface SandboxResources {
+  /** CPUs at once, e.g. "1" or "500m". */
+  cpu: string;
+  memoryMiB: number;
+  /** Processes and threads at once. */
+  pids?: number;
+  /** The workspace, HOME and /tmp together. */
+  diskMiB?: number;
+  /** Open files per process. */
+  openFiles?: number;
+  /** CPU seconds per process. */
+  cpuSeconds?: number;
+}
+
 export interface SandboxSpec {
   /** Unique within the run; usually the rollout id. Used in names and labels. */
   id: string;
@@ -31,7 +49,8 @@ export interface SandboxSpec {
   harness?: string;
   /** Container image (podman, kubernetes). The local provider uses the host's system directories. */
   image?: string;
-  resources?: { cpu: string; memoryMiB: number };
+  /** Limits of the sandbox; a missing one takes its default (layout.ts DEFAULT_RESOURCES). */
+  resources?: SandboxResources;
   /** Default "proxy-only" when a proxy is given, "none" otherwise. */
   network?: SandboxNetwork;
   /**
@@ -54,6 +73,11 @@ export interface SandboxSpec {
   timeoutSeconds?: number;
   /** Extra labels (kubernetes, podman). */
   labels?: Record<string, string>;
+  /**
+   * Whose sandbox this is; default "agent". A "verifier" sandbox runs its commands under a
+   * different uid than agents' where the provider can choose the user (local).
+   */
+  role?: "agent" | "verifier";
 }
 
 export interface ExecOptions {
@@ -153,6 +177,11 @@ export interface Sandbox {
   copyOut(dir: string, hostDir: string, limits?: CopyLimits): Promise<CopyReport>;
   /** False once the sandbox died or was destroyed. */
   alive(): Promise<boolean>;
+  /**
+   * Kills every process of the sandbox (daemons and double-forked children included) but keeps
+   * the sandbox and its files: after it resolves, nothing the harness started can change them.
+   */
+  stopProcesses(): Promise<void>;
   /** Kills every process of the sandbox and removes its state. Idempotent. */
   destroy(): Promise<void>;
 }

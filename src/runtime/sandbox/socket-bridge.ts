@@ -1,6 +1,9 @@
 /**
  * Host side of the proxy path: a Unix socket (bound into one sandbox) whose connections are piped
  * to the proxy's TCP port. One bridge per rollout; the socket then also identifies the rollout.
+ * Each open connection holds three file descriptors in this process (the Unix side, the TCP side
+ * and the proxy's end), so a sandbox may hold at most `maxConnections` at once: further ones are
+ * closed as soon as they are accepted (counted in `refused`), the open ones keep working.
  */
 import net from "node:net";
 import { chmod, unlink } from "node:fs/promises";
@@ -9,13 +12,19 @@ export interface SocketBridge {
   readonly path: string;
   /** Connections accepted so far. */
   readonly connections: number;
+  /** Connections closed at once because `maxConnections` were open. */
+  readonly refused: number;
   close(): Promise<void>;
 }
 
-export async function createSocketBridge(unixPath: string, targetHost: string, targetPort: number): Promise<SocketBridge> {
+/** Connections one sandbox may hold open to its proxy at once: many more than a harness's parallel calls. */
+export const MAX_BRIDGE_CONNECTIONS = 64;
+
+export async function createSocketBridge(unixPath: string, targetHost: string, targetPort: number, opts: { maxConnections?: number } = {}): Promise<SocketBridge> {
   await unlink(unixPath).catch(() => undefined);
   const open = new Set<net.Socket>();
   let connections = 0;
+  let refused = 0;
   const server = net.createServer({ allowHalfOpen: true }, (inbound) => {
     connections++;
     const outbound = net.connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
@@ -33,6 +42,9 @@ export async function createSocketBridge(unixPath: string, targetHost: string, t
     inbound.pipe(outbound);
     outbound.pipe(inbound);
   });
+  // Node closes a connection past this count right after accepting it ('drop' reports it).
+  server.maxConnections = opts.maxConnections ?? MAX_BRIDGE_CONNECTIONS;
+  server.on("drop", () => refused++);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(unixPath, () => {
@@ -46,6 +58,9 @@ export async function createSocketBridge(unixPath: string, targetHost: string, t
     path: unixPath,
     get connections() {
       return connections;
+    },
+    get refused() {
+      return refused;
     },
     async close() {
       for (const s of open) s.destroy();

@@ -1,4 +1,10 @@
-/** The judge's prompt: the task, the rubric items and the workspace files (bounded). Pure. */
+/**
+ * The judge's prompt: the task, the rubric items and the workspace files (bounded). Pure.
+ * Everything the agent controls is fenced so that it cannot open a section of its own: a file's
+ * name is JSON-quoted on its heading line (a newline in it stays `\n`), a note about a file is
+ * escaped to one line, and a file's content sits in a backtick fence longer than any backtick run
+ * inside it.
+ */
 
 export interface RubricItem {
   id: string;
@@ -26,6 +32,16 @@ function fenceFor(text: string): string {
   return "`".repeat(Math.max(3, longest + 1));
 }
 
+/** A file name as the prompt shows it: JSON-quoted, so no character of it can break the line. */
+export function quoteName(path: string): string {
+  return JSON.stringify(path);
+}
+
+/** One line of text with every control character, quote and backslash escaped. */
+function oneLine(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
 export function buildJudgePrompt(input: { instruction: string; items: readonly RubricItem[]; files: readonly PromptFile[]; omitted?: number }): string {
   const parts: string[] = [];
   parts.push("## Task given to the agent\n", input.instruction.trim(), "\n");
@@ -35,11 +51,12 @@ export function buildJudgePrompt(input: { instruction: string; items: readonly R
   if (input.files.length === 0) parts.push("(no files to show)\n");
   for (const f of input.files) {
     if (f.text === undefined) {
-      parts.push(`### ${f.path}\n(${f.note ?? "not shown"})\n`);
+      parts.push(`### File ${quoteName(f.path)}\n(${oneLine(f.note ?? "not shown")})\n`);
       continue;
     }
     const fence = fenceFor(f.text);
-    const head = f.truncated ? `### ${f.path} (first ${Buffer.byteLength(f.text)} of ${f.size} bytes)` : `### ${f.path}`;
+    const name = `### File ${quoteName(f.path)}`;
+    const head = f.truncated ? `${name} (first ${Buffer.byteLength(f.text)} of ${f.size} bytes)` : name;
     parts.push(`${head}\n${fence}\n${f.text}${f.text.endsWith("\n") ? "" : "\n"}${fence}\n`);
   }
   if (input.omitted) parts.push(`(${input.omitted} more files not shown)\n`);

@@ -1,7 +1,8 @@
 /**
  * WorkspaceReader: how verifiers see a final workspace. A host directory implements it
  * (directory-reader.ts); a rollout's workspace is a snapshot copied out of its sandbox through the
- * sandbox contract, with commands run inside the sandbox (executor/sandbox-reader.ts).
+ * sandbox contract after its processes are stopped, with commands run in a fresh verifier sandbox
+ * (executor/sandbox-reader.ts).
  * Every method returns values for bad workspaces (missing, escaping symlink, too large); none throws
  * for hostile content.
  */

@@ -162,6 +162,8 @@ const ERROR_TYPE: Record<ProxyErrorKind, string> = {
   "context-length": "invalid_request_error",
   "not-found": "not_found_error",
   "too-large": "request_too_large",
+  timeout: "invalid_request_error",
+  "too-many-requests": "rate_limit_error",
   "unsupported-media": "invalid_request_error",
   engine: "api_error",
   internal: "api_error",

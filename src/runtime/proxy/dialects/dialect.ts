@@ -11,6 +11,8 @@ export type ProxyErrorKind =
   | "context-length"
   | "not-found"
   | "too-large"
+  | "timeout"
+  | "too-many-requests"
   | "unsupported-media"
   | "engine"
   | "internal";
@@ -41,6 +43,8 @@ export const ERROR_STATUS: Record<ProxyErrorKind, number> = {
   "context-length": 400,
   "not-found": 404,
   "too-large": 413,
+  timeout: 408,
+  "too-many-requests": 429,
   "unsupported-media": 415,
   engine: 500,
   internal: 500,

@@ -129,6 +129,8 @@ const ERROR_TYPE: Record<ProxyErrorKind, { type: string; code: string | null }> 
   "context-length": { type: "invalid_request_error", code: "context_length_exceeded" },
   "not-found": { type: "invalid_request_error", code: "unknown_url" },
   "too-large": { type: "invalid_request_error", code: "request_too_large" },
+  timeout: { type: "invalid_request_error", code: "request_timeout" },
+  "too-many-requests": { type: "requests", code: "rate_limit_exceeded" },
   "unsupported-media": { type: "invalid_request_error", code: "unsupported_content_encoding" },
   engine: { type: "server_error", code: "engine_error" },
   internal: { type: "server_error", code: null },

@@ -3,8 +3,9 @@
  * what the sandbox may have left there: a symlink or a swapped directory never leads the host
  * outside the sandbox's own roots, and a planted symlink is copied as a link, never followed.
  */
-import { constants } from "node:fs";
-import { chown, lstat, mkdir, open, readdir, readlink, realpath } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { constants, existsSync } from "node:fs";
+import { chown, lstat, mkdir, open, readdir, readlink, realpath, rm } from "node:fs/promises";
 import path from "node:path";
 import type { SnapshotWriter } from "./snapshot-writer.js";
 import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
@@ -148,4 +149,33 @@ export function hostTransport(hostDirs: Record<string, string>, owner: Owner): F
     list: (at) => listInside(dirOf(at), at.rel),
     copyOut: (at, into) => copyTreeOut(dirOf(at), at.rel, into),
   };
+}
+
+function runQuietly(argv: string[]): Promise<void> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0], argv.slice(1), { env: {}, stdio: "ignore" });
+    child.on("error", () => resolve());
+    child.on("close", () => resolve());
+  });
+}
+
+/**
+ * Removes a tree a sandbox may have shaped against its removal: paths deeper than PATH_MAX, names
+ * with newlines or bytes that are not UTF-8, directories without permissions. Node's rm first;
+ * what it leaves is removed by coreutils' rm, which walks by file descriptor (no path length
+ * limit), after giving the owner every permission back (for a runner that is not root). Never
+ * crosses into another filesystem. Returns whether the tree is gone.
+ */
+export async function removeTree(dir: string): Promise<boolean> {
+  try {
+    await rm(dir, { recursive: true, force: true, maxRetries: 0 });
+    return true;
+  } catch {
+    /* deep or locked: below */
+  }
+  await runQuietly(["/bin/rm", "-rf", "--one-file-system", "--", dir]);
+  if (!existsSync(dir)) return true;
+  await runQuietly(["/bin/chmod", "-R", "u+rwx", "--", dir]);
+  await runQuietly(["/bin/rm", "-rf", "--one-file-system", "--", dir]);
+  return !existsSync(dir);
 }

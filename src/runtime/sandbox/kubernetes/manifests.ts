@@ -37,11 +37,22 @@ export function podName(id: RolloutIdentity): string {
   return dnsName(["reins", id.runId, id.rolloutId]);
 }
 
+/**
+ * A sandbox's limits as a Pod can state them: cpu and memory, and diskMiB as ephemeral-storage and
+ * each emptyDir's sizeLimit. pids, openFiles and cpuSeconds have no Pod field: the kubelet's
+ * podPidsLimit and the container runtime's defaults apply (documented in the Sandbox schema).
+ */
+export interface PodResources {
+  cpu: string;
+  memoryMiB: number;
+  diskMiB?: number;
+}
+
 /** What every object holding a sandbox pod spec is built from. */
 interface SandboxPodBase {
   namespace: string;
   image: string;
-  resources?: { cpu: string; memoryMiB: number };
+  resources?: PodResources;
   runtimeClassName?: string;
   owner?: { name: string; uid: string };
 }
@@ -52,6 +63,9 @@ export interface PodOptions extends SandboxPodBase {
   deadlineSeconds?: number;
   env?: Record<string, string>;
   labels?: Record<string, string>;
+  /** The user commands run as; default the sandbox user (a verifier's pod runs as another). */
+  runAsUser?: number;
+  runAsGroup?: number;
 }
 
 function envList(env: Record<string, string>): { name: string; value: string }[] {
@@ -62,12 +76,12 @@ function envList(env: Record<string, string>): { name: string; value: string }[]
 
 /** The pod spec of a sandbox: one keeper container, read-only root, writable workspace/HOME//tmp. */
 export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace" | "owner" | "labels">): Record<string, unknown> {
-  const resources = o.resources
-    ? {
-        requests: { cpu: o.resources.cpu, memory: `${o.resources.memoryMiB}Mi` },
-        limits: { cpu: o.resources.cpu, memory: `${o.resources.memoryMiB}Mi` },
-      }
+  const disk = o.resources?.diskMiB;
+  const amounts = o.resources
+    ? { cpu: o.resources.cpu, memory: `${o.resources.memoryMiB}Mi`, ...(disk ? { "ephemeral-storage": `${disk * 3}Mi` } : {}) }
     : undefined;
+  const resources = amounts ? { requests: { ...amounts }, limits: { ...amounts } } : undefined;
+  const emptyDir = disk ? { sizeLimit: `${disk}Mi` } : {};
   const container: Record<string, unknown> = {
     name: SANDBOX_CONTAINER,
     image: o.image,
@@ -80,8 +94,8 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
       capabilities: { drop: ["ALL"] },
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
-      runAsUser: SANDBOX_UID,
-      runAsGroup: SANDBOX_GID,
+      runAsUser: o.runAsUser ?? SANDBOX_UID,
+      runAsGroup: o.runAsGroup ?? SANDBOX_GID,
     },
     volumeMounts: [
       { name: "workspace", mountPath: SANDBOX_WORKSPACE },
@@ -95,12 +109,12 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     terminationGracePeriodSeconds: 0,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: { runAsNonRoot: true, runAsUser: SANDBOX_UID, runAsGroup: SANDBOX_GID, fsGroup: SANDBOX_GID },
+    securityContext: { runAsNonRoot: true, runAsUser: o.runAsUser ?? SANDBOX_UID, runAsGroup: o.runAsGroup ?? SANDBOX_GID, fsGroup: o.runAsGroup ?? SANDBOX_GID },
     containers: [container],
     volumes: [
-      { name: "workspace", emptyDir: {} },
-      { name: "home", emptyDir: {} },
-      { name: "tmp", emptyDir: {} },
+      { name: "workspace", emptyDir: { ...emptyDir } },
+      { name: "home", emptyDir: { ...emptyDir } },
+      { name: "tmp", emptyDir: { ...emptyDir } },
     ],
   };
   if (o.deadlineSeconds !== undefined) spec.activeDeadlineSeconds = Math.max(1, Math.ceil(o.deadlineSeconds));

@@ -7,7 +7,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { BaseSandboxProvider } from "../base-provider.js";
 import { sleep } from "../host/process-tree.js";
-import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME } from "../layout.js";
+import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME, VERIFIER_GID, VERIFIER_UID } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
 import { apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "./client.js";
@@ -142,6 +142,8 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
           runtimeClassName: this.options.runtimeClassName,
           env,
           labels: spec.labels,
+          // A verifier's pod never runs as the agents' user.
+          ...(spec.role === "verifier" ? { runAsUser: VERIFIER_UID, runAsGroup: VERIFIER_GID } : {}),
         });
         podName = pod.metadata.name;
         await this.clients.core.createNamespacedPod({ namespace: ns, body: pod as unknown as V1Pod });

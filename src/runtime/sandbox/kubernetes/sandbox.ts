@@ -2,7 +2,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
-import { KILL_ALL_BUT_KEEPER, wrapForContainer } from "../container-command.js";
+import { KILL_ALL_BUT_KEEPER, KILL_ALL_REPEATED, wrapForContainer } from "../container-command.js";
+import { SandboxError } from "../sandbox-error.js";
 import { execTransport } from "../files/exec-transport.js";
 import type { FileTransport } from "../files/transport.js";
 import { sleep } from "../host/process-tree.js";
@@ -70,6 +71,11 @@ export class KubernetesSandbox extends BaseSandbox {
       await startPodExec(this.target(), KILL_ALL_BUT_KEEPER).done;
       for (let i = 0; i < 10 && !finished(); i++) await sleep(25);
     }
+  }
+
+  protected async killProcesses(): Promise<void> {
+    const run = await startPodExec(this.target(), KILL_ALL_REPEATED).done;
+    if ("failure" in run) throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${run.failure}`, this.execHint);
   }
 
   protected async stop(): Promise<void> {

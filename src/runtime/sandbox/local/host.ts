@@ -1,12 +1,16 @@
 /**
  * What the local provider learns about the host once: which top-level entries to show, what to
- * hide, where bwrap and socat live, and the passwd/group files that name the sandbox user.
+ * hide, where bwrap and socat live, the passwd/group files that name the sandbox user, and where
+ * sandboxes get control groups. It also prunes the state a crashed runner left.
  */
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { detectCgroups, type CgroupHost } from "../host/cgroups.js";
 import { findExecutable } from "../host/executables.js";
 import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./keeper-args.js";
+import { removeState } from "./state.js";
+import { pruneUidLeases } from "./uids.js";
 
 export interface LocalHost {
   bwrap: string | null;
@@ -16,6 +20,13 @@ export interface LocalHost {
   emptyFile: string;
   passwdFile: string;
   groupFile: string;
+  /** The host's passwd and group, for sandboxes with a user of their own. */
+  passwdText: string;
+  groupText: string;
+  /** Where sandboxes get control groups; null where this host has none for the runner. */
+  cgroups: CgroupHost | null;
+  /** The runner is root: it can mount capped filesystems and give each sandbox a uid of its own. */
+  root: boolean;
 }
 
 export function scanHostRoot(systemDirs: string[] = SYSTEM_DIRS): HostEntry[] {
@@ -70,10 +81,12 @@ export async function prepareLocalHost(
   const passwdFile = path.join(hostDir, "passwd");
   const groupFile = path.join(hostDir, "group");
   const readOr = (p: string): string => (existsSync(p) ? readFileSync(p, "utf8") : "");
+  const passwdText = readOr("/etc/passwd");
+  const groupText = readOr("/etc/group");
   // Replaced atomically: other runners sharing this root may be binding these files right now.
   await writeAtomic(emptyFile, "");
-  await writeAtomic(passwdFile, withSandboxUser(readOr("/etc/passwd"), `sandbox:x:${uid}:${gid}:sandbox:${home}:/bin/sh`, uid, 2));
-  await writeAtomic(groupFile, withSandboxUser(readOr("/etc/group"), `sandbox:x:${gid}:`, gid, 2));
+  await writeAtomic(passwdFile, withSandboxUser(passwdText, `sandbox:x:${uid}:${gid}:sandbox:${home}:/bin/sh`, uid, 2));
+  await writeAtomic(groupFile, withSandboxUser(groupText, `sandbox:x:${gid}:`, gid, 2));
   await pruneStale(stateRoot);
   const hostEntries = scanHostRoot(systemDirs);
   return {
@@ -84,6 +97,10 @@ export async function prepareLocalHost(
     emptyFile,
     passwdFile,
     groupFile,
+    passwdText,
+    groupText,
+    cgroups: detectCgroups(),
+    root: process.getuid?.() === 0,
   };
 }
 
@@ -104,7 +121,10 @@ export function ownerStamp(pid = process.pid): string | null {
   }
 }
 
-/** Removes sandbox state left by runners that no longer exist (their processes died with them). */
+/**
+ * Removes sandbox state left by runners that no longer exist (their processes died with them):
+ * directories, control groups, mounts and uid leases. A live runner's sandboxes are never touched.
+ */
 export async function pruneStale(stateRoot: string): Promise<number> {
   let removed = 0;
   for (const name of await readdir(stateRoot).catch(() => [] as string[])) {
@@ -114,8 +134,8 @@ export async function pruneStale(stateRoot: string): Promise<number> {
     if (owner === null) continue;
     const pid = Number(owner.split(" ")[0]);
     if (Number.isInteger(pid) && ownerStamp(pid) === owner.trim()) continue;
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-    removed++;
+    if (await removeState(stateRoot, dir).catch(() => false)) removed++;
   }
+  pruneUidLeases(stateRoot);
   return removed;
 }

@@ -5,32 +5,49 @@
  * commands join those namespaces with nsenter, each in a pid namespace of its own. Destroying the
  * sandbox kills the keeper's pid 1, and the kernel then kills every process in the sandbox: there
  * is no way to outlive it (setsid, nohup and ignored SIGTERM do not help).
+ *
+ * Limits (spec.resources): every process of a sandbox starts behind a confining shell (confine.ts)
+ * that joins the sandbox's pids, memory and cpu control groups and sets its rlimits (open files,
+ * CPU seconds; address space and file size where no group or tmpfs holds memory or disk). The
+ * workspace, HOME and /tmp are tmpfs capped at diskMiB each. Run as root, each sandbox runs as a
+ * host uid of its own (uids.ts); otherwise as `uid`.
  */
 import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { BaseSandboxProvider, hostSetup, makeStateDirs, proxySocketFor } from "../base-provider.js";
+import { BaseSandboxProvider, hostSetup, proxySocketFor } from "../base-provider.js";
 import {
   baseEnvironment,
   DEFAULT_PROXY_PORT,
+  limitsOf,
   SANDBOX_GID,
   SANDBOX_HOME,
   SANDBOX_UID,
   SANDBOX_WORKSPACE,
+  VERIFIER_GID,
+  VERIFIER_UID,
 } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
-import { ownerStamp, prepareLocalHost, type LocalHost } from "./host.js";
+import { buildConfineArgv, type Confinement } from "./confine.js";
+import { ownerStamp, prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
 import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
 import { LocalSandbox } from "./sandbox.js";
+import { joinGroups, layOutState, removeState } from "./state.js";
+import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
 export interface LocalProviderOptions {
   /** Where sandbox state (workspace, HOME, /tmp) lives; default $TMPDIR/reins-sandboxes. Hidden from sandboxes. */
   rootDir?: string;
+  /**
+   * One uid (and gid) for every sandbox. Default: run as root, each sandbox gets a host uid of its
+   * own from `uidRange`; otherwise 1000.
+   */
   uid?: number;
   gid?: number;
+  /** Where sandboxes' own uids come from; default 1,900,000,000 and the million after it. */
+  uidRange?: UidRange;
   /** Host paths hidden from every sandbox, on top of the defaults (the run directory belongs here). */
   hidePaths?: string[];
   /** Top-level host directories shown read-only; default usr, bin, sbin, lib*, etc, opt, var, sys. */
@@ -83,13 +100,38 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       writeFileSync(path.join(stateDir, "owner"), this.stamp);
       return await this.startSandbox(spec, host, stateDir, socket);
     } catch (error) {
-      await rm(stateDir, { recursive: true, force: true }).catch(() => undefined);
+      await removeState(this.rootDir, stateDir).catch(() => undefined);
       throw error;
     }
   }
 
+  /** The sandbox's user: its own leased uid when the runner is root and none was fixed. */
+  private userFor(host: LocalHost, stateDir: string): { uid: number; gid: number; own: boolean } {
+    if (this.options.uid !== undefined || !host.root) return { uid: this.uid, gid: this.gid, own: false };
+    const uid = leaseUid(this.rootDir, stateDir, this.options.uidRange ?? DEFAULT_UID_RANGE);
+    writeFileSync(path.join(stateDir, "uid"), `${uid}\n`);
+    const passwdFile = path.join(stateDir, "passwd");
+    const groupFile = path.join(stateDir, "group");
+    writeFileSync(passwdFile, withSandboxUser(host.passwdText, `sandbox:x:${uid}:${uid}:sandbox:${SANDBOX_HOME}:/bin/sh`, uid, 2));
+    writeFileSync(groupFile, withSandboxUser(host.groupText, `sandbox:x:${uid}:`, uid, 2));
+    return { uid, gid: uid, own: true };
+  }
+
   private async startSandbox(spec: SandboxSpec, host: LocalHost, stateDir: string, socket: string | undefined): Promise<LocalSandbox> {
-    const dirs = makeStateDirs(stateDir, this.uid, this.gid);
+    // A verifier's sandbox never shares the agents' uid: a leased uid is its own anyway, a fixed
+    // one is replaced by the verifier's.
+    const leased = this.userFor(host, stateDir);
+    const user = spec.role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
+    const limits = limitsOf(spec.resources);
+    const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, capDisk: host.root, cgroups: host.cgroups });
+    const dirs = state.dirs;
+    const controllers = state.cgroups?.controllers ?? [];
+    const confinement: Confinement = {
+      procs: state.cgroups?.procs ?? [],
+      limits,
+      fallback: { memory: !controllers.includes("memory"), disk: state.fstab === undefined },
+      ownUid: user.own,
+    };
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     if (socket && this.options.forwarder === "socat" && !host.socat) {
       throw new SandboxError("create-failed", spec.id, "socat is not installed", "install it (apt-get install -y socat) or use forwarder: node");
@@ -100,8 +142,8 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       hostEntries: host.hostEntries,
       hide: [...host.hide, ...hiddenFor(spec)],
       emptyFile: host.emptyFile,
-      passwdFile: host.passwdFile,
-      groupFile: host.groupFile,
+      passwdFile: user.own ? path.join(stateDir, "passwd") : host.passwdFile,
+      groupFile: user.own ? path.join(stateDir, "group") : host.groupFile,
       workspaceHost: dirs.workspace,
       homeHost: dirs.home,
       tmpHost: dirs.tmp,
@@ -112,16 +154,23 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       forwarderNodeHost: forwarder && !useSocat ? process.execPath : undefined,
       hostname: "sandbox",
       network: socket ? "proxy-only" : "none",
+      blockFd: confinement.procs.length > 0,
     };
-    const args = [...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
-    const keeper = await startKeeper(host.bwrap as string, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
+    const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
+    // The keeper joins its groups from here, while bwrap sets up (keeper.ts); commands join them in their shell.
+    const procs = confinement.procs;
+    const [shell, ...args] = buildConfineArgv({ ...confinement, procs: [], fstab: state.fstab }, bwrap);
+    const join = procs.length === 0 ? undefined : (pids: number[]) => joinGroups(procs, pids);
+    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000, join);
     return new LocalSandbox({
       id: spec.id,
+      stateRoot: this.rootDir,
       stateDir,
       dirs,
       keeper,
-      uid: this.uid,
-      gid: this.gid,
+      uid: user.uid,
+      gid: user.gid,
+      confinement,
       isolateCommands: this.options.isolateCommands !== false,
       env: { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) },
       proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,

@@ -1,24 +1,31 @@
 /** One live local sandbox (see provider.ts): commands through nsenter, files through its host directories. */
 import type { ChildProcess } from "node:child_process";
-import { rm } from "node:fs/promises";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
 import { hostTransport } from "../files/host-files.js";
 import type { FileTransport } from "../files/transport.js";
-import { startHostProcess } from "../host/process-runner.js";
+import { runHostCommand, startHostProcess } from "../host/process-runner.js";
 import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } from "../host/process-tree.js";
+import { KILL_ALL_SCRIPT } from "../layout.js";
+import { SandboxError } from "../sandbox-error.js";
+import { buildConfineArgv, type Confinement } from "./confine.js";
 import { buildEnterArgv } from "./keeper-args.js";
 import type { Keeper } from "./keeper.js";
+import { removeState } from "./state.js";
 
 export interface LocalSandboxState {
   id: string;
+  /** The provider's root, where uid leases live. */
+  stateRoot: string;
   stateDir: string;
   dirs: StateDirs;
   keeper: Keeper;
   uid: number;
   gid: number;
   isolateCommands: boolean;
+  /** Control groups and rlimits every command joins before it enters the sandbox. */
+  confinement: Confinement;
   env: Record<string, string>;
   proxyUrl?: string;
 }
@@ -63,6 +70,11 @@ export class LocalSandbox extends BaseSandbox {
     });
   }
 
+  /** The sandbox user's host uid (for tests and diagnostics). */
+  get uid(): number {
+    return this.local.uid;
+  }
+
   /** Host pid of the sandbox's pid 1 (for tests and diagnostics). */
   get hostPid(): number {
     return this.local.keeper.childPid;
@@ -82,12 +94,32 @@ export class LocalSandbox extends BaseSandbox {
       ownPidNamespace: this.local.isolateCommands,
     });
     const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child, this.local.isolateCommands);
-    const host = startHostProcess(enter, { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
+    const host = startHostProcess(buildConfineArgv(this.local.confinement, enter), { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
     return {
       done: host.done.then((end) => ("failure" in end ? { failure: `cannot enter the sandbox: ${end.failure}` } : end)),
       kill: host.kill,
       release: () => void host.kill(),
     };
+  }
+
+  /**
+   * `kill -9 -1` as the sandbox user in the sandbox's own pid namespace (not one of its own): it
+   * reaches every process of this sandbox, nested command namespaces included, and nothing
+   * outside it; pid 1 (the keeper) and the proxy forwarder are not the sandbox user's. When each
+   * command has a pid namespace of its own and none is running, there is nothing left to kill:
+   * the kernel kills a namespace's processes, and waits for them, before its init has ended.
+   */
+  protected async killProcesses(): Promise<void> {
+    if (this.local.isolateCommands && !this.busy) return;
+    const argv = buildEnterArgv({ targetPid: this.local.keeper.childPid, uid: this.local.uid, gid: this.local.gid, cwd: "/", argv: [], ownPidNamespace: false });
+    // The init script is replaced by the kill script: it must not be a command of its own to kill.
+    const at = argv.indexOf("/bin/sh");
+    const enter = [...argv.slice(0, at), "/bin/sh", "-c", KILL_ALL_SCRIPT];
+    const r = await runHostCommand(enter, { env: {}, timeoutMs: 30_000 });
+    if (r.spawnError !== undefined || r.exitCode !== 0) {
+      if (!(await this.probe())) throw new SandboxError("died", this.id, "the sandbox is no longer running (it ended while its processes were stopped)", "retry the rollout in a new sandbox");
+      throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.spawnError ?? (r.stderr.trim().slice(-300) || `exit status ${r.exitCode}`)}`, this.execHint);
+    }
   }
 
   protected async stop(): Promise<void> {
@@ -99,6 +131,6 @@ export class LocalSandbox extends BaseSandbox {
   }
 
   protected override async removeState(): Promise<void> {
-    if (this.gone) await rm(this.local.stateDir, { recursive: true, force: true });
+    if (this.gone) await removeState(this.local.stateRoot, this.local.stateDir);
   }
 }

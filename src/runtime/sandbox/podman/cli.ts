@@ -17,9 +17,26 @@ default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 runtime = "runc"
 `;
 
+/**
+ * containers.conf for one sandbox's `kube play`: the host fixes above, with the sandbox's pids
+ * limit (the container's pids cgroup) and its open files and CPU seconds as ulimits.
+ */
+export function sandboxContainersConf(limits: { pids: number; openFiles: number; cpuSeconds: number }): string {
+  return `# Written by reins for one sandbox (see CONTAINERS_CONF in cli.ts).
+[containers]
+default_ulimits = ["nofile=${limits.openFiles}:${limits.openFiles}", "nproc=1024:1024", "cpu=${limits.cpuSeconds}:${limits.cpuSeconds}"]
+pids_limit = ${limits.pids}
+
+[engine]
+runtime = "runc"
+`;
+}
+
 export interface PodmanCli {
   binary: string;
   env: Record<string, string>;
+  /** A containers.conf was given: it, not the sandbox's limits, decides pids and ulimits. */
+  customConf?: boolean;
 }
 
 export async function preparePodmanCli(binary: string, stateRoot: string, containersConf?: string): Promise<PodmanCli> {
@@ -31,6 +48,7 @@ export async function preparePodmanCli(binary: string, stateRoot: string, contai
   return {
     binary,
     env: { PATH: SYSTEM_PATH, CONTAINERS_CONF: conf, HOME: "/root" },
+    ...(containersConf ? { customConf: true } : {}),
   };
 }
 

@@ -3,19 +3,26 @@
  * (kubernetes/manifests.ts), adapted only where podman differs (manifest.ts), with
  * `podman kube play --network none`. Commands run with `podman exec`; destroy stops and removes
  * the pod. The image is built offline by scripts/build-image.sh.
+ *
+ * Limits: cpu and memory in the Pod's resources, pids, open files and CPU seconds through the
+ * sandbox's own containers.conf (pids_limit, ulimits), and, run as root, the workspace, HOME and
+ * /tmp as tmpfs capped at diskMiB each (as the local provider).
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { BaseSandboxProvider, hostSetup, makeStateDirs, proxySocketFor } from "../base-provider.js";
+import { BaseSandboxProvider, hostSetup, proxySocketFor } from "../base-provider.js";
 import { waitForListenerCommand } from "../container-command.js";
 import { findExecutable } from "../host/executables.js";
 import { buildSandboxPod, podName, type RolloutIdentity } from "../kubernetes/manifests.js";
-import { baseEnvironment, DEFAULT_PROXY_PORT, DEFAULT_SANDBOX_IMAGE, SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID } from "../layout.js";
+import { limitPidsOf } from "../host/cgroups.js";
+import { runHostCommand } from "../host/process-runner.js";
+import { baseEnvironment, DEFAULT_PROXY_PORT, DEFAULT_SANDBOX_IMAGE, limitsOf, SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID } from "../layout.js";
+import { layOutState, removeState } from "../local/state.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
-import { preparePodmanCli, runPodman, type PodmanCli } from "./cli.js";
+import { preparePodmanCli, runPodman, sandboxContainersConf, type PodmanCli } from "./cli.js";
 import { adaptPodForPodman, podmanContainerName } from "./manifest.js";
 import { PodmanSandbox } from "./sandbox.js";
 
@@ -60,7 +67,13 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
     const name = podName(identity);
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     try {
-      const dirs = makeStateDirs(stateDir, SANDBOX_UID, SANDBOX_GID);
+      const limits = limitsOf(spec.resources);
+      const state = layOutState(stateDir, { uid: SANDBOX_UID, gid: SANDBOX_GID, limits, capDisk: process.getuid?.() === 0, cgroups: null });
+      const dirs = state.dirs;
+      if (state.fstab) {
+        const mounted = await runHostCommand(["/usr/bin/mount", "-a", "-T", state.fstab], { env: {}, timeoutMs: 30_000 });
+        if (mounted.exitCode !== 0) throw new Error(`cannot mount the sandbox's capped directories: ${mounted.stderr.trim() || mounted.spawnError}`);
+      }
       const env = { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) };
       const pod = buildSandboxPod({
         identity,
@@ -81,15 +94,27 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
       });
       const manifestPath = path.join(stateDir, "pod.yaml");
       await writeFile(manifestPath, stringify(played));
-      const play = await runPodman(cli, ["kube", "play", "--network", "none", "--replace", manifestPath], this.options.readyTimeoutMs ?? 120_000);
+      let playCli = cli;
+      if (!cli.customConf) {
+        const conf = path.join(stateDir, "containers.conf");
+        await writeFile(conf, sandboxContainersConf(limits));
+        playCli = { ...cli, env: { ...cli.env, CONTAINERS_CONF: conf } };
+      }
+      const play = await runPodman(playCli, ["kube", "play", "--network", "none", "--replace", manifestPath], this.options.readyTimeoutMs ?? 120_000);
       if (play.code !== 0) {
         throw new SandboxError("create-failed", spec.id, `podman kube play failed: ${play.stderr.trim() || play.stdout.trim()}`, "check the image (scripts/build-image.sh) and podman's setup");
+      }
+      // kube play applies no pids limit of its own: the pod's group gets the sandbox's.
+      const podId = /Pod:\s*\n([0-9a-f]{64})/.exec(play.stdout)?.[1];
+      if (!cli.customConf && (!podId || !limitPidsOf(podId, limits.pids))) {
+        throw new SandboxError("create-failed", spec.id, `cannot set the pod's pids limit (pod ${podId ?? "id not reported"})`, "run podman as root with the cgroupfs or systemd cgroup manager, or give a containers.conf of your own");
       }
       const sandbox = new PodmanSandbox({
         id: spec.id,
         cli,
         podName: name,
         container: podmanContainerName(name),
+        stateRoot: this.rootDir,
         stateDir,
         dirs,
         env,
@@ -101,7 +126,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
       return sandbox;
     } catch (error) {
       await runPodman(cli, ["pod", "rm", "-f", name]).catch(() => undefined);
-      await rm(stateDir, { recursive: true, force: true }).catch(() => undefined);
+      await removeState(this.rootDir, stateDir).catch(() => undefined);
       throw error;
     }
   }

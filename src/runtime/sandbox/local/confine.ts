@@ -1,0 +1,51 @@
+/**
+ * Pure builder of the confining shell that stands before every process of a local sandbox (its
+ * keeper and each command): on the host, as root, it mounts the sandbox's size-capped filesystems
+ * (keeper only), joins the sandbox's control groups, sets its rlimits, then execs the rest. Nothing
+ * of the sandbox runs before it is confined, and everything it starts inherits the groups and limits.
+ */
+import type { Limits } from "../layout.js";
+
+export interface Confinement {
+  /** `cgroup.procs` files to join. */
+  procs: string[];
+  limits: Limits;
+  /** Which limits the rlimits must carry because no cgroup or tmpfs does. */
+  fallback: { memory: boolean; disk: boolean };
+  /** RLIMIT_NPROC = pids: only meaningful (and only set) when the sandbox has a uid of its own. */
+  ownUid: boolean;
+  /** An fstab of the size-capped mounts to make first (keeper only). */
+  fstab?: string;
+}
+
+/** Rlimit lines for dash's ulimit: -n open files, -t CPU seconds, -v address space KiB, -f file size KiB, -p processes. */
+export function ulimitLines(c: Confinement): string[] {
+  const lines = [`ulimit -n ${c.limits.openFiles}`, `ulimit -t ${c.limits.cpuSeconds}`];
+  if (c.fallback.memory) lines.push(`ulimit -v ${c.limits.memoryMiB * 1024}`);
+  if (c.fallback.disk) lines.push(`ulimit -f ${c.limits.diskMiB * 1024}`);
+  if (c.ownUid) lines.push(`ulimit -p ${c.limits.pids}`);
+  return lines;
+}
+
+/** `/bin/sh -c <script> reins-confine <fstab|""> <n> <procs...> <argv...>`. */
+export function buildConfineArgv(c: Confinement, argv: string[]): string[] {
+  const script = [
+    `if [ -n "$1" ]; then /usr/bin/mount -a -T "$1" || exit 125; fi`,
+    `n=$2; shift 2`,
+    `while [ "$n" -gt 0 ]; do echo $$ >"$1" || exit 125; shift; n=$((n-1)); done`,
+    ...ulimitLines(c).map((l) => `${l} || exit 125`),
+    `exec "$@"`,
+  ].join("\n");
+  return ["/bin/sh", "-c", script, "reins-confine", c.fstab ?? "", String(c.procs.length), ...c.procs, ...argv];
+}
+
+/**
+ * The fstab of a sandbox's writable roots: one tmpfs each for the workspace, HOME and /tmp, capped
+ * at `diskMiB` and at a number of files in proportion, owned by the sandbox user.
+ */
+export function buildStateFstab(dirs: { workspace: string; home: string; tmp: string }, diskMiB: number, uid: number, gid: number): string {
+  const inodes = Math.max(4096, diskMiB * 128);
+  const common = `size=${diskMiB}m,nr_inodes=${inodes},uid=${uid},gid=${gid},nosuid,nodev`;
+  const line = (dir: string, mode: string): string => `tmpfs ${dir.replace(/ /g, "\\040")} tmpfs ${common},mode=${mode} 0 0`;
+  return [line(dirs.workspace, "0755"), line(dirs.home, "0755"), line(dirs.tmp, "1777")].join("\n") + "\n";
+}
