@@ -41,8 +41,9 @@ export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}):
   const settled = settle(opts);
   const r = loadAndResolve(paths, settled);
   const diagnostics = [...r.diagnostics];
+  const rollouts = { count: 0 };
   for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
-    diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd }).diagnostics);
+    diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd, rollouts }).diagnostics);
   }
   return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }

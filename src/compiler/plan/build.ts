@@ -16,11 +16,14 @@ import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
 import { portableHarness, portableModel, portablePlan } from "./paths.js";
+import { MAX_PLAN_ROLLOUTS } from "../resolve/limits.js";
 
 export interface BuildOptions {
   /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
   cwd: string;
   sources?: Plan["sources"];
+  /** Rollouts planned so far by other targets of the same compile (counted up by buildPlan). */
+  rollouts?: { count: number };
 }
 
 export function buildPlan(world: World, target: TypedDocument, opts: BuildOptions): Result<Plan | undefined> {
@@ -108,6 +111,17 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   };
   /** Every task through every harness (evaluations). */
   const everyHarness = (tasks: string[]): [string, number][] => tasks.flatMap((t) => harnessList.map((_, hi): [string, number] => [t, hi]));
+
+  // The plan's size from its counts, before a single rollout is made.
+  const rollouts = countRollouts(spec, isExperiment, training.length, heldOut.names.length, selected.names.length, harnessList.length, algorithm?.groupSize ?? 1);
+  const before = opts.rollouts?.count ?? 0;
+  if (before + rollouts > MAX_PLAN_ROLLOUTS) {
+    const others = before > 0 ? `, and the other plans compiled with it ${before.toLocaleString("en-US")}` : "";
+    const message = `The plan would have ${rollouts.toLocaleString("en-US")} rollouts${others}; the limit is ${MAX_PLAN_ROLLOUTS.toLocaleString("en-US")}.`;
+    diagnostics.push(makeDiagnostic("PlanTooLarge", at(isExperiment ? "steps" : "attempts"), message, CODES.PlanTooLarge));
+    return { value: undefined, diagnostics };
+  }
+  if (opts.rollouts) opts.rollouts.count += rollouts;
 
   let attempts: number;
   if (isExperiment) {
@@ -258,6 +272,16 @@ function shuffled<T>(list: readonly T[], seed: number): T[] {
     [out[i], out[j]] = [out[j]!, out[i]!];
   }
   return out;
+}
+
+/** Rollouts the plan will have (mirrors the steps made in buildPlan). */
+function countRollouts(spec: any, isExperiment: boolean, training: number, heldOut: number, selected: number, harnesses: number, groupSize: number): number {
+  if (!isExperiment) return selected * harnesses * (spec.attempts ?? 1);
+  const steps: number = spec.steps;
+  const perStep = Math.min(spec.tasksPerStep ?? training, training);
+  const evalEvery: number = spec.eval?.everySteps ?? 0;
+  const evals = heldOut > 0 ? 2 + (evalEvery > 0 ? Math.floor(steps / evalEvery) : 0) : 0;
+  return steps * perStep * groupSize + evals * heldOut * harnesses * (spec.eval?.attempts ?? 1);
 }
 
 /** A rough estimate: documented as such in the plan summary. */

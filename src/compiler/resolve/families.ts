@@ -13,30 +13,48 @@ import type { TaskFamilySpec } from "../schema/task-family.js";
 import { issuesToDiagnostics, suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
-import { expandMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
+import { expandMatrix, measureMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
+import { MAX_MATRIX_COMPARISONS, MAX_RENDERED_VALUES, MAX_TASKS, TemplateBudget, countValues, formatCount } from "./limits.js";
 
-export const MAX_FAMILY_TASKS = 2_000_000;
+/** What expanding families may still spend: shared by every family of a world. */
+export interface ExpansionBudget {
+  /** Tasks made so far (Task documents and earlier families). */
+  tasks: number;
+  template: TemplateBudget;
+}
 
-export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, ResolvedVerifier>): Result<ResolvedTask[]> {
+export function newExpansionBudget(tasks = 0): ExpansionBudget {
+  return { tasks, template: new TemplateBudget() };
+}
+
+export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, ResolvedVerifier>, budget: ExpansionBudget = newExpansionBudget()): Result<ResolvedTask[]> {
   const diagnostics: Diagnostic[] = [];
   const spec = fam.doc.spec as TaskFamilySpec;
   const src = fam.source;
   const famName = fam.name;
   const at = (path: PathSegment[], key = false) => positionAt(src, ["spec", ...path], { key });
 
-  const cellsResult = parameterSets(spec, famName);
+  const cellsResult = parameterSets(spec, famName, budget);
   for (const p of cellsResult.problems) diagnostics.push(makeDiagnostic(p.code, at(p.path, p.key), p.message, p.hint ?? CODES[p.code], p.severity ?? "error"));
   if (cellsResult.problems.some((p) => (p.severity ?? "error") === "error")) return { value: [], diagnostics };
 
   const templateRaw = (src.value as any)?.spec?.template as unknown;
+  budget.tasks += cellsResult.cells.length;
   const params = spec.parameters ?? [];
   const tasks: ResolvedTask[] = [];
   const seenTemplateErrors = new Map<string, { d: Diagnostic; count: number }>();
   const names = new Set<string>();
 
+  let skipped = 0;
   for (const rawCell of cellsResult.cells) {
+    if (budget.template.spent()) {
+      // A limit for the whole compile is passed: every further cell would fail the same way.
+      skipped++;
+      continue;
+    }
+    budget.template.startTask();
     const cell = withDefaults(rawCell, params);
     const cellNote = `in matrix cell ${describeCell(rawCell)}`;
     const paramProblems = checkParameters(cell, params);
@@ -45,10 +63,10 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
       continue;
     }
     const failures: { path: PathSegment[]; error: TemplateFailure }[] = [];
-    const rendered = renderValue(templateRaw, cell, [], failures) as TaskSpec;
+    const rendered = renderValue(templateRaw, cell, [], failures, budget.template) as TaskSpec;
     if (failures.length > 0) {
       for (const f of failures) {
-        const code = f.error.kind === "syntax" ? "TemplateSyntax" : f.error.kind === "unknown-parameter" ? "TemplateUnknownParameter" : f.error.kind === "unknown-helper" ? "TemplateUnknownHelper" : "TemplateRender";
+        const code = failureCode(f.error);
         const pos = at(["template", ...f.path]);
         const tpl = valueAtPath(templateRaw, f.path);
         const maxLine = typeof tpl === "string" ? tpl.replace(/\n+$/, "").split("\n").length : 1;
@@ -74,11 +92,12 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
     const labels: Record<string, string> = { ...(fam.doc.metadata.labels ?? {}), "reins.dev/family": famName };
     let labelFailed = false;
     for (const [k, tpl] of Object.entries(spec.taskLabels ?? {})) {
-      const r = renderTemplate(tpl, cell);
+      const r = renderTemplate(tpl, cell, budget.template);
       if (r.ok) labels[k] = r.value;
       else {
         labelFailed = true;
-        recordOnce(seenTemplateErrors, makeDiagnostic("TemplateRender", at(["taskLabels", k]), r.error.message, CODES.TemplateRender, "error", [cellNote]));
+        const code = r.error.kind === "work" || r.error.kind === "size" ? failureCode(r.error) : "TemplateRender";
+        recordOnce(seenTemplateErrors, makeDiagnostic(code, at(["taskLabels", k]), r.error.message, CODES[code], "error", [cellNote]));
       }
     }
     if (labelFailed) continue;
@@ -100,8 +119,40 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
   for (const { d, count } of seenTemplateErrors.values()) {
     diagnostics.push(count > 1 ? { ...d, notes: [...(d.notes ?? []), `and ${count - 1} more cell(s)`] } : d);
   }
+  if (skipped > 0) {
+    const note = `${formatCount(skipped)} cell(s) of family "${famName}" were not rendered`;
+    const i = diagnostics.findLastIndex((d) => d.code === "TemplateTooMuchWork" || d.code === "RenderedTooLarge");
+    if (i >= 0) diagnostics[i] = { ...diagnostics[i]!, notes: [...(diagnostics[i]!.notes ?? []), note] };
+    else diagnostics.push(makeDiagnostic("TemplateTooMuchWork", at(["template"]), "The templates' limits for the whole compile are spent by earlier families.", CODES.TemplateTooMuchWork, "error", [note]));
+  }
   return { value: tasks, diagnostics };
 }
+
+type FailureCode = "TemplateSyntax" | "TemplateUnknownParameter" | "TemplateUnknownHelper" | "TemplateRender" | "TemplateTooMuchWork" | "RenderedTooLarge";
+
+function failureCode(e: TemplateFailure): FailureCode {
+  const codes: Record<TemplateFailure["kind"], FailureCode> = {
+    syntax: "TemplateSyntax",
+    "unknown-parameter": "TemplateUnknownParameter",
+    "unknown-helper": "TemplateUnknownHelper",
+    render: "TemplateRender",
+    work: "TemplateTooMuchWork",
+    size: "RenderedTooLarge",
+  };
+  return codes[e.kind];
+}
+
+/** At most how many values one parameter set holds: the largest value of each axis, entry and generator. */
+function parameterValuesBound(spec: TaskFamilySpec): number {
+  const largest = (list: readonly unknown[] | undefined) => (list ?? []).reduce<number>((m, v) => Math.max(m, countValues(v, MAX_RENDERED_VALUES)), 0);
+  const { include, exclude: _e, ...axes } = (spec.matrix ?? {}) as { include?: unknown[]; exclude?: unknown[] } & Record<string, unknown[]>;
+  let n = largest(include);
+  for (const values of Object.values(axes)) n += largest(values);
+  for (const p of spec.parameters ?? []) if (p.default !== undefined) n += countValues(p.default, MAX_RENDERED_VALUES);
+  for (const g of (spec.generate?.values ?? []) as Generator[]) n += g.pick ? largest(g.pick) : g.sample ? countValues(g.sample.from, MAX_RENDERED_VALUES) : 1;
+  return n;
+}
+
 
 function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagnostic): void {
   const key = `${d.code}|${d.file}|${d.line}|${d.column}|${d.message}`;
@@ -111,7 +162,7 @@ function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagn
 }
 
 interface Problem {
-  code: "MatrixEmpty" | "MatrixTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
+  code: "MatrixEmpty" | "MatrixTooLarge" | "FamilyTooLarge" | "MatrixTooManyEntries" | "TooManyTasks" | "TemplateTooMuchWork" | "RenderedTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
   path: PathSegment[];
   message: string;
   /** Point at the key of the last path segment. */
@@ -121,7 +172,7 @@ interface Problem {
 }
 
 /** The parameter sets of a family: matrix cells, each expanded by `generate` when present. */
-export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: Cell[]; problems: Problem[] } {
+export function parameterSets(spec: TaskFamilySpec, famName: string, budget: ExpansionBudget = newExpansionBudget()): { cells: Cell[]; problems: Problem[] } {
   const problems: Problem[] = [];
   const matrix = spec.matrix as Record<string, unknown> | undefined;
   for (const u of unknownMatrixKeys(matrix, (spec.parameters ?? []).map((p) => p.name))) {
@@ -135,8 +186,29 @@ export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: C
     });
   }
   if (problems.length > 0) return { cells: [], problems };
-  const { cells, tooLarge, unusedExcludes } = expandMatrix(matrix);
-  if (tooLarge) return { cells: [], problems: [{ code: "MatrixTooLarge", path: ["matrix"], message: "The matrix has more than 5,000,000 cells." }] };
+  const left = Math.max(0, MAX_TASKS - budget.tasks);
+  // Every task walks the whole template and its own parameter values (names, annotations, hashes):
+  // bounded from the spec's sizes before a cell is made.
+  const templateValues = countValues(spec.template, MAX_RENDERED_VALUES + 1);
+  const cellValues = parameterValuesBound(spec);
+  const taskBound = measureMatrix(matrix).cells * (spec.generate?.count ?? 1);
+  const visits = taskBound * (templateValues + cellValues);
+  if (taskBound <= left && visits > MAX_RENDERED_VALUES) {
+    const message = `The family would render ${formatCount(visits)} values (up to ${formatCount(taskBound)} tasks × ${formatCount(templateValues)} values and \`{{…}}\` in the template and up to ${formatCount(cellValues)} in the parameters); the limit is ${formatCount(MAX_RENDERED_VALUES)}.`;
+    return { cells: [], problems: [{ code: "FamilyTooLarge", path: ["template"], key: true, message }] };
+  }
+  const { cells, tooLarge, tooManyEntries, unusedExcludes, size } = expandMatrix(matrix, left);
+  if (tooLarge) {
+    const message =
+      size.cells > MAX_TASKS
+        ? `The matrix has ${formatCount(size.cells)} cells${size.cells > size.product ? ` (${formatCount(size.product)} from its axes and up to ${formatCount(size.cells - size.product)} from \`include\`)` : ""}; the limit is ${formatCount(MAX_TASKS)} tasks.`
+        : `The matrix has ${formatCount(size.cells)} cells, and ${formatCount(budget.tasks)} tasks come before it; the limit is ${formatCount(MAX_TASKS)} tasks in all.`;
+    return { cells: [], problems: [{ code: size.cells > MAX_TASKS ? "MatrixTooLarge" : "TooManyTasks", path: ["matrix"], message }] };
+  }
+  if (tooManyEntries) {
+    const message = `\`include\` and \`exclude\` would make ${formatCount(size.comparisons)} comparisons with the matrix's ${formatCount(size.product)} cells; the limit is ${formatCount(MAX_MATRIX_COMPARISONS)}.`;
+    return { cells: [], problems: [{ code: "MatrixTooManyEntries", path: ["matrix"], message }] };
+  }
   for (const i of unusedExcludes) {
     problems.push({ code: "MatrixEntryUnused", path: ["matrix", "exclude", i], message: `\`exclude\` entry ${i + 1} matches no cell of the matrix, so it removes nothing.`, severity: "warning" });
   }
@@ -152,7 +224,10 @@ export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: C
       if (g.pick && g.pick.length === 0) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "pick"], message: `Generator "${g.name}" picks from an empty list.` });
     });
     const total = base.length * spec.generate.count;
-    if (total > MAX_FAMILY_TASKS) problems.push({ code: "MatrixTooLarge", path: ["generate", "count"], message: `The family would expand to ${total} tasks; the limit is ${MAX_FAMILY_TASKS}.` });
+    if (total > left) {
+      const before = budget.tasks > 0 ? `, and ${formatCount(budget.tasks)} tasks come before it` : "";
+      problems.push({ code: "TooManyTasks", path: ["generate", "count"], message: `The family would expand to ${formatCount(total)} tasks (${formatCount(base.length)} cells × count ${formatCount(spec.generate.count)})${before}; the limit is ${formatCount(MAX_TASKS)} tasks in all.` });
+    }
     if (problems.some((p) => (p.severity ?? "error") === "error")) return { cells: [], problems };
     const seed = spec.generate.seed ?? 0;
     const out: Cell[] = [];
@@ -160,10 +235,16 @@ export function parameterSets(spec: TaskFamilySpec, famName: string): { cells: C
       const cellKey = canonicalJson(cell);
       for (let i = 0; i < spec.generate.count; i++) {
         const random = rng(seedOf(famName, seed, cellKey, i));
+        let failed: TemplateFailure | undefined;
         out.push(generateValues(gens, random, cell, (source, ctx) => {
-          const r = renderTemplate(source, ctx);
+          const r = renderTemplate(source, ctx, budget.template);
+          if (!r.ok) failed ??= r.error;
           return r.ok ? r.value : "";
         }));
+        if (failed && (failed.kind === "work" || failed.kind === "size")) {
+          const i = gens.findIndex((g) => g.template !== undefined);
+          return { cells: [], problems: [...problems, { code: failed.kind === "work" ? "TemplateTooMuchWork" : "RenderedTooLarge", path: ["generate", "values", Math.max(i, 0), "template"], message: failed.message }] };
+        }
       }
     }
     base = out;
@@ -202,7 +283,7 @@ function checkParameters(cell: Cell, params: NonNullable<TaskFamilySpec["paramet
 const SINGLE_PARAM = /^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/;
 
 /** Render every string in a plain value; keys are left alone. */
-function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { path: PathSegment[]; error: TemplateFailure }[]): unknown {
+function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { path: PathSegment[]; error: TemplateFailure }[], budget: TemplateBudget): unknown {
   if (typeof v === "string") {
     // A string that is exactly one parameter reference keeps the parameter's type ("{{n}}" → 42).
     const single = SINGLE_PARAM.exec(v);
@@ -210,15 +291,20 @@ function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { pat
       const value = ctx[single[1]!];
       if (typeof value === "number" || typeof value === "boolean") return value;
     }
-    const r = renderTemplate(v, ctx);
-    if (r.ok) return r.value;
+    const r = renderTemplate(v, ctx, budget);
+    if (r.ok) {
+      const tooLarge = budget.rendered(r.value.length);
+      if (!tooLarge) return r.value;
+      failures.push({ path, error: { kind: "size", message: tooLarge } });
+      return "";
+    }
     failures.push({ path, error: r.error });
     return v;
   }
-  if (Array.isArray(v)) return v.map((x, i) => renderValue(x, ctx, [...path, i], failures));
+  if (Array.isArray(v)) return v.map((x, i) => renderValue(x, ctx, [...path, i], failures, budget));
   if (v !== null && typeof v === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = renderValue(x, ctx, [...path, k], failures);
+    for (const [k, x] of Object.entries(v)) out[k] = renderValue(x, ctx, [...path, k], failures, budget);
     return out;
   }
   return v;

@@ -7,21 +7,47 @@
  *    if it can be merged nowhere, it becomes a new cell.
  */
 import { canonicalJson } from "../contract/hash.js";
+import { MAX_MATRIX_COMPARISONS, MAX_TASKS, countValues } from "./limits.js";
 
 export type Cell = Record<string, unknown>;
 
-export const MAX_CELLS = 5_000_000;
+/** How large a matrix is, from its axis lengths and entry counts, before anything is expanded. */
+export interface MatrixSize {
+  /** Cells of the product of the axes. */
+  product: number;
+  /** At most this many cells after `include` (each entry may add one). */
+  cells: number;
+  /** `include`/`exclude` entries (weighed by their values) × product cells: the comparisons expansion makes. */
+  comparisons: number;
+}
 
-/** `unusedExcludes`: indexes of `exclude` entries that removed no cell. */
-export function expandMatrix(matrix: Record<string, unknown> | undefined): { cells: Cell[]; tooLarge: boolean; unusedExcludes: number[] } {
-  if (!matrix) return { cells: [{}], tooLarge: false, unusedExcludes: [] };
+export function measureMatrix(matrix: Record<string, unknown> | undefined): MatrixSize {
+  if (!matrix) return { product: 1, cells: 1, comparisons: 0 };
   const { include, exclude, ...axes } = matrix as { include?: Cell[]; exclude?: Cell[] } & Record<string, unknown[]>;
   const names = Object.keys(axes);
-  let size = 1;
-  for (const n of names) {
-    size *= (axes[n] as unknown[]).length;
-    if (size > MAX_CELLS) return { cells: [], tooLarge: true, unusedExcludes: [] };
-  }
+  let product = names.length === 0 ? 0 : 1;
+  for (const n of names) product *= (axes[n] as unknown[]).length;
+  // Each entry is compared with each cell, key by key (canonical JSON for lists and maps): its size counts.
+  let entries = 0;
+  for (const e of [...(include ?? []), ...(exclude ?? [])]) entries += countValues(e, MAX_MATRIX_COMPARISONS);
+  return { product, cells: product + (include?.length ?? 0), comparisons: entries * Math.max(product, 1) };
+}
+
+/**
+ * `unusedExcludes`: indexes of `exclude` entries that removed no cell. `maxCells` bounds the cells
+ * (measured before expanding: `tooLarge` and no cells when passed); the comparisons that
+ * `include`/`exclude` make are bounded by MAX_MATRIX_COMPARISONS (`tooManyEntries`).
+ */
+export function expandMatrix(
+  matrix: Record<string, unknown> | undefined,
+  maxCells: number = MAX_TASKS,
+): { cells: Cell[]; tooLarge: boolean; tooManyEntries: boolean; unusedExcludes: number[]; size: MatrixSize } {
+  const size = measureMatrix(matrix);
+  if (!matrix) return { cells: [{}], tooLarge: false, tooManyEntries: false, unusedExcludes: [], size };
+  if (size.cells > maxCells) return { cells: [], tooLarge: true, tooManyEntries: false, unusedExcludes: [], size };
+  if (size.comparisons > MAX_MATRIX_COMPARISONS) return { cells: [], tooLarge: false, tooManyEntries: true, unusedExcludes: [], size };
+  const { include, exclude, ...axes } = matrix as { include?: Cell[]; exclude?: Cell[] } & Record<string, unknown[]>;
+  const names = Object.keys(axes);
   let cells: Cell[] = names.length === 0 ? [] : [{}];
   for (const n of names) {
     const next: Cell[] = [];
@@ -51,7 +77,7 @@ export function expandMatrix(matrix: Record<string, unknown> | undefined): { cel
     }
     if (!merged) cells.push({ ...inc });
   }
-  return { cells, tooLarge: false, unusedExcludes };
+  return { cells, tooLarge: false, tooManyEntries: false, unusedExcludes, size };
 }
 
 export interface MatrixKeyProblem {

@@ -19,7 +19,7 @@ import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
-import { expandFamily } from "./families.js";
+import { expandFamily, newExpansionBudget } from "./families.js";
 import { mountProblems } from "./host-paths.js";
 import { checkJudgeReferences } from "./judges.js";
 import { resolveTask } from "./tasks.js";
@@ -70,8 +70,9 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
     diagnostics.push(...res.diagnostics);
     if (res.value) tasks.set(doc.name, { value: res.value, doc });
   }
+  const budget = newExpansionBudget(tasks.size);
   for (const doc of docsOf("TaskFamily")) {
-    const res = expandFamily(doc, verifierValues);
+    const res = expandFamily(doc, verifierValues, budget);
     diagnostics.push(...res.diagnostics);
     const names: string[] = [];
     for (const t of res.value) {

@@ -2,12 +2,13 @@
  * YAML with positions: multi-document parsing, alias-bomb and nesting guards,
  * and mapping value paths back to `file:line:column`.
  */
-import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, visit, type Document, type Node } from "yaml";
+import { LineCounter, parseAllDocuments, isMap, isSeq, isScalar, isPair, visit, type Document, type Node, type Pair, type YAMLMap } from "yaml";
 import { makeDiagnostic, type Diagnostic, type Result, type SourcePosition } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
 import type { SourceText } from "./files.js";
 import type { ProjectRoot } from "./project.js";
 import { interpolateDocument } from "./interpolate.js";
+import { MAX_DOCUMENT_VALUES } from "../resolve/limits.js";
 
 export const MAX_ALIAS_COUNT = 100;
 export const MAX_DEPTH = 64;
@@ -40,7 +41,8 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
   }
   let docs: Document.Parsed[];
   try {
-    docs = parseAllDocuments(src.text, { lineCounter, uniqueKeys: true, prettyErrors: false, strict: true }) as Document.Parsed[];
+    // Duplicate keys are found below in linear time (the parser's own check is quadratic in a map's size).
+    docs = parseAllDocuments(src.text, { lineCounter, uniqueKeys: false, prettyErrors: false, strict: true }) as Document.Parsed[];
     if (!Array.isArray(docs)) docs = [docs as unknown as Document.Parsed];
   } catch (err) {
     const code = err instanceof RangeError ? "TooDeep" : "YamlSyntax";
@@ -60,7 +62,12 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
         makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine(e.message), CODES[code]),
       );
     }
-    if (errs.length > 0) return;
+    const duplicates = errs.length > 0 ? [] : duplicateKeys(doc);
+    for (const key of duplicates) {
+      const pos = lineCounter.linePos(key.range?.[0] ?? 0);
+      diagnostics.push(makeDiagnostic("DuplicateKey", { file: src.file, line: pos.line, column: pos.col }, "Map keys must be unique.", CODES.DuplicateKey));
+    }
+    if (errs.length > 0 || duplicates.length > 0) return;
     for (const w of doc.warnings ?? []) {
       const pos = lineCounter.linePos(w.pos[0]);
       diagnostics.push(makeDiagnostic("YamlSyntax", { file: src.file, line: pos.line, column: pos.col }, firstLine(w.message), CODES.YamlSyntax, "warning"));
@@ -85,7 +92,16 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
       diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine((err as Error).message), CODES[code]));
       return;
     }
-    const depth = valueDepth(value);
+    const { depth, values } = measureValue(value);
+    if (values > MAX_DOCUMENT_VALUES) {
+      // Aliases are shared objects in `value`; walking it counts them expanded, as later stages see them.
+      const aliased = hasAlias(doc);
+      const pos = lineCounter.linePos(aliased ? lastAliasOffset(doc) : doc.range?.[0] ?? 0);
+      const code = aliased ? "AliasBomb" : "DocumentTooLarge";
+      const message = `The document ${aliased ? "expands (with its aliases) to" : "has"} more than ${MAX_DOCUMENT_VALUES.toLocaleString("en-US")} values; that is the limit per document.`;
+      diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, message, CODES[code]));
+      return;
+    }
     if (depth > MAX_DEPTH) {
       const pos = lineCounter.linePos(doc.range?.[0] ?? 0);
       diagnostics.push(makeDiagnostic("TooDeep", { file: src.file, line: pos.line, column: pos.col }, `The document nests ${depth} levels deep; the limit is ${MAX_DEPTH}.`, CODES.TooDeep));
@@ -94,6 +110,22 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
     out.push({ file: src.file, absPath: src.absPath, index, doc, lineCounter, value, text: src.text });
   });
   return { value: out, diagnostics };
+}
+
+/** Keys repeated in a map of the document (scalar keys with the same value), in one pass. */
+function duplicateKeys(doc: Document.Parsed): Node[] {
+  const out: Node[] = [];
+  visit(doc, {
+    Map(_k, map) {
+      const seen = new Set<unknown>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        if (seen.has(pair.key.value)) out.push(pair.key);
+        else seen.add(pair.key.value);
+      }
+    },
+  });
+  return out;
 }
 
 function lastAliasOffset(doc: Document.Parsed): number {
@@ -127,17 +159,44 @@ function flowDepth(text: string): number {
   return max;
 }
 
-function valueDepth(root: unknown): number {
+/** Depth and number of values (aliases counted expanded); stops early past either limit. */
+function measureValue(root: unknown): { depth: number; values: number } {
   let max = 0;
+  let values = 0;
   const stack: [unknown, number][] = [[root, 1]];
   while (stack.length > 0) {
     const [v, d] = stack.pop()!;
+    values++;
     if (d > max) max = d;
-    if (d > MAX_DEPTH + 1) return d;
+    if (d > MAX_DEPTH + 1 || values > MAX_DOCUMENT_VALUES) return { depth: max, values };
     if (Array.isArray(v)) for (const x of v) stack.push([x, d + 1]);
     else if (v !== null && typeof v === "object") for (const x of Object.values(v)) stack.push([x, d + 1]);
   }
-  return max;
+  return { depth: max, values };
+}
+
+function hasAlias(doc: Document.Parsed): boolean {
+  let found = false;
+  visit(doc, {
+    Alias() {
+      found = true;
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+const pairIndex = new WeakMap<YAMLMap, Map<string, Pair>>();
+
+/** A map's pair by key, through an index built once per map (positions are looked up for every diagnostic). */
+function pairOf(map: YAMLMap, key: string): Pair | undefined {
+  let index = pairIndex.get(map);
+  if (!index) {
+    index = new Map();
+    for (const p of map.items) if (isPair(p) && isScalar(p.key) && !index.has(String(p.key.value))) index.set(String(p.key.value), p as Pair);
+    pairIndex.set(map, index);
+  }
+  return index.get(key);
 }
 
 export function nodePosition(file: string, lineCounter: LineCounter, node: Node | null | undefined): SourcePosition {
@@ -159,7 +218,7 @@ export function positionAt(src: SourceDocument, path: readonly PathSegment[], op
     const seg = path[i]!;
     const last = i === path.length - 1;
     if (isMap(node)) {
-      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+      const pair = pairOf(node, String(seg));
       if (!pair) break;
       if (last && opts.key) {
         best = pair.key;
