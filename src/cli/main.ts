@@ -14,5 +14,12 @@ program
 registerCommands(program);
 
 process.on("SIGINT", () => process.exit(EXIT.interrupted));
+// A reader that stops early (`reins validate --json | head`) is not a failure of reins: stop quietly.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(EXIT.ok);
+    throw error;
+  });
+}
 
 await runProgram(program);
