@@ -7,8 +7,13 @@
  * the sandbox relies on its rlimits (see local/confine.ts).
  *
  * A sandbox's processes join its groups before anything of theirs runs (the confining shell
- * writes its own pid to each `cgroup.procs`, then execs); the kernel counts every process they
+ * writes "0", itself, to each group's join file, then execs); the kernel counts every process they
  * start. Destroying the groups kills whatever is still in them.
+ *
+ * The join file is a v1 group's `tasks`, not its `cgroup.procs`: a thread moving itself through
+ * `tasks` is the one move the kernel makes without the global threadgroup lock, whose writer waits
+ * for an RCU grace period (several milliseconds, more on a loaded host) on every first move of a
+ * burst. The confining shell is single-threaded, so moving its thread moves the whole process.
  */
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -26,8 +31,8 @@ export interface CgroupHost {
 export interface SandboxCgroups {
   /** The groups' directories (removed at destroy). */
   dirs: string[];
-  /** The `cgroup.procs` files a process writes its pid to, to join. */
-  procs: string[];
+  /** The files a single-threaded process writes "0" to, to join (v1 `tasks`, v2 `cgroup.procs`). */
+  joins: string[];
   controllers: CgroupController[];
 }
 
@@ -143,7 +148,7 @@ function limitWrites(version: 1 | 2, c: CgroupController, limits: Limits): [stri
 
 /** Makes the groups of one sandbox and sets its limits. The caller records `dirs` before processes join. */
 export function createSandboxCgroups(host: CgroupHost, name: string, limits: Limits): SandboxCgroups {
-  const out: SandboxCgroups = { dirs: [], procs: [], controllers: [] };
+  const out: SandboxCgroups = { dirs: [], joins: [], controllers: [] };
   const made = new Set<string>();
   for (const [c, parent] of Object.entries(host.parents) as [CgroupController, string][]) {
     const dir = path.join(parent, name);
@@ -152,7 +157,7 @@ export function createSandboxCgroups(host: CgroupHost, name: string, limits: Lim
       mkdirSync(dir, { recursive: true });
       made.add(dir);
       out.dirs.push(dir);
-      out.procs.push(path.join(dir, "cgroup.procs"));
+      out.joins.push(path.join(dir, host.version === 1 ? "tasks" : "cgroup.procs"));
     }
     for (const [file, value] of limitWrites(host.version, c, limits)) {
       try {

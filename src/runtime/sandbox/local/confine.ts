@@ -7,8 +7,8 @@
 import type { Limits } from "../layout.js";
 
 export interface Confinement {
-  /** `cgroup.procs` files to join. */
-  procs: string[];
+  /** Control group files to join by writing "0" (the shell itself) to each (see host/cgroups.ts). */
+  joins: string[];
   limits: Limits;
   /** Which limits the rlimits must carry because no cgroup or tmpfs does. */
   fallback: { memory: boolean; disk: boolean };
@@ -27,16 +27,16 @@ export function ulimitLines(c: Confinement): string[] {
   return lines;
 }
 
-/** `/bin/sh -c <script> reins-confine <fstab|""> <n> <procs...> <argv...>`. */
+/** `/bin/sh -c <script> reins-confine <fstab|""> <n> <joins...> <argv...>`. */
 export function buildConfineArgv(c: Confinement, argv: string[]): string[] {
   const script = [
     `if [ -n "$1" ]; then /usr/bin/mount -a -T "$1" || exit 125; fi`,
     `n=$2; shift 2`,
-    `while [ "$n" -gt 0 ]; do echo $$ >"$1" || exit 125; shift; n=$((n-1)); done`,
+    `while [ "$n" -gt 0 ]; do echo 0 >"$1" || exit 125; shift; n=$((n-1)); done`,
     ...ulimitLines(c).map((l) => `${l} || exit 125`),
     `exec "$@"`,
   ].join("\n");
-  return ["/bin/sh", "-c", script, "reins-confine", c.fstab ?? "", String(c.procs.length), ...c.procs, ...argv];
+  return ["/bin/sh", "-c", script, "reins-confine", c.fstab ?? "", String(c.joins.length), ...c.joins, ...argv];
 }
 
 /**

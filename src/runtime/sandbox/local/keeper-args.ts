@@ -45,8 +45,6 @@ export interface KeeperLayout {
   proxySocketHost?: string;
   /** Host node binary bound at /run/reins/node for the node forwarder. */
   forwarderNodeHost?: string;
-  /** bwrap waits for a byte on fd 4 before it runs the keeper (while it is confined). */
-  blockFd?: boolean;
   hostname: string;
   network: "proxy-only" | "none";
 }
@@ -102,7 +100,6 @@ export function buildKeeperArgs(layout: KeeperLayout): string[] {
   a.push("--setenv", "PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
   a.push("--chdir", layout.workspacePath);
   a.push("--info-fd", "3");
-  if (layout.blockFd) a.push("--block-fd", "4");
   return a;
 }
 

@@ -34,7 +34,7 @@ import { ownerStamp, prepareLocalHost, withSandboxUser, type LocalHost } from ".
 import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
 import { LocalSandbox } from "./sandbox.js";
-import { joinGroups, layOutState, removeState } from "./state.js";
+import { layOutState, removeState } from "./state.js";
 import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
 export interface LocalProviderOptions {
@@ -127,7 +127,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const dirs = state.dirs;
     const controllers = state.cgroups?.controllers ?? [];
     const confinement: Confinement = {
-      procs: state.cgroups?.procs ?? [],
+      joins: state.cgroups?.joins ?? [],
       limits,
       fallback: { memory: !controllers.includes("memory"), disk: state.fstab === undefined },
       ownUid: user.own,
@@ -154,14 +154,11 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       forwarderNodeHost: forwarder && !useSocat ? process.execPath : undefined,
       hostname: "sandbox",
       network: socket ? "proxy-only" : "none",
-      blockFd: confinement.procs.length > 0,
     };
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
-    // The keeper joins its groups from here, while bwrap sets up (keeper.ts); commands join them in their shell.
-    const procs = confinement.procs;
-    const [shell, ...args] = buildConfineArgv({ ...confinement, procs: [], fstab: state.fstab }, bwrap);
-    const join = procs.length === 0 ? undefined : (pids: number[]) => joinGroups(procs, pids);
-    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000, join);
+    // The keeper's shell mounts the capped roots, joins the groups and sets the rlimits before bwrap runs.
+    const [shell, ...args] = buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
+    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
     return new LocalSandbox({
       id: spec.id,
       stateRoot: this.rootDir,

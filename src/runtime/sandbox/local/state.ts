@@ -11,7 +11,6 @@
  */
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { StateDirs } from "../base-provider.js";
 import { createSandboxCgroups, removeSandboxCgroups, type CgroupHost, type SandboxCgroups } from "../host/cgroups.js";
@@ -80,16 +79,12 @@ function mountedUnder(stateDir: string): string[] {
  * sandbox left in it. Returns whether the directory is gone.
  */
 export async function removeState(stateRoot: string, stateDir: string): Promise<boolean> {
-  await removeSandboxCgroups(readLines(path.join(stateDir, "cgroups")));
+  // The unmount runs while the groups are removed: both must be done before the tree goes.
   const mounted = readLines(path.join(stateDir, "fstab")).length > 0 ? mountedUnder(stateDir) : [];
-  if (mounted.length > 0) await unmount(mounted);
+  const unmounted = mounted.length > 0 ? unmount(mounted) : undefined;
+  await Promise.all([removeSandboxCgroups(readLines(path.join(stateDir, "cgroups"))), unmounted]);
   const uid = Number(readLines(path.join(stateDir, "uid"))[0]);
   const gone = await removeTree(stateDir);
   if (gone && Number.isInteger(uid) && uid > 0) releaseUid(stateRoot, uid);
   return gone;
-}
-
-/** Moves processes into a sandbox's groups (each `cgroup.procs` in turn; off the event loop). */
-export async function joinGroups(procs: string[], pids: number[]): Promise<void> {
-  for (const file of procs) for (const pid of pids) await writeFile(file, String(pid));
 }
