@@ -131,6 +131,18 @@ describe("local provider builders", () => {
     expect(args.slice(args.indexOf("--remount-ro"), args.indexOf("--remount-ro") + 2)).toEqual(["--remount-ro", "/"]);
   });
 
+  it("makes each writable root a tmpfs of the sandbox's own, capped, instead of binding host dirs, when capped", () => {
+    const capped = buildKeeperArgs({ ...layout, capBytes: 16 * 1024 * 1024 });
+    expect(capped.flatMap((a, i) => (a === "--bind" ? [capped[i + 2]] : []))).not.toEqual(expect.arrayContaining(["/tmp", "/home/sandbox", "/workspace"]));
+    const roots = capped.flatMap((a, i) => (a === "--tmpfs" && capped[i - 2] === "--size" ? [capped.slice(i - 4, i + 2)] : []));
+    expect(roots).toEqual([
+      ["--perms", "1777", "--size", String(16 * 1024 * 1024), "--tmpfs", "/tmp"],
+      ["--perms", "0755", "--size", String(16 * 1024 * 1024), "--tmpfs", "/home/sandbox"],
+      ["--perms", "0755", "--size", String(16 * 1024 * 1024), "--tmpfs", "/workspace"],
+    ]);
+    expect(capped.indexOf("/cache/tmp")).toBeGreaterThan(capped.lastIndexOf("/tmp"));
+  });
+
   it("creates traversable parents for mount points outside the shown dirs", () => {
     const dirs = args.flatMap((a, i) => (a === "--dir" ? [args[i + 1]] : []));
     expect(dirs).toEqual(["/home", "/opt2", "/opt2/harness", "/tmp/cache"]);

@@ -1,8 +1,9 @@
 /**
- * Pure builder of the confining shell that stands before every process of a local sandbox (its
+ * Pure builders of the confining shell that stands before every process of a local sandbox (its
  * keeper and each command): on the host, as root, it mounts the sandbox's size-capped filesystems
- * (keeper only), joins the sandbox's control groups, sets its rlimits, then execs the rest. Nothing
- * of the sandbox runs before it is confined, and everything it starts inherits the groups and limits.
+ * where they are host mounts (keeper only), joins the sandbox's control groups, sets its rlimits,
+ * then execs the rest. Nothing of the sandbox runs before it is confined, and everything it starts
+ * inherits the groups and limits. Also the fstab of capped roots mounted on the host.
  */
 import type { Limits } from "../layout.js";
 
@@ -14,7 +15,7 @@ export interface Confinement {
   fallback: { memory: boolean; disk: boolean };
   /** RLIMIT_NPROC = pids: only meaningful (and only set) when the sandbox has a uid of its own. */
   ownUid: boolean;
-  /** An fstab of the size-capped mounts to make first (keeper only). */
+  /** An fstab of the size-capped host mounts to make first (keeper only). */
   fstab?: string;
 }
 
