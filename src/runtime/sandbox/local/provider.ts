@@ -12,7 +12,8 @@
  * root, each sandbox runs as a host uid of its own (uids.ts), and the workspace, HOME and /tmp are
  * tmpfs capped at diskMiB each: made by bwrap in the sandbox's own mount namespace and reached by
  * the runner through descriptors it holds (roots.ts), or, where no memory group holds the kernel
- * memory of their files, mounted on the host with a cap on their number of files too. Otherwise
+ * memory of their files (or bwrap is older than 0.8), mounted on the host with a cap on their
+ * number of files too. Otherwise
  * sandboxes run as `uid`, on host directories.
  */
 import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -129,7 +130,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const user = spec.role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
     const limits = limitsOf(spec.resources);
     // bwrap's tmpfs takes no cap on its number of files: only a memory group bounds what they cost.
-    const cap = !host.root ? "none" : host.cgroups?.parents.memory ? "sandbox" : "host";
+    const cap = !host.root ? "none" : host.bwrapSizes && host.cgroups?.parents.memory ? "sandbox" : "host";
     const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups });
     const hostDirs = state.dirs ?? { workspace: path.join(stateDir, "workspace"), home: path.join(stateDir, "home"), tmp: path.join(stateDir, "tmp") };
     const controllers = state.cgroups?.controllers ?? [];
@@ -174,7 +175,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       signalQuietly(keeper.childPid);
       if (keeper.process.pid !== undefined) signalQuietly(keeper.process.pid);
       await waitForExit(keeper.childPid, 10_000);
-      throw new SandboxError("create-failed", spec.id, `cannot reach the sandbox's writable roots: ${messageOf(error)}`, "");
+      throw new SandboxError("create-failed", spec.id, `cannot reach the sandbox's writable roots: ${messageOf(error)}`, "the runner must be able to open /proc/<pid>/root of its sandboxes (root, no restrictive LSM policy)");
     }
     return new LocalSandbox({
       id: spec.id,
