@@ -13,7 +13,7 @@
  *                    link to its workspace through /proc, for diagnostics
  */
 import { spawn } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { StateDirs } from "../base-provider.js";
 import { createSandboxCgroups, removeSandboxCgroups, type CgroupHost, type SandboxCgroups } from "../host/cgroups.js";
@@ -88,6 +88,21 @@ function mountedUnder(stateDir: string): string[] {
 }
 
 /**
+ * Removes a directory holding only files and links (a sandbox whose roots are its own holds only
+ * the runner's records here) in a few synchronous calls; false, with nothing but such entries
+ * removed, when it holds anything else.
+ */
+function removeFlat(dir: string): boolean {
+  try {
+    for (const name of readdirSync(dir)) unlinkSync(path.join(dir, name));
+    rmdirSync(dir);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Removes everything of one sandbox once its processes are dead: kills what is left in its groups
  * and removes them, unmounts its host mounts, releases its uid and removes the directory whatever
  * the sandbox left in it. Returns whether the directory is gone.
@@ -102,8 +117,10 @@ export async function removeState(stateRoot: string, stateDir: string): Promise<
     await Promise.all([removeSandboxCgroups(groups), unmount(mounted)]);
     gone = await removeTree(stateDir);
   } else {
-    // Records read: the tree goes (off the event loop) while the groups are removed.
-    [gone] = await Promise.all([removeTree(stateDir), removeSandboxCgroups(groups)]);
+    // Records read: the directory goes while the groups are removed.
+    const groupsGone = removeSandboxCgroups(groups);
+    gone = removeFlat(stateDir) || (await removeTree(stateDir));
+    await groupsGone;
   }
   if (gone && Number.isInteger(uid) && uid > 0) releaseUid(stateRoot, uid);
   return gone;
