@@ -131,6 +131,18 @@ describe("local provider builders", () => {
     expect(args.slice(args.indexOf("--remount-ro"), args.indexOf("--remount-ro") + 2)).toEqual(["--remount-ro", "/"]);
   });
 
+  it("makes each writable root a tmpfs of the sandbox's own, capped, instead of binding host dirs, when capped", () => {
+    const capped = buildKeeperArgs({ ...layout, capBytes: 16 * 1024 * 1024 });
+    expect(capped.flatMap((a, i) => (a === "--bind" ? [capped[i + 2]] : []))).not.toEqual(expect.arrayContaining(["/tmp", "/home/sandbox", "/workspace"]));
+    const roots = capped.flatMap((a, i) => (a === "--tmpfs" && capped[i - 2] === "--size" ? [capped.slice(i - 4, i + 2)] : []));
+    expect(roots).toEqual([
+      ["--perms", "1777", "--size", String(16 * 1024 * 1024), "--tmpfs", "/tmp"],
+      ["--perms", "0755", "--size", String(16 * 1024 * 1024), "--tmpfs", "/home/sandbox"],
+      ["--perms", "0755", "--size", String(16 * 1024 * 1024), "--tmpfs", "/workspace"],
+    ]);
+    expect(capped.indexOf("/cache/tmp")).toBeGreaterThan(capped.lastIndexOf("/tmp"));
+  });
+
   it("creates traversable parents for mount points outside the shown dirs", () => {
     const dirs = args.flatMap((a, i) => (a === "--dir" ? [args[i + 1]] : []));
     expect(dirs).toEqual(["/home", "/opt2", "/opt2/harness", "/tmp/cache"]);
@@ -200,14 +212,14 @@ describe("sandbox limits builders", () => {
     expect(limitsOf().cpus).toBe(1);
   });
 
-  it("confine a process with a real shell: rlimits set, groups joined before the command runs", () => {
+  it("confine a process with a real shell: rlimits set, groups joined (the shell moving itself) before the command runs", () => {
     const dir = tempDir("reins-confine-");
-    const procs = path.join(dir, "cgroup.procs");
+    const tasks = path.join(dir, "tasks");
     const limits = { ...limitsOf({ cpu: "1", memoryMiB: 64, openFiles: 100, cpuSeconds: 7 }), pids: 50 };
-    const argv = buildConfineArgv({ procs: [procs], limits, fallback: { memory: true, disk: false }, ownUid: false }, ["/bin/sh", "-c", 'echo "$(ulimit -n) $(ulimit -t) $(ulimit -v) $$"']);
-    const [nofile, cpu, vmem, pid] = execFileSync(argv[0], argv.slice(1)).toString().trim().split(" ");
+    const argv = buildConfineArgv({ joins: [tasks], limits, fallback: { memory: true, disk: false }, ownUid: false }, ["/bin/sh", "-c", 'cat "$0"; echo " $(ulimit -n) $(ulimit -t) $(ulimit -v)"', tasks]);
+    const [joined, nofile, cpu, vmem] = execFileSync(argv[0], argv.slice(1)).toString().trim().split(/\s+/);
     expect([nofile, cpu, vmem]).toEqual(["100", "7", String(64 * 1024)]);
-    expect(readFileSync(procs, "utf8").trim()).toBe(pid);
+    expect(joined).toBe("0");
   });
 
   it("cap each writable root with its own tmpfs, owned by the sandbox user", () => {

@@ -112,6 +112,20 @@ describe("sandbox resource limits", () => {
     await box.destroy();
   });
 
+  it("links planted in a capped root never lead the runner out of it (absolute, climbing, looping); a link within it is followed", async () => {
+    const box = await make("links", { diskMiB: 16 });
+    const r = await box.exec(["sh", "-c", "mkdir -p d && echo inside > d/f && ln -s d/f ok && ln -s /etc/hostname abs && ln -s ../../../../../../etc/hostname up && ln -s loop loop && ln -s /etc etc && echo done"]);
+    expect(r.stdout).toBe("done\n");
+    expect((await box.readFile("ok")).toString()).toBe("inside\n");
+    await expect(box.readFile("abs")).rejects.toThrow(/outside the sandbox/);
+    await expect(box.readFile("up")).rejects.toThrow(/outside the sandbox/);
+    await expect(box.readFile("loop")).rejects.toThrow(/symbolic links/);
+    await expect(box.listFiles("etc")).rejects.toThrow(/outside the sandbox/);
+    await expect(box.writeFiles([{ path: "etc/reins-planted", content: "x" }])).rejects.toThrow();
+    expect(existsSync("/etc/reins-planted")).toBe(false);
+    await box.destroy();
+  });
+
   it("one sandbox cannot read, delete or signal what another sandbox's user owns", async () => {
     const shared = tempDir("reins-limits-shared-");
     chmodSync(shared, 0o1777);

@@ -2,10 +2,14 @@
  * File access to a sandbox's writable directories from the host side (local, podman), safe against
  * what the sandbox may have left there: a symlink or a swapped directory never leads the host
  * outside the sandbox's own roots, and a planted symlink is copied as a link, never followed.
+ *
+ * A root may be a directory reached through /proc (a local sandbox's tmpfs, by a descriptor the
+ * runner holds): paths are resolved component by component below it, never by realpath, which
+ * would read such a link as a path of the host.
  */
 import { spawn } from "node:child_process";
 import { constants, existsSync } from "node:fs";
-import { chown, lstat, mkdir, open, readdir, readlink, realpath, rm } from "node:fs/promises";
+import { chown, lstat, mkdir, open, readdir, readlink, rm } from "node:fs/promises";
 import path from "node:path";
 import type { SnapshotWriter } from "./snapshot-writer.js";
 import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
@@ -51,17 +55,40 @@ export async function writeInside(base: string, rel: string, content: string | U
   }
 }
 
-async function insideReal(base: string, target: string): Promise<string> {
-  const realBase = await realpath(base);
-  const realTarget = await realpath(target);
-  if (realTarget !== realBase && !realTarget.startsWith(realBase + "/")) {
-    throw new Error(`"${target}" leads outside the sandbox`);
+/** Most symlinks followed in one resolution, as the kernel's ELOOP limit. */
+const MAX_LINKS = 40;
+
+/**
+ * `base/rel` with every symlink on the way resolved below `base` (a relative link within it; an
+ * absolute one, or one climbing above `base`, leads outside the sandbox and is refused).
+ */
+async function insideReal(base: string, rel: string): Promise<string> {
+  const outside = (): Error => new Error(`"${path.join(base, rel)}" leads outside the sandbox`);
+  const todo = rel.split("/").filter((s) => s.length > 0 && s !== ".");
+  const done: string[] = [];
+  let links = 0;
+  while (todo.length > 0) {
+    const part = todo.shift() as string;
+    if (part === "..") {
+      if (done.length === 0) throw outside();
+      done.pop();
+      continue;
+    }
+    const current = path.join(base, ...done, part);
+    if (!(await lstat(current)).isSymbolicLink()) {
+      done.push(part);
+      continue;
+    }
+    const target = await readlink(current);
+    if (target.startsWith("/")) throw outside();
+    if (++links > MAX_LINKS) throw new Error(`"${path.join(base, rel)}": too many levels of symbolic links`);
+    todo.unshift(...target.split("/").filter((s) => s.length > 0 && s !== "."));
   }
-  return realTarget;
+  return path.join(base, ...done);
 }
 
 export async function readInside(base: string, rel: string): Promise<Buffer> {
-  const real = await insideReal(base, path.join(base, rel));
+  const real = await insideReal(base, rel);
   const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const info = await handle.stat();
@@ -74,7 +101,7 @@ export async function readInside(base: string, rel: string): Promise<Buffer> {
 
 /** Regular files under base/rel (symlinks are neither followed nor listed), sorted. */
 export async function listInside(base: string, rel: string): Promise<string[]> {
-  const start = await insideReal(base, path.join(base, rel));
+  const start = await insideReal(base, rel);
   const out: string[] = [];
   const walk = async (dir: string, prefix: string): Promise<void> => {
     for (const e of await readdir(dir, { withFileTypes: true })) {
@@ -115,7 +142,7 @@ async function copyFileOut(abs: string, name: string, into: SnapshotWriter): Pro
 
 /** Every entry under base/rel into the writer: directories, files, symlinks as links; the rest skipped. */
 export async function copyTreeOut(base: string, rel: string, into: SnapshotWriter): Promise<void> {
-  const start = await insideReal(base, path.join(base, rel));
+  const start = await insideReal(base, rel);
   const walk = async (dir: string, prefix: string): Promise<void> => {
     const entries = await readdir(dir, { withFileTypes: true });
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

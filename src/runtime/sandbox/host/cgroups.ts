@@ -7,10 +7,16 @@
  * the sandbox relies on its rlimits (see local/confine.ts).
  *
  * A sandbox's processes join its groups before anything of theirs runs (the confining shell
- * writes its own pid to each `cgroup.procs`, then execs); the kernel counts every process they
+ * writes "0", itself, to each group's join file, then execs); the kernel counts every process they
  * start. Destroying the groups kills whatever is still in them.
+ *
+ * The join file is a v1 group's `tasks`, not its `cgroup.procs`: a thread moving itself through
+ * `tasks` is the one move the kernel makes without the global threadgroup lock, whose writer waits
+ * for an RCU grace period (several milliseconds, more on a loaded host) on every first move of a
+ * burst. The confining shell is single-threaded, so moving its thread moves the whole process.
  */
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { rmdir } from "node:fs/promises";
 import path from "node:path";
 import type { Limits } from "../layout.js";
 import { signalQuietly, sleep } from "./process-tree.js";
@@ -26,8 +32,8 @@ export interface CgroupHost {
 export interface SandboxCgroups {
   /** The groups' directories (removed at destroy). */
   dirs: string[];
-  /** The `cgroup.procs` files a process writes its pid to, to join. */
-  procs: string[];
+  /** The files a single-threaded process writes "0" to, to join (v1 `tasks`, v2 `cgroup.procs`). */
+  joins: string[];
   controllers: CgroupController[];
 }
 
@@ -143,7 +149,7 @@ function limitWrites(version: 1 | 2, c: CgroupController, limits: Limits): [stri
 
 /** Makes the groups of one sandbox and sets its limits. The caller records `dirs` before processes join. */
 export function createSandboxCgroups(host: CgroupHost, name: string, limits: Limits): SandboxCgroups {
-  const out: SandboxCgroups = { dirs: [], procs: [], controllers: [] };
+  const out: SandboxCgroups = { dirs: [], joins: [], controllers: [] };
   const made = new Set<string>();
   for (const [c, parent] of Object.entries(host.parents) as [CgroupController, string][]) {
     const dir = path.join(parent, name);
@@ -152,7 +158,7 @@ export function createSandboxCgroups(host: CgroupHost, name: string, limits: Lim
       mkdirSync(dir, { recursive: true });
       made.add(dir);
       out.dirs.push(dir);
-      out.procs.push(path.join(dir, "cgroup.procs"));
+      out.joins.push(path.join(dir, host.version === 1 ? "tasks" : "cgroup.procs"));
     }
     for (const [file, value] of limitWrites(host.version, c, limits)) {
       try {
@@ -176,38 +182,37 @@ function pidsIn(dir: string): number[] {
 }
 
 /**
- * Kills every process still in the groups and removes them (and, for cgroup v1, their `reins`
- * parent when empty, so that the runner's own group can be removed by whoever made it).
- * Returns false when a group could not be removed within `timeoutMs`.
+ * Kills every process still in the groups and removes them, all at once (and, for cgroup v1,
+ * their `reins` parent when empty, so that the runner's own group can be removed by whoever made
+ * it). Returns false when a group could not be removed within `timeoutMs`.
  */
 export async function removeSandboxCgroups(dirs: string[], timeoutMs = 5000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  let ok = true;
-  for (const dir of dirs) {
-    if (!existsSync(dir)) continue;
-    for (let round = 0; ; round++) {
-      for (const pid of pidsIn(dir)) signalQuietly(pid);
-      try {
-        rmdirSync(dir);
-        break;
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOENT") break;
-        if (Date.now() > deadline) {
-          ok = false;
-          break;
-        }
-        await sleep(round < 10 ? 2 : 20);
-      }
-    }
+  const removed = await Promise.all(dirs.map((dir) => removeGroup(dir, deadline)));
+  return removed.every(Boolean);
+}
+
+/** One group: removed at once when empty; else what is in it is killed until it is. */
+async function removeGroup(dir: string, deadline: number): Promise<boolean> {
+  for (let round = 0; ; round++) {
     try {
-      // A v2 parent keeps its delegated controllers: it stays.
-      if (!existsSync(path.join(path.dirname(dir), "cgroup.subtree_control"))) rmdirSync(path.dirname(dir));
-    } catch {
-      /* other sandboxes' groups are there, or it is gone */
+      await rmdir(dir);
+      break;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") break;
+      if (Date.now() > deadline) return false;
+      for (const pid of pidsIn(dir)) signalQuietly(pid);
+      if (round > 0) await sleep(round < 10 ? 2 : 20);
     }
   }
-  return ok;
+  try {
+    // A v2 parent keeps its delegated controllers: it stays.
+    if (!existsSync(path.join(path.dirname(dir), "cgroup.subtree_control"))) await rmdir(path.dirname(dir));
+  } catch {
+    /* other sandboxes' groups are there, or it is gone */
+  }
+  return true;
 }
 
 /** The pids hierarchy's mount point on this host (v1 pids controller, else the v2 root). */

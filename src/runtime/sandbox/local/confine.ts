@@ -1,20 +1,21 @@
 /**
- * Pure builder of the confining shell that stands before every process of a local sandbox (its
+ * Pure builders of the confining shell that stands before every process of a local sandbox (its
  * keeper and each command): on the host, as root, it mounts the sandbox's size-capped filesystems
- * (keeper only), joins the sandbox's control groups, sets its rlimits, then execs the rest. Nothing
- * of the sandbox runs before it is confined, and everything it starts inherits the groups and limits.
+ * where they are host mounts (keeper only), joins the sandbox's control groups, sets its rlimits,
+ * then execs the rest. Nothing of the sandbox runs before it is confined, and everything it starts
+ * inherits the groups and limits. Also the fstab of capped roots mounted on the host.
  */
 import type { Limits } from "../layout.js";
 
 export interface Confinement {
-  /** `cgroup.procs` files to join. */
-  procs: string[];
+  /** Control group files to join by writing "0" (the shell itself) to each (see host/cgroups.ts). */
+  joins: string[];
   limits: Limits;
   /** Which limits the rlimits must carry because no cgroup or tmpfs does. */
   fallback: { memory: boolean; disk: boolean };
   /** RLIMIT_NPROC = pids: only meaningful (and only set) when the sandbox has a uid of its own. */
   ownUid: boolean;
-  /** An fstab of the size-capped mounts to make first (keeper only). */
+  /** An fstab of the size-capped host mounts to make first (keeper only). */
   fstab?: string;
 }
 
@@ -27,16 +28,16 @@ export function ulimitLines(c: Confinement): string[] {
   return lines;
 }
 
-/** `/bin/sh -c <script> reins-confine <fstab|""> <n> <procs...> <argv...>`. */
+/** `/bin/sh -c <script> reins-confine <fstab|""> <n> <joins...> <argv...>`. */
 export function buildConfineArgv(c: Confinement, argv: string[]): string[] {
   const script = [
     `if [ -n "$1" ]; then /usr/bin/mount -a -T "$1" || exit 125; fi`,
     `n=$2; shift 2`,
-    `while [ "$n" -gt 0 ]; do echo $$ >"$1" || exit 125; shift; n=$((n-1)); done`,
+    `while [ "$n" -gt 0 ]; do echo 0 >"$1" || exit 125; shift; n=$((n-1)); done`,
     ...ulimitLines(c).map((l) => `${l} || exit 125`),
     `exec "$@"`,
   ].join("\n");
-  return ["/bin/sh", "-c", script, "reins-confine", c.fstab ?? "", String(c.procs.length), ...c.procs, ...argv];
+  return ["/bin/sh", "-c", script, "reins-confine", c.fstab ?? "", String(c.joins.length), ...c.joins, ...argv];
 }
 
 /**

@@ -3,6 +3,7 @@
  * hide, where bwrap and socat live, the passwd/group files that name the sandbox user, and where
  * sandboxes get control groups. It also prunes the state a crashed runner left.
  */
+import { execFile } from "node:child_process";
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -27,6 +28,16 @@ export interface LocalHost {
   cgroups: CgroupHost | null;
   /** The runner is root: it can mount capped filesystems and give each sandbox a uid of its own. */
   root: boolean;
+  /** bwrap can cap the size of a tmpfs it makes (`--size`, bubblewrap 0.8 and later). */
+  bwrapSizes: boolean;
+}
+
+/** Whether this bwrap takes `--size` (its help lists it). */
+function bwrapTakesSize(bwrap: string | null): Promise<boolean> {
+  if (!bwrap) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    execFile(bwrap, ["--help"], { env: {}, timeout: 10_000 }, (_error, stdout) => resolve(/^\s*--size\b/m.test(String(stdout))));
+  });
 }
 
 export function scanHostRoot(systemDirs: string[] = SYSTEM_DIRS): HostEntry[] {
@@ -89,8 +100,9 @@ export async function prepareLocalHost(
   await writeAtomic(groupFile, withSandboxUser(groupText, `sandbox:x:${gid}:`, gid, 2));
   await pruneStale(stateRoot);
   const hostEntries = scanHostRoot(systemDirs);
+  const bwrap = findExecutable("bwrap");
   return {
-    bwrap: findExecutable("bwrap"),
+    bwrap,
     socat: findExecutable("socat"),
     hostEntries,
     hide: resolveHidden([...DEFAULT_HIDDEN, ...extraHidden, stateRoot], hostEntries),
@@ -101,6 +113,7 @@ export async function prepareLocalHost(
     groupText,
     cgroups: detectCgroups(),
     root: process.getuid?.() === 0,
+    bwrapSizes: await bwrapTakesSize(bwrap),
   };
 }
 

@@ -7,6 +7,9 @@
  *   /workspace                    the rollout's workspace (writable)
  *   /home/sandbox                 private HOME (writable)
  *   /tmp                          private /tmp (writable)
+ *     (each a tmpfs of its own capped at `capBytes` when set, made by bwrap in the sandbox's mount
+ *     namespace: it goes with the sandbox, nothing of it is mounted on the host; otherwise the
+ *     host directories `*Host`, bound)
  *   /run                          empty tmpfs; /run/reins/proxy.sock is the proxy's Unix socket
  *   /proc /dev                    fresh, for the sandbox's own pid namespace
  * The host's /root, /home, /mnt, /media, /srv, /tmp, /run and every other non-system top-level
@@ -38,6 +41,8 @@ export interface KeeperLayout {
   workspaceHost: string;
   homeHost: string;
   tmpHost: string;
+  /** Size of each writable root's own tmpfs, in bytes; unset: the host directories are bound. */
+  capBytes?: number;
   workspacePath: string;
   homePath: string;
   mounts: { hostPath: string; sandboxPath: string; readOnly: boolean }[];
@@ -45,8 +50,6 @@ export interface KeeperLayout {
   proxySocketHost?: string;
   /** Host node binary bound at /run/reins/node for the node forwarder. */
   forwarderNodeHost?: string;
-  /** bwrap waits for a byte on fd 4 before it runs the keeper (while it is confined). */
-  blockFd?: boolean;
   hostname: string;
   network: "proxy-only" | "none";
 }
@@ -86,9 +89,16 @@ export function buildKeeperArgs(layout: KeeperLayout): string[] {
   // traverse them. Those for extra mounts come after /tmp, HOME and the workspace are bound.
   const own = [layout.homePath, layout.workspacePath];
   for (const dir of ancestorsToCreate(own, layout.hostEntries)) a.push("--perms", "0755", "--dir", dir);
-  a.push("--bind", layout.tmpHost, "/tmp");
-  a.push("--bind", layout.homeHost, layout.homePath);
-  a.push("--bind", layout.workspaceHost, layout.workspacePath);
+  if (layout.capBytes !== undefined) {
+    const size = String(layout.capBytes);
+    a.push("--perms", "1777", "--size", size, "--tmpfs", "/tmp");
+    a.push("--perms", "0755", "--size", size, "--tmpfs", layout.homePath);
+    a.push("--perms", "0755", "--size", size, "--tmpfs", layout.workspacePath);
+  } else {
+    a.push("--bind", layout.tmpHost, "/tmp");
+    a.push("--bind", layout.homeHost, layout.homePath);
+    a.push("--bind", layout.workspaceHost, layout.workspacePath);
+  }
   const existing = ["/tmp", "/run", "/dev", "/proc", ...own, ...ancestorsToCreate(own, layout.hostEntries)];
   const extra = ancestorsToCreate(layout.mounts.map((m) => m.sandboxPath), layout.hostEntries, existing);
   for (const dir of extra) a.push("--perms", "0755", "--dir", dir);
@@ -102,7 +112,6 @@ export function buildKeeperArgs(layout: KeeperLayout): string[] {
   a.push("--setenv", "PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
   a.push("--chdir", layout.workspacePath);
   a.push("--info-fd", "3");
-  if (layout.blockFd) a.push("--block-fd", "4");
   return a;
 }
 

@@ -1,12 +1,8 @@
 /**
- * Starting a local sandbox's keeper: the bwrap process that holds its namespaces. Ready once bwrap
- * has told the host pid of the sandbox's pid 1 (info fd 3) and the keeper script said "ready"
- * (its proxy forwarder listens).
- *
- * With `confine`, bwrap waits on fd 4 (`--block-fd 4`) before it runs anything of the sandbox: the
- * keeper's two processes are moved into the sandbox's control groups while bwrap sets up the
- * namespaces (a cgroup v1 move waits for an RCU grace period: overlapped, not added), then fd 4
- * lets it go on, and everything the sandbox starts is born in its groups.
+ * Starting a local sandbox's keeper: the bwrap process that holds its namespaces (behind its
+ * confining shell, which has already joined the sandbox's groups). Ready once bwrap has told the
+ * host pid of the sandbox's pid 1 (info fd 3) and the keeper script said "ready" (its proxy
+ * forwarder listens).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { signalQuietly } from "../host/process-tree.js";
@@ -18,9 +14,8 @@ export interface Keeper {
   childPid: number;
 }
 
-export function startKeeper(bwrap: string, args: string[], id: string, timeoutMs: number, confine?: (pids: number[]) => Promise<void>): Promise<Keeper> {
-  const keeper = spawn(bwrap, args, { env: {}, stdio: ["ignore", "pipe", "pipe", "pipe", ...(confine ? (["pipe"] as const) : [])] });
-  let released = !confine;
+export function startKeeper(bwrap: string, args: string[], id: string, timeoutMs: number): Promise<Keeper> {
+  const keeper = spawn(bwrap, args, { env: {}, stdio: ["ignore", "pipe", "pipe", "pipe"] });
   return new Promise<Keeper>((resolve, reject) => {
     let info = "";
     let out = "";
@@ -37,7 +32,7 @@ export function startKeeper(bwrap: string, args: string[], id: string, timeoutMs
       reject(new SandboxError(kind, id, message, kind === "timeout" ? "the machine may be overloaded; lower the concurrency" : "see the message from bubblewrap"));
     };
     const check = (): void => {
-      if (done || !ready || !childPid || !released) return;
+      if (done || !ready || !childPid) return;
       done = true;
       clearTimeout(timer);
       keeper.stdout?.removeAllListeners("data");
@@ -51,18 +46,6 @@ export function startKeeper(bwrap: string, args: string[], id: string, timeoutMs
       const m = /"child-pid"\s*:\s*(\d+)/.exec(info);
       if (m && !childPid) {
         childPid = Number(m[1]);
-        if (confine && keeper.pid !== undefined) {
-          confine([keeper.pid, childPid]).then(
-            () => {
-              released = true;
-              const gate = keeper.stdio[4] as NodeJS.WritableStream | null;
-              gate?.on("error", () => undefined);
-              gate?.end("go");
-              check();
-            },
-            (error: Error) => fail("create-failed", `cannot confine the sandbox: ${error.message}`),
-          );
-        }
         check();
       }
     });

@@ -8,9 +8,13 @@
  *
  * Limits (spec.resources): every process of a sandbox starts behind a confining shell (confine.ts)
  * that joins the sandbox's pids, memory and cpu control groups and sets its rlimits (open files,
- * CPU seconds; address space and file size where no group or tmpfs holds memory or disk). The
- * workspace, HOME and /tmp are tmpfs capped at diskMiB each. Run as root, each sandbox runs as a
- * host uid of its own (uids.ts); otherwise as `uid`.
+ * CPU seconds; address space and file size where no group or tmpfs holds memory or disk). Run as
+ * root, each sandbox runs as a host uid of its own (uids.ts), and the workspace, HOME and /tmp are
+ * tmpfs capped at diskMiB each: made by bwrap in the sandbox's own mount namespace and reached by
+ * the runner through descriptors it holds (roots.ts), or, where no memory group holds the kernel
+ * memory of their files (or bwrap is older than 0.8), mounted on the host with a cap on their
+ * number of files too. Otherwise
+ * sandboxes run as `uid`, on host directories.
  */
 import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -28,13 +32,15 @@ import {
   VERIFIER_UID,
 } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
+import { signalQuietly, waitForExit } from "../host/process-tree.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
 import { buildConfineArgv, type Confinement } from "./confine.js";
 import { ownerStamp, prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
 import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
+import { openRoots, type SandboxRoots } from "./roots.js";
 import { LocalSandbox } from "./sandbox.js";
-import { joinGroups, layOutState, removeState } from "./state.js";
+import { layOutState, removeState } from "./state.js";
 import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
 export interface LocalProviderOptions {
@@ -123,13 +129,15 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const leased = this.userFor(host, stateDir);
     const user = spec.role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
     const limits = limitsOf(spec.resources);
-    const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, capDisk: host.root, cgroups: host.cgroups });
-    const dirs = state.dirs;
+    // bwrap's tmpfs takes no cap on its number of files: only a memory group bounds what they cost.
+    const cap = !host.root ? "none" : host.bwrapSizes && host.cgroups?.parents.memory ? "sandbox" : "host";
+    const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups });
+    const hostDirs = state.dirs ?? { workspace: path.join(stateDir, "workspace"), home: path.join(stateDir, "home"), tmp: path.join(stateDir, "tmp") };
     const controllers = state.cgroups?.controllers ?? [];
     const confinement: Confinement = {
-      procs: state.cgroups?.procs ?? [],
+      joins: state.cgroups?.joins ?? [],
       limits,
-      fallback: { memory: !controllers.includes("memory"), disk: state.fstab === undefined },
+      fallback: { memory: !controllers.includes("memory"), disk: cap === "none" },
       ownUid: user.own,
     };
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
@@ -144,9 +152,10 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       emptyFile: host.emptyFile,
       passwdFile: user.own ? path.join(stateDir, "passwd") : host.passwdFile,
       groupFile: user.own ? path.join(stateDir, "group") : host.groupFile,
-      workspaceHost: dirs.workspace,
-      homeHost: dirs.home,
-      tmpHost: dirs.tmp,
+      workspaceHost: hostDirs.workspace,
+      homeHost: hostDirs.home,
+      tmpHost: hostDirs.tmp,
+      capBytes: state.capBytes,
       workspacePath: SANDBOX_WORKSPACE,
       homePath: SANDBOX_HOME,
       mounts: (spec.mounts ?? []).map((m) => ({ hostPath: m.hostPath, sandboxPath: m.sandboxPath, readOnly: m.readOnly !== false })),
@@ -154,19 +163,27 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       forwarderNodeHost: forwarder && !useSocat ? process.execPath : undefined,
       hostname: "sandbox",
       network: socket ? "proxy-only" : "none",
-      blockFd: confinement.procs.length > 0,
     };
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
-    // The keeper joins its groups from here, while bwrap sets up (keeper.ts); commands join them in their shell.
-    const procs = confinement.procs;
-    const [shell, ...args] = buildConfineArgv({ ...confinement, procs: [], fstab: state.fstab }, bwrap);
-    const join = procs.length === 0 ? undefined : (pids: number[]) => joinGroups(procs, pids);
-    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000, join);
+    // The keeper's shell makes any host mounts, joins the groups and sets the rlimits before bwrap runs.
+    const [shell, ...args] = buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
+    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
+    let roots: SandboxRoots | undefined;
+    try {
+      roots = state.capBytes === undefined ? undefined : openRoots(keeper.childPid, stateDir, user);
+    } catch (error) {
+      signalQuietly(keeper.childPid);
+      if (keeper.process.pid !== undefined) signalQuietly(keeper.process.pid);
+      await waitForExit(keeper.childPid, 10_000);
+      throw new SandboxError("create-failed", spec.id, `cannot reach the sandbox's writable roots: ${messageOf(error)}`, "the runner must be able to open /proc/<pid>/root of its sandboxes (root, no restrictive LSM policy)");
+    }
     return new LocalSandbox({
       id: spec.id,
       stateRoot: this.rootDir,
       stateDir,
-      dirs,
+      dirs: roots?.dirs ?? hostDirs,
+      workspaceHostPath: hostDirs.workspace,
+      closeRoots: roots?.close,
       keeper,
       uid: user.uid,
       gid: user.gid,

@@ -19,7 +19,12 @@ export interface LocalSandboxState {
   /** The provider's root, where uid leases live. */
   stateRoot: string;
   stateDir: string;
+  /** Where the runner reaches the writable roots (host directories, or descriptors: roots.ts). */
   dirs: StateDirs;
+  /** The workspace as a host path, for tests and diagnostics. */
+  workspaceHostPath: string;
+  /** Lets the capped roots go (at destroy). */
+  closeRoots?: () => void;
   keeper: Keeper;
   uid: number;
   gid: number;
@@ -63,7 +68,7 @@ export class LocalSandbox extends BaseSandbox {
 
   constructor(private readonly local: LocalSandboxState) {
     super(local.id, local.env, local.proxyUrl);
-    this.workspaceHostPath = local.dirs.workspace;
+    this.workspaceHostPath = local.workspaceHostPath;
     this.files = hostTransport(hostDirsOf(local.dirs), { uid: local.uid, gid: local.gid });
     local.keeper.process.on("exit", () => {
       this.keeperExited = true;
@@ -125,12 +130,23 @@ export class LocalSandbox extends BaseSandbox {
   protected async stop(): Promise<void> {
     // pid 1 of the sandbox: when it dies the kernel kills every process in the sandbox.
     const { process: keeper, childPid } = this.local.keeper;
+    // bwrap itself is in the sandbox's groups too: they can be removed once it has been reaped.
+    const reaped = new Promise<void>((resolve) => {
+      if (this.keeperExited) return resolve();
+      const timer = setTimeout(resolve, 2000).unref();
+      keeper.once("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     signalQuietly(childPid);
     if (keeper.pid !== undefined) signalQuietly(keeper.pid);
     this.gone = await waitForExit(childPid, 10_000);
+    if (this.gone) await reaped;
   }
 
   protected override async removeState(): Promise<void> {
+    this.local.closeRoots?.();
     if (this.gone) await removeState(this.local.stateRoot, this.local.stateDir);
   }
 }

@@ -4,6 +4,7 @@
  * `kube play`'s pause image.
  */
 import { writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { runHostCommand } from "../host/process-runner.js";
 import { signalQuietly } from "../host/process-tree.js";
@@ -65,6 +66,8 @@ export interface CliResult {
 export async function runPodman(cli: PodmanCli, args: string[], timeoutMs = 120_000): Promise<CliResult> {
   const r = await runHostCommand([cli.binary, ...args], {
     env: cli.env,
+    // Never the caller's directory: the OCI runtime leaves files (an `oom` marker) where it runs.
+    cwd: tmpdir(),
     newSession: false,
     timeoutMs,
     maxOutputBytes: 16 * 1024 * 1024,

@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { BaseSandboxProvider, hostSetup, proxySocketFor } from "../base-provider.js";
+import { BaseSandboxProvider, hostSetup, proxySocketFor, type StateDirs } from "../base-provider.js";
 import { waitForListenerCommand } from "../container-command.js";
 import { findExecutable } from "../host/executables.js";
 import { buildSandboxPod, podName, type RolloutIdentity } from "../kubernetes/manifests.js";
@@ -68,8 +68,8 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     try {
       const limits = limitsOf(spec.resources);
-      const state = layOutState(stateDir, { uid: SANDBOX_UID, gid: SANDBOX_GID, limits, capDisk: process.getuid?.() === 0, cgroups: null });
-      const dirs = state.dirs;
+      const state = layOutState(stateDir, { uid: SANDBOX_UID, gid: SANDBOX_GID, limits, cap: process.getuid?.() === 0 ? "host" : "none", cgroups: null });
+      const dirs = state.dirs as StateDirs;
       if (state.fstab) {
         const mounted = await runHostCommand(["/usr/bin/mount", "-a", "-T", state.fstab], { env: {}, timeoutMs: 30_000 });
         if (mounted.exitCode !== 0) throw new Error(`cannot mount the sandbox's capped directories: ${mounted.stderr.trim() || mounted.spawnError}`);
