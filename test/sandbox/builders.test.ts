@@ -1,6 +1,6 @@
 /** Pure parts of the sandbox providers, checked against real tools where that is the point. */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildTar } from "../../src/runtime/sandbox/files/tar-writer.js";
@@ -43,6 +43,28 @@ describe("tar writer", () => {
     expect(readFileSync(path.join(out, "home/sandbox/.cfg"), "utf8")).toBe("");
     const listing = execFileSync("tar", ["-t", "-f", "-"], { input: archive }).toString().trim().split("\n");
     expect(listing).toContain("workspace/a/");
+  });
+
+  it("writes directories and symlinks (long link texts in a PAX header) that GNU tar extracts as links", () => {
+    const longTarget = `../${"t".repeat(150)}/x`;
+    const entries = tarEntriesFor(
+      [
+        { abs: "/workspace/f.txt", content: Buffer.from("f"), mode: 0o644 },
+        { abs: "/workspace/out/empty", directory: true, mode: 0o750 },
+        { abs: "/workspace/node_modules/.bin/x", linkTarget: "../x/bin.js" },
+        { abs: "/workspace/abs", linkTarget: "/etc/hostname" },
+        { abs: "/workspace/long", linkTarget: longTarget },
+      ],
+      ["/workspace"],
+    );
+    const out = path.join(dir, "extract-links");
+    mkdirSync(out);
+    execFileSync("tar", ["-x", "-f", "-", "-C", out], { input: buildTar(entries) });
+    expect(readlinkSync(path.join(out, "workspace/node_modules/.bin/x"))).toBe("../x/bin.js");
+    expect(readlinkSync(path.join(out, "workspace/abs"))).toBe("/etc/hostname");
+    expect(readlinkSync(path.join(out, "workspace/long"))).toBe(longTarget);
+    expect(statSync(path.join(out, "workspace/out/empty")).isDirectory()).toBe(true);
+    expect(statSync(path.join(out, "workspace/out/empty")).mode & 0o777).toBe(0o750);
   });
 
   it("refuses paths outside the roots or with ..", () => {

@@ -291,6 +291,68 @@ describe("the verifier's sandbox", () => {
   }, 120_000);
 });
 
+describe("the agent's links and empty directories in the verifier's sandbox", () => {
+  const hidden = (content: string) => `  hidden:\n    files: [{path: expected.txt, content: ${JSON.stringify(content)}}]\n`;
+  /** Reward 1 when answer.txt has the hidden expected content (cmp opens the hidden file first, as fd 3). */
+  const compareVerifier = `    script:
+      command: ["sh", "-c", "if cmp -s \\"$REINS_HIDDEN/expected.txt\\" answer.txt; then echo '{\\"reward\\": 1}'; else echo '{\\"reward\\": 0}'; fi"]
+      timeoutSeconds: 30`;
+
+  it("the verifier script sees the same links (relative, absolute, climbing, dangling) and the empty directories", async () => {
+    const harness = [
+      `mkdir -p d/sub empty out/keep && echo hi > d/sub/f.txt`,
+      `ln -s d/sub/f.txt rel && ln -s /etc/hostname host && ln -s ../../.. d/sub/up && ln -s nowhere/missing dangling`,
+      `cp want.txt answer.txt`,
+    ].join("\n");
+    const probe = [
+      `test -L rel && test "$(readlink rel)" = d/sub/f.txt && test "$(cat rel)" = hi`,
+      `test -L host && test "$(readlink host)" = /etc/hostname`,
+      `test -L d/sub/up && test "$(readlink d/sub/up)" = ../../..`,
+      `test -L dangling && test "$(readlink dangling)" = nowhere/missing && test ! -e dangling`,
+      `test -d empty && test -z "$(ls -A empty)" && test -d out/keep && test -z "$(ls -A out/keep)"`,
+      `test "$(find rel host d/sub/up dangling -maxdepth 0 -user "$(id -u)" | wc -l)" = 4`,
+    ].join(" && ");
+    const yaml = evaluationYaml({ command: ["sh", "-c", harness], tasks: task("links", "right", `    checks:\n      - commandExitsZero: ["sh", "-c", ${JSON.stringify(probe)}]`) });
+    const { results } = await runPlan(planOf(writeSpecs(tempDir(), yaml)));
+    expect((results[0]!.verifier as VerifierResult).parts.checks?.results[0]).toMatchObject({ pass: true });
+    expect(results[0]).toMatchObject({ status: "ok", reward: 1 });
+  }, 120_000);
+
+  it("an honest verifier that runs a tool through a relative link (node_modules/.bin) works", async () => {
+    const harness = [
+      `mkdir -p node_modules/tool/bin node_modules/.bin`,
+      `printf '#!/bin/sh\\necho "{\\\\"reward\\\\": 1}"\\n' > node_modules/tool/bin/score && chmod +x node_modules/tool/bin/score`,
+      `ln -s ../tool/bin/score node_modules/.bin/score`,
+    ].join("\n");
+    const verifier = `    script:\n      command: ["node_modules/.bin/score"]\n      timeoutSeconds: 30`;
+    const { results } = await runPlan(planOf(writeSpecs(tempDir(), evaluationYaml({ command: ["sh", "-c", harness], tasks: task("tool", "right", verifier) }))));
+    expect(results[0]).toMatchObject({ status: "ok", reward: 1 });
+  }, 120_000);
+
+  it("a link named like the hidden directory's path, or one into /proc or /dev that the verifier would resolve to its own hidden file, does not earn the reward", async () => {
+    // Each harness makes answer.txt a link; the hidden answer is "s3cret" and the agent never sees it.
+    const cheats: Record<string, string> = {
+      guess: `ln -s /home/sandbox/.reins-verify-000000000000000000000000/expected.txt answer.txt`,
+      home: `mkdir -p .reins-verify-x && ln -s /home/sandbox .reins-verify-x/home && ln -s .reins-verify-x/home/expected.txt answer.txt`,
+      fd: `ln -s /proc/self/fd/3 answer.txt`,
+      devfd: `ln -s /dev/fd/3 answer.txt`,
+      relative: `ln -s ../proc/self/fd/3 answer.txt`,
+      chained: `ln -s / root && ln -s root/proc/self/fd/3 answer.txt`,
+      climbing: `ln -s /usr/bin/../../proc/self/fd/3 answer.txt`,
+    };
+    // want.txt names the cheat (the honest task's holds the right answer, "right").
+    const tasks = Object.keys(cheats).map((name) => task(name, name, compareVerifier, hidden("s3cret")));
+    tasks.push(task("honest", "right", compareVerifier, hidden("right")));
+    const harness = `case "$(cat want.txt)" in ${Object.entries(cheats)
+      .map(([name, cmd]) => `${name}) ${cmd} ;;`)
+      .join(" ")} *) mkdir -p sub && cp want.txt sub/a.txt && ln -s sub/a.txt answer.txt ;; esac`;
+    const { results } = await runPlan(planOf(writeSpecs(tempDir(), evaluationYaml({ command: ["sh", "-c", harness], tasks: tasks.join("---\n") }))));
+    const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
+    for (const name of Object.keys(cheats)) expect(byTask[name], name).toMatchObject({ status: "ok", reward: 0, passed: false });
+    expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
+  }, 180_000);
+});
+
 describe("verifier commands on a plain directory (reins verify, eval on a directory)", () => {
   it("run with a clean environment: hooks in the directory and reins's own PYTHONPATH/NODE_OPTIONS do not reach them", async () => {
     const ws = tempDir("reins-verify-dir-");

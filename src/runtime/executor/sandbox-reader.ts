@@ -6,20 +6,20 @@
  * read the snapshot with the verifiers' hardened directory reader. Commands (scripts,
  * commandExitsZero) run in a fresh sandbox of the same provider, created only for them: no
  * network, no harness mounts, a fresh HOME and /tmp, another uid where the provider can choose
- * it, a copy of the snapshot as its workspace, and the task's hidden files copied in for them
- * only. Nothing the agent left behind (processes, HOME, user site-packages) exists there. A
+ * it, a copy of the snapshot as its workspace (files, empty directories and symlinks:
+ * snapshot-entries.ts), and the task's hidden files copied in for them only. Nothing the agent left behind (processes, HOME, user site-packages) exists there. A
  * verifier sandbox that cannot be made is an infrastructure failure (thrown), never a reward.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, open, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResolvedTask } from "../../compiler/contract/plan.js";
-import { listInside } from "../sandbox/files/host-files.js";
 import type { CopyLimits, CopyReport, ExecResult, Sandbox, SandboxFile } from "../sandbox/provider.js";
 import { DirectoryReader, verifierEnv } from "../verifiers/directory-reader.js";
 import type { Judge } from "../verifiers/judge.js";
 import { runVerifier, type VerifierResult } from "../verifiers/verify.js";
+import { readSnapshotEntries } from "./snapshot-entries.js";
 import type { ExecRequest, ListResult, ReadResult, StatResult, WorkspaceReader } from "../verifiers/workspace.js";
 
 /** Creates the fresh sandbox verifier commands run in; its failures are infrastructure failures. */
@@ -131,17 +131,20 @@ async function readPrefix(file: string, size: number): Promise<Buffer> {
 }
 
 /**
- * The snapshot's regular files (modes kept) into the sandbox's workspace, a batch of at most
- * COPY_IN_BATCH_BYTES at a time, so that a large workspace is never held in memory whole. A file
- * past the snapshot's 16 MiB bound arrives cut to it; symlinks and empty directories are not
- * recreated.
+ * The snapshot into the sandbox's workspace: its regular files (modes kept), a batch of at most
+ * COPY_IN_BATCH_BYTES at a time, so that a large workspace is never held in memory whole (a file
+ * past the snapshot's 16 MiB bound arrives cut to it); then, with the last batch, its empty
+ * directories and its symlinks as links, their text as the agent wrote it, except links that
+ * would resolve per reader (snapshot-entries.ts).
  */
 async function copySnapshotIn(dir: string, sandbox: Sandbox): Promise<void> {
+  const entries = await readSnapshotEntries(dir, sandbox.workspacePath);
   let batch: SandboxFile[] = [];
   let bytes = 0;
-  for (const rel of await listInside(dir, "")) {
+  for (const rel of entries.files) {
     const file = join(dir, rel);
-    const info = await stat(file);
+    const info = await lstat(file);
+    if (!info.isFile()) continue;
     const size = Math.min(info.size, MAX_FILE_BYTES);
     if (batch.length > 0 && bytes + size > COPY_IN_BATCH_BYTES) {
       await sandbox.writeFiles(batch);
@@ -151,7 +154,9 @@ async function copySnapshotIn(dir: string, sandbox: Sandbox): Promise<void> {
     batch.push({ path: `${sandbox.workspacePath}/${rel}`, content: await readPrefix(file, size), mode: info.mode & 0o777 });
     bytes += size;
   }
-  if (batch.length > 0) await sandbox.writeFiles(batch);
+  const directories = entries.emptyDirectories.map((d) => ({ path: `${sandbox.workspacePath}/${d.rel}`, mode: d.mode }));
+  const links = entries.links.map((l) => ({ path: `${sandbox.workspacePath}/${l.rel}`, target: l.target }));
+  if (batch.length + directories.length + links.length > 0) await sandbox.writeFiles(batch, { directories, links });
 }
 
 export interface WorkspaceSnapshot {

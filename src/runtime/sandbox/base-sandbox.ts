@@ -26,6 +26,7 @@ import type {
   SandboxFile,
   SandboxProcess,
   SandboxProviderType,
+  SandboxWriteExtras,
 } from "./provider.js";
 import { failedProcess, messageOf, SandboxError } from "./sandbox-error.js";
 
@@ -156,13 +157,26 @@ export abstract class BaseSandbox implements Sandbox {
     }
   }
 
-  async writeFiles(files: SandboxFile[]): Promise<void> {
+  async writeFiles(files: SandboxFile[], extras: SandboxWriteExtras = {}): Promise<void> {
     const prepared = files.map((f) => ({
       at: this.locate(f.path),
       content: typeof f.content === "string" ? Buffer.from(f.content, "utf8") : f.content,
       mode: f.mode ?? 0o644,
     }));
-    await this.onFiles("cannot write files", () => this.files.write(prepared));
+    const directories = (extras.directories ?? []).map((d) => ({ at: this.locateEntry(d.path), mode: d.mode ?? 0o755 }));
+    const links = (extras.links ?? []).map((l) => {
+      if (l.target.length === 0 || l.target.includes("\0")) throw new SandboxError("exec-failed", this.id, `invalid link target for "${l.path}"`);
+      return { at: this.locateEntry(l.path), target: l.target };
+    });
+    const more = directories.length + links.length > 0 ? { directories, links } : undefined;
+    await this.onFiles("cannot write files", () => this.files.write(prepared, more));
+  }
+
+  /** A path below a root, never the root itself (a directory or link to make). */
+  private locateEntry(p: string): SandboxPath {
+    const at = this.locate(p);
+    if (at.rel === "") throw new SandboxError("exec-failed", this.id, `path "${p}" is a root of the sandbox`, "name a path below the workspace, HOME or /tmp");
+    return at;
   }
 
   async copyIn(hostDir: string, dir: string): Promise<void> {

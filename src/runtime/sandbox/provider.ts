@@ -126,6 +126,27 @@ export interface SandboxFile {
   mode?: number;
 }
 
+/** A symlink written into a sandbox: made as a link with `target` as its text, never followed. */
+export interface SandboxLink {
+  /** Relative to the workspace, or absolute under the workspace, HOME or /tmp. */
+  path: string;
+  /** The link's text, kept as given (relative or absolute; it may dangle). */
+  target: string;
+}
+
+/** A directory written into a sandbox (parents created); one that exists is kept. */
+export interface SandboxDirectory {
+  path: string;
+  /** Default 0o755. */
+  mode?: number;
+}
+
+/** What a write makes besides regular files: directories first, then links, after the files. */
+export interface SandboxWriteExtras {
+  directories?: SandboxDirectory[];
+  links?: SandboxLink[];
+}
+
 /** Bounds on a copy out of a sandbox (a workspace is what the agent made of it). */
 export interface CopyLimits {
   /** Bytes copied of one file; a larger file keeps its size, the rest reads as zeros. Default 16 MiB. */
@@ -163,8 +184,12 @@ export interface Sandbox {
   readonly proxyUrl?: string;
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
   spawn(argv: string[], options?: ExecOptions): SandboxProcess;
-  /** Copies files in, owned by the sandbox user; parent directories are created. */
-  writeFiles(files: SandboxFile[]): Promise<void>;
+  /**
+   * Copies files in, owned by the sandbox user; parent directories are created. `extras` adds
+   * directories and symlinks (made after the files, owned by the sandbox user); a path whose
+   * parent is a link, or a link whose name exists, is refused: nothing is written through a link.
+   */
+  writeFiles(files: SandboxFile[], extras?: SandboxWriteExtras): Promise<void>;
   /** Copies the regular files under a host directory into `dir` (in-sandbox path). */
   copyIn(hostDir: string, dir: string): Promise<void>;
   readFile(path: string): Promise<Buffer>;

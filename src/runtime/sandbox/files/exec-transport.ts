@@ -7,14 +7,23 @@ import type { ExecOptions, ExecResult } from "../provider.js";
 import type { SnapshotWriter } from "./snapshot-writer.js";
 import { TarReader } from "./tar-reader.js";
 import { buildTar, type TarEntry } from "./tar-writer.js";
-import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
+import type { FileTransport, PreparedExtras, PreparedFile, SandboxPath } from "./transport.js";
 
 export type ExecFn = (argv: string[], options?: ExecOptions) => Promise<ExecResult>;
 
 const MAX_READ_BYTES = 256 * 1024 * 1024;
 
-/** Tar entries (with parent directories below `roots`) for files given by absolute path. */
-export function tarEntriesFor(files: { abs: string; content: Uint8Array; mode: number }[], roots: readonly string[]): TarEntry[] {
+/** One entry of a write over exec, by absolute in-sandbox path. */
+export type ExecWriteEntry =
+  | { abs: string; content: Uint8Array; mode: number }
+  | { abs: string; directory: true; mode: number }
+  | { abs: string; linkTarget: string };
+
+/**
+ * Tar entries (with parent directories below `roots`) for files, directories and symlinks given
+ * by absolute path, in the order given.
+ */
+export function tarEntriesFor(files: ExecWriteEntry[], roots: readonly string[]): TarEntry[] {
   const dirs = new Set<string>();
   const entries: TarEntry[] = [];
   for (const f of files) {
@@ -29,7 +38,12 @@ export function tarEntriesFor(files: { abs: string; content: Uint8Array; mode: n
         entries.push({ path: dir, type: "dir", mode: 0o755 });
       }
     }
-    entries.push({ path: f.abs.slice(1), type: "file", mode: f.mode, content: f.content });
+    const name = f.abs.slice(1);
+    if ("linkTarget" in f) entries.push({ path: name, type: "symlink", mode: 0o777, linkTarget: f.linkTarget });
+    else if ("directory" in f) {
+      if (!dirs.has(name)) entries.push({ path: name, type: "dir", mode: f.mode });
+      dirs.add(name);
+    } else entries.push({ path: name, type: "file", mode: f.mode, content: f.content });
   }
   return entries;
 }
@@ -38,10 +52,19 @@ function describe(result: ExecResult): string {
   return (result.stderr || result.stdout).trim().slice(-500) || `exit ${result.exitCode ?? result.signal}`;
 }
 
-async function writeFilesViaExec(exec: ExecFn, files: PreparedFile[]): Promise<void> {
-  if (files.length === 0) return;
-  const roots = [...new Set(files.map((f) => f.at.root))];
-  const archive = buildTar(tarEntriesFor(files.map((f) => ({ abs: f.at.abs, content: f.content, mode: f.mode })), roots));
+/**
+ * One tar archive extracted by the sandbox user: files, then directories, then symlinks (last, so
+ * that no entry of the archive is extracted through one of them).
+ */
+async function writeFilesViaExec(exec: ExecFn, files: PreparedFile[], extras?: PreparedExtras): Promise<void> {
+  const entries: ExecWriteEntry[] = [
+    ...files.map((f) => ({ abs: f.at.abs, content: f.content, mode: f.mode })),
+    ...(extras?.directories ?? []).map((d) => ({ abs: d.at.abs, directory: true as const, mode: d.mode })),
+    ...(extras?.links ?? []).map((l) => ({ abs: l.at.abs, linkTarget: l.target })),
+  ];
+  if (entries.length === 0) return;
+  const roots = [...new Set([...files.map((f) => f.at.root), ...(extras?.directories ?? []).map((d) => d.at.root), ...(extras?.links ?? []).map((l) => l.at.root)])];
+  const archive = buildTar(tarEntriesFor(entries, roots));
   const result = await exec(["tar", "-x", "-f", "-", "-C", "/"], { stdin: archive, cwd: "/" });
   if (result.exitCode !== 0) throw new Error(`tar in the sandbox failed: ${describe(result)}`);
 }
@@ -91,7 +114,7 @@ async function copyOutViaExec(exec: ExecFn, abs: string, into: SnapshotWriter, t
 
 export function execTransport(exec: ExecFn): FileTransport {
   return {
-    write: (files: PreparedFile[]) => writeFilesViaExec(exec, files),
+    write: (files: PreparedFile[], extras?: PreparedExtras) => writeFilesViaExec(exec, files, extras),
     read: (at: SandboxPath) => readFileViaExec(exec, at.abs),
     list: (at: SandboxPath) => listFilesViaExec(exec, at.abs),
     copyOut: (at, into, timeoutMs) => copyOutViaExec(exec, at.abs, into, timeoutMs),

@@ -9,10 +9,10 @@
  */
 import { spawn } from "node:child_process";
 import { constants, existsSync } from "node:fs";
-import { chown, lstat, mkdir, open, readdir, readlink, rm } from "node:fs/promises";
+import { chown, lchown, lstat, mkdir, open, readdir, readlink, rm, symlink } from "node:fs/promises";
 import path from "node:path";
 import type { SnapshotWriter } from "./snapshot-writer.js";
-import type { FileTransport, PreparedFile, SandboxPath } from "./transport.js";
+import type { FileTransport, PreparedExtras, PreparedFile, SandboxPath } from "./transport.js";
 
 export interface Owner {
   uid: number;
@@ -53,6 +53,39 @@ export async function writeInside(base: string, rel: string, content: string | U
   } finally {
     await handle.close();
   }
+}
+
+function entryParts(rel: string): string[] {
+  const parts = rel.split("/").filter((s) => s.length > 0 && s !== ".");
+  if (parts.length === 0 || parts.includes("..")) throw new Error(`invalid path "${rel}"`);
+  return parts;
+}
+
+/** A directory (and its parents) under `base`; an existing one is kept, a link in the way refused. */
+export async function makeDirInside(base: string, rel: string, mode: number, owner?: Owner): Promise<void> {
+  const parts = entryParts(rel);
+  const parent = await ensureDirs(base, parts.slice(0, -1), owner);
+  const dir = path.join(parent, parts[parts.length - 1]);
+  try {
+    await mkdir(dir, { mode: mode & 0o777 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST" || !(await lstat(dir)).isDirectory()) throw e;
+    return;
+  }
+  if (owner) await chown(dir, owner.uid, owner.gid);
+}
+
+/**
+ * A symlink under `base` with `target` as its text. Its parents are directories (a link among
+ * them is refused, never followed); symlink(2) never follows its last component and fails on an
+ * existing name, so nothing is written through a link. Owned by the sandbox user (lchown).
+ */
+export async function linkInside(base: string, rel: string, target: string, owner?: Owner): Promise<void> {
+  const parts = entryParts(rel);
+  const parent = await ensureDirs(base, parts.slice(0, -1), owner);
+  const link = path.join(parent, parts[parts.length - 1]);
+  await symlink(target, link);
+  if (owner) await lchown(link, owner.uid, owner.gid);
 }
 
 /** Most symlinks followed in one resolution, as the kernel's ELOOP limit. */
@@ -169,8 +202,10 @@ export function hostTransport(hostDirs: Record<string, string>, owner: Owner): F
     return dir;
   };
   return {
-    async write(files: PreparedFile[]) {
+    async write(files: PreparedFile[], extras?: PreparedExtras) {
       for (const f of files) await writeInside(dirOf(f.at), f.at.rel, f.content, f.mode, owner);
+      for (const d of extras?.directories ?? []) await makeDirInside(dirOf(d.at), d.at.rel, d.mode, owner);
+      for (const l of extras?.links ?? []) await linkInside(dirOf(l.at), l.at.rel, l.target, owner);
     },
     read: (at) => readInside(dirOf(at), at.rel),
     list: (at) => listInside(dirOf(at), at.rel),

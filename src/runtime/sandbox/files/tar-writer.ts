@@ -1,13 +1,15 @@
 /**
  * A minimal ustar writer (pure), for copying files into containers over exec (`tar -x -f -`).
- * Long paths get a PAX header. Only regular files and directories.
+ * Long paths and link targets get a PAX header. Regular files, directories and symlinks.
  */
 
 export interface TarEntry {
   /** Relative POSIX path inside the archive, e.g. "workspace/a/b.txt". */
   path: string;
-  type: "file" | "dir";
+  type: "file" | "dir" | "symlink";
   mode: number;
+  /** A symlink's text. */
+  linkTarget?: string;
   content?: Uint8Array;
   mtime?: number;
 }
@@ -24,9 +26,10 @@ function writeString(buf: Buffer, offset: number, width: number, value: string):
   bytes.copy(buf, offset);
 }
 
-function header(name: string, prefix: string, size: number, mode: number, mtime: number, typeflag: string): Buffer {
+function header(name: string, prefix: string, size: number, mode: number, mtime: number, typeflag: string, linkname = ""): Buffer {
   const h = Buffer.alloc(BLOCK);
   writeString(h, 0, 100, name);
+  writeString(h, 157, 100, linkname);
   writeString(h, 100, 8, octal(mode & 0o7777, 8));
   writeString(h, 108, 8, octal(0, 8));
   writeString(h, 116, 8, octal(0, 8));
@@ -73,12 +76,15 @@ export function buildTar(entries: TarEntry[]): Buffer {
     const content = entry.type === "file" ? Buffer.from(entry.content ?? new Uint8Array()) : Buffer.alloc(0);
     const mtime = entry.mtime ?? Date.now() / 1000;
     let split = splitUstar(path);
-    if (!split) {
-      const pax = Buffer.from(paxRecord("path", path), "utf8");
+    const target = entry.type === "symlink" ? (entry.linkTarget ?? "") : "";
+    const longTarget = Buffer.byteLength(target) > 100;
+    if (!split || longTarget) {
+      const pax = Buffer.from((split ? "" : paxRecord("path", path)) + (longTarget ? paxRecord("linkpath", target) : ""), "utf8");
       parts.push(header("PaxHeader", "", pax.length, 0o644, mtime, "x"), pax, pad(pax.length));
-      split = { prefix: "", name: path.slice(0, 99) };
+      split ??= { prefix: "", name: path.slice(0, 99) };
     }
-    parts.push(header(split.name, split.prefix, content.length, entry.mode, mtime, entry.type === "dir" ? "5" : "0"));
+    const typeflag = entry.type === "dir" ? "5" : entry.type === "symlink" ? "2" : "0";
+    parts.push(header(split.name, split.prefix, content.length, entry.mode, mtime, typeflag, longTarget ? "" : target));
     if (content.length > 0) parts.push(content, pad(content.length));
   }
   parts.push(Buffer.alloc(BLOCK * 2));

@@ -24,8 +24,24 @@ export interface PreparedFile {
   mode: number;
 }
 
+export interface PreparedLink {
+  at: SandboxPath;
+  target: string;
+}
+
+export interface PreparedDirectory {
+  at: SandboxPath;
+  mode: number;
+}
+
+/** Directories and links of one write, made after its files, directories before links. */
+export interface PreparedExtras {
+  directories: PreparedDirectory[];
+  links: PreparedLink[];
+}
+
 export interface FileTransport {
-  write(files: PreparedFile[]): Promise<void>;
+  write(files: PreparedFile[], extras?: PreparedExtras): Promise<void>;
   read(at: SandboxPath): Promise<Buffer>;
   /** Regular files below, relative, sorted. */
   list(at: SandboxPath): Promise<string[]>;
