@@ -148,6 +148,11 @@ describe.skipIf(skip)("podman provider", () => {
       expect(readFileSync(path.join(snapshot, "notes.md"), "utf8")).toBe("# notes\n");
       expect(readlinkSync(path.join(snapshot, "leak"))).toBe("/etc/passwd");
       expect(statSync(path.join(snapshot, "empty")).isDirectory()).toBe(true);
+      // Links and empty directories in, as the verifier's sandbox gets them: busybox tar -x as the sandbox user.
+      const longTarget = `../${"t".repeat(150)}`;
+      await s.writeFiles([], { directories: [{ path: "out/empty" }], links: [{ path: "node_modules/.bin/x", target: "../x/cli.js" }, { path: "abs", target: "/etc/hostname" }, { path: "long", target: longTarget }] });
+      const seen = await s.exec(["sh", "-c", "for f in node_modules/.bin/x abs long; do readlink \"$f\"; done; ls -A out/empty | wc -l; stat -c %u abs out/empty"]);
+      expect(seen.stdout.trim().split("\n").map((l) => l.trim())).toEqual(["../x/cli.js", "/etc/hostname", longTarget, "0", "1000", "1000"]);
     } finally {
       await viaExec.close();
     }
