@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { symlink } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -128,6 +128,34 @@ describe("local sandbox files", () => {
   });
 });
 
+describe("local sandbox links and directories", () => {
+  it("writes empty directories and symlinks with their text as given, owned by the sandbox user", async () => {
+    await box.writeFiles([{ path: "pkg/bin/tool.sh", content: "#!/bin/sh\necho tool\n", mode: 0o755 }], {
+      directories: [{ path: "out/empty" }],
+      links: [
+        { path: "node_modules/.bin/tool", target: "../../pkg/bin/tool.sh" },
+        { path: "abs", target: "/etc/hostname" },
+        { path: "dangling", target: "nowhere/x" },
+      ],
+    });
+    const r = await box.exec(["sh", "-c", "node_modules/.bin/tool; readlink abs dangling; ls -A out/empty | wc -l; stat -c %u node_modules/.bin/tool out/empty"]);
+    expect(r.stdout).toBe(`tool\n/etc/hostname\nnowhere/x\n0\n${box.uid}\n${box.uid}\n`);
+  });
+
+  it("never makes a link through a link the sandbox planted, nor over an existing name", async () => {
+    const outside = temp("reins-link-target-");
+    await box.exec(["ln", "-s", outside, "planted-dir"]);
+    await box.exec(["sh", "-c", "echo mine > taken.txt"]);
+    await expect(box.writeFiles([], { links: [{ path: "planted-dir/evil", target: "/etc/passwd" }] })).rejects.toBeInstanceOf(SandboxError);
+    await expect(box.writeFiles([], { directories: [{ path: "planted-dir/sub" }] })).rejects.toBeInstanceOf(SandboxError);
+    await expect(box.writeFiles([], { links: [{ path: "taken.txt", target: "/etc/passwd" }] })).rejects.toBeInstanceOf(SandboxError);
+    await expect(box.writeFiles([], { links: [{ path: ".", target: "/" }] })).rejects.toBeInstanceOf(SandboxError);
+    expect(existsSync(path.join(outside, "evil"))).toBe(false);
+    expect(existsSync(path.join(outside, "sub"))).toBe(false);
+    expect((await box.readFile("taken.txt")).toString()).toBe("mine\n");
+  });
+});
+
 describe("local sandbox mounts", () => {
   it("binds extra host directories read-only by default, reachable by the sandbox user", async () => {
     const cache = temp("reins-cache-");
@@ -204,6 +232,23 @@ describe("local sandbox lifecycle", () => {
     } finally {
       await verifier.destroy();
     }
+  });
+
+  it("prepares the next sandbox's uid, state and groups in advance, and close() removes them", async () => {
+    const rootDir = temp("reins-local-spares-");
+    const spares = new LocalSandboxProvider({ rootDir });
+    const first = (await spares.create({ id: "first", runId: "test-local", network: "none" })) as LocalSandbox;
+    await first.exec(["true"]);
+    const names = (): string[] => readdirSync(rootDir).filter((n) => !n.startsWith("."));
+    expect(names()).toHaveLength(2); // the first sandbox's state and the spare
+    const second = (await spares.create({ id: "second", runId: "test-local", network: "none" })) as LocalSandbox;
+    expect(second.uid).not.toBe(first.uid);
+    expect((await second.exec(["sh", "-c", "id -u; id -un"])).stdout).toBe(`${second.uid}\nsandbox\n`);
+    await first.destroy();
+    await second.destroy();
+    await spares.close();
+    expect(names()).toEqual([]);
+    expect(readdirSync(path.join(rootDir, ".uids"))).toEqual([]);
   });
 
   it("destroy kills every process, even setsid'd ones ignoring SIGTERM, and removes the state", async () => {

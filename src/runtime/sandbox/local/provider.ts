@@ -9,6 +9,8 @@
  * Limits (spec.resources): every process of a sandbox starts behind a confining shell (confine.ts)
  * that joins the sandbox's pids, memory and cpu control groups and sets its rlimits (open files,
  * CPU seconds; address space and file size where no group or tmpfs holds memory or disk). Run as
+ * root, a sandbox's uid, state and groups are made in advance, while the previous sandbox's first
+ * command runs (spares.ts). Run as
  * root, each sandbox runs as a host uid of its own (uids.ts), and the workspace, HOME and /tmp are
  * tmpfs capped at diskMiB each: made by bwrap in the sandbox's own mount namespace and reached by
  * the runner through descriptors it holds (roots.ts), or, where no memory group holds the kernel
@@ -24,6 +26,7 @@ import {
   baseEnvironment,
   DEFAULT_PROXY_PORT,
   limitsOf,
+  type Limits,
   SANDBOX_GID,
   SANDBOX_HOME,
   SANDBOX_UID,
@@ -40,7 +43,8 @@ import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type
 import { startKeeper } from "./keeper.js";
 import { openRoots, type SandboxRoots } from "./roots.js";
 import { LocalSandbox } from "./sandbox.js";
-import { layOutState, removeState } from "./state.js";
+import { SparePool } from "./spares.js";
+import { layOutState, removeState, removeStateNow, type RootsCap, type SandboxState } from "./state.js";
 import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
 export interface LocalProviderOptions {
@@ -70,6 +74,14 @@ export interface LocalProviderOptions {
   isolateCommands?: boolean;
 }
 
+/** One sandbox's state made before its keeper starts (see prepareState). */
+interface PreparedState {
+  stateDir: string;
+  user: { uid: number; gid: number; own: boolean };
+  cap: RootsCap;
+  state: SandboxState;
+}
+
 function safeName(id: string): string {
   return id.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 60) || "sandbox";
 }
@@ -81,6 +93,8 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   private readonly gid: number;
   private readonly host: (sandboxId: string) => Promise<LocalHost>;
   private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
+  /** State prepared for the next sandbox with the same limits, off the critical path of its creation. */
+  private readonly spares = new SparePool<PreparedState>((p) => removeStateNow(this.rootDir, p.stateDir));
 
   constructor(private readonly options: LocalProviderOptions = {}) {
     super();
@@ -100,38 +114,67 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       throw new SandboxError("create-failed", spec.id, "bubblewrap (bwrap) is not installed", "install it: apt-get install -y bubblewrap");
     }
     const socket = proxySocketFor(spec);
-    // Synchronous: a handful of small syscalls, cheaper than hops through the thread pool.
-    const stateDir = mkdtempSync(path.join(this.rootDir, `${safeName(spec.id)}-`));
+    const limits = limitsOf(spec.resources);
+    const poolable = this.ownUids(host);
+    // A sandbox with a uid of its own takes the state prepared in advance for its limits, if any.
+    const prepared = (poolable ? this.spares.take(JSON.stringify(limits)) : undefined) ?? this.prepareState(host, safeName(spec.id), limits, spec.role);
+    try {
+      return await this.startSandbox(spec, host, prepared, limits, socket);
+    } catch (error) {
+      await removeState(this.rootDir, prepared.stateDir).catch(() => undefined);
+      throw error;
+    } finally {
+      if (poolable) this.spares.refill(JSON.stringify(limits), () => this.prepareState(host, "sandbox", limits, spec.role));
+    }
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    await this.spares.drain((p) => removeState(this.rootDir, p.stateDir).then(() => undefined));
+  }
+
+  /** Whether each sandbox gets a host uid of its own (run as root, no fixed uid). */
+  private ownUids(host: LocalHost): boolean {
+    return this.options.uid === undefined && host.root;
+  }
+
+  /**
+   * A sandbox's state before its keeper starts: the state directory with its owner stamp, its
+   * user (a leased uid with its passwd and group files, when it has one of its own), its roots'
+   * layout and its control groups with their limits. Synchronous: a handful of small syscalls,
+   * cheaper than hops through the thread pool.
+   */
+  private prepareState(host: LocalHost, name: string, limits: Limits, role: SandboxSpec["role"]): PreparedState {
+    const stateDir = mkdtempSync(path.join(this.rootDir, `${name}-`));
     try {
       writeFileSync(path.join(stateDir, "owner"), this.stamp);
-      return await this.startSandbox(spec, host, stateDir, socket);
+      // A verifier's sandbox never shares the agents' uid: a leased uid is its own anyway, a fixed
+      // one is replaced by the verifier's.
+      const leased = this.userFor(host, stateDir);
+      const user = role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
+      // bwrap's tmpfs takes no cap on its number of files: only a memory group bounds what they cost.
+      const cap = !host.root ? "none" : host.bwrapSizes && host.cgroups?.parents.memory ? "sandbox" : "host";
+      const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups });
+      return { stateDir, user, cap, state };
     } catch (error) {
-      await removeState(this.rootDir, stateDir).catch(() => undefined);
+      // Nothing has run in it yet: removed at once.
+      removeStateNow(this.rootDir, stateDir);
       throw error;
     }
   }
 
   /** The sandbox's user: its own leased uid when the runner is root and none was fixed. */
   private userFor(host: LocalHost, stateDir: string): { uid: number; gid: number; own: boolean } {
-    if (this.options.uid !== undefined || !host.root) return { uid: this.uid, gid: this.gid, own: false };
+    if (!this.ownUids(host)) return { uid: this.uid, gid: this.gid, own: false };
     const uid = leaseUid(this.rootDir, stateDir, this.options.uidRange ?? DEFAULT_UID_RANGE);
     writeFileSync(path.join(stateDir, "uid"), `${uid}\n`);
-    const passwdFile = path.join(stateDir, "passwd");
-    const groupFile = path.join(stateDir, "group");
-    writeFileSync(passwdFile, withSandboxUser(host.passwdText, `sandbox:x:${uid}:${uid}:sandbox:${SANDBOX_HOME}:/bin/sh`, uid, 2));
-    writeFileSync(groupFile, withSandboxUser(host.groupText, `sandbox:x:${uid}:`, uid, 2));
+    writeFileSync(path.join(stateDir, "passwd"), withSandboxUser(host.passwdText, `sandbox:x:${uid}:${uid}:sandbox:${SANDBOX_HOME}:/bin/sh`, uid, 2));
+    writeFileSync(path.join(stateDir, "group"), withSandboxUser(host.groupText, `sandbox:x:${uid}:`, uid, 2));
     return { uid, gid: uid, own: true };
   }
 
-  private async startSandbox(spec: SandboxSpec, host: LocalHost, stateDir: string, socket: string | undefined): Promise<LocalSandbox> {
-    // A verifier's sandbox never shares the agents' uid: a leased uid is its own anyway, a fixed
-    // one is replaced by the verifier's.
-    const leased = this.userFor(host, stateDir);
-    const user = spec.role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
-    const limits = limitsOf(spec.resources);
-    // bwrap's tmpfs takes no cap on its number of files: only a memory group bounds what they cost.
-    const cap = !host.root ? "none" : host.bwrapSizes && host.cgroups?.parents.memory ? "sandbox" : "host";
-    const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups });
+  private async startSandbox(spec: SandboxSpec, host: LocalHost, prepared: PreparedState, limits: Limits, socket: string | undefined): Promise<LocalSandbox> {
+    const { stateDir, user, cap, state } = prepared;
     const hostDirs = state.dirs ?? { workspace: path.join(stateDir, "workspace"), home: path.join(stateDir, "home"), tmp: path.join(stateDir, "tmp") };
     const controllers = state.cgroups?.controllers ?? [];
     const confinement: Confinement = {

@@ -13,7 +13,7 @@
  *                    link to its workspace through /proc, for diagnostics
  */
 import { spawn } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { StateDirs } from "../base-provider.js";
 import { createSandboxCgroups, removeSandboxCgroups, type CgroupHost, type SandboxCgroups } from "../host/cgroups.js";
@@ -100,6 +100,28 @@ function removeFlat(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Removes, synchronously, the state of a sandbox that never ran (a spare: spares.ts): its empty
+ * groups, its directory and its uid lease. At process exit too, so nothing here may wait.
+ */
+export function removeStateNow(stateRoot: string, stateDir: string): void {
+  const groups = readLines(path.join(stateDir, "cgroups"));
+  const uid = Number(readLines(path.join(stateDir, "uid"))[0]);
+  for (const dir of groups) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      /* gone, or in use: removed with the state below by whoever prunes it */
+    }
+  }
+  try {
+    rmSync(stateDir, { recursive: true, force: true });
+  } catch {
+    return;
+  }
+  if (Number.isInteger(uid) && uid > 0) releaseUid(stateRoot, uid);
 }
 
 /**
