@@ -1,0 +1,108 @@
+/**
+ * A streaming answer written while the engine generates (stages 3–5 of a call, token by token).
+ * Each chunk of ids is decoded (TokenTextStream), read by the model's output format as far as it
+ * is certain (OutputStream), and written as the dialect's events (DialectStream). When the engine
+ * is done, the finished completion — parsed from all its ids exactly as a non-streaming call
+ * parses them, and recorded as such — supplies what was held back, and the dialect's closing
+ * events end the answer. The record never depends on what was streamed.
+ */
+import type { ServerResponse } from "node:http";
+import { OutputStream } from "../model/output-stream.js";
+import type { ModelRuntime } from "../model/model-runtime.js";
+import { TokenTextStream } from "../model/token-text-stream.js";
+import type { CanonicalCompletion, SseEvent } from "./canonical.js";
+import type { DialectHandler, DialectStream, StreamHead } from "./dialects/dialect.js";
+import type { PendingCall } from "./pending-call.js";
+import { formatEvent, startEventStream } from "./sse.js";
+
+/** Events are written at most this often per answer: chunks that come closer together share one write. */
+const FLUSH_EVERY_MS = 1;
+
+export class LiveAnswer {
+  private readonly decoder: TokenTextStream;
+  private readonly reader: OutputStream;
+  private readonly stream: DialectStream;
+  private opened = false;
+  private written = 0;
+  private midToolCall = false;
+  private flushed: Promise<void> = Promise.resolve();
+  private pending = "";
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    runtime: ModelRuntime,
+    dialect: DialectHandler,
+    head: StreamHead,
+    body: Record<string, unknown>,
+  ) {
+    this.decoder = new TokenTextStream(runtime.tokenizer, new Set(runtime.stopIds));
+    this.reader = new OutputStream(runtime.format);
+    this.stream = dialect.openStream(head, body);
+  }
+
+  /** The engine produced `ids`: write what they make certain. */
+  push(ids: readonly number[]): void {
+    if (this.res.destroyed) return;
+    const events = this.openEvents();
+    for (const piece of this.reader.push(this.decoder.push(ids))) events.push(...this.stream.push(piece));
+    this.write(events);
+  }
+
+  /** The completion is finished: the held-back rest and the closing events, then the end of the answer. */
+  finish(completion: CanonicalCompletion): void {
+    const events = this.rest(completion);
+    clearTimeout(this.timer);
+    startEventStream(this.res);
+    this.res.end(this.pending + events.map(formatEvent).join(""));
+    this.pending = "";
+  }
+
+  /**
+   * The engine's stream broke after `completion`: write on up to the first tool-call delta (the
+   * case a harness must recover from) — or half of what is left when none comes — and break the
+   * connection, never writing the answer's last event; the record says where it broke.
+   */
+  cut(call: PendingCall, completion: CanonicalCompletion, message: string): void {
+    const rest = this.rest(completion);
+    const mid = rest.findIndex((e) => e.midToolCall);
+    const upTo = this.midToolCall ? 0 : mid >= 0 ? mid + 1 : Math.min(Math.ceil(rest.length / 2), rest.length - 1);
+    call.setError("engine", `stream cut after event ${this.written + upTo} of ${this.written + rest.length}: ${message}`, "aborted");
+    this.write(rest.slice(0, upTo));
+    this.flush();
+    startEventStream(this.res);
+    void this.flushed.then(() => this.res.socket?.destroy());
+  }
+
+  private rest(completion: CanonicalCompletion): SseEvent[] {
+    const events = this.openEvents();
+    for (const piece of this.reader.finish(completion.parsed)) events.push(...this.stream.push(piece));
+    events.push(...this.stream.end(completion));
+    return events;
+  }
+
+  private openEvents(): SseEvent[] {
+    if (this.opened) return [];
+    this.opened = true;
+    return this.stream.open();
+  }
+
+  /** Write what is pending now (before an error is written after it, or the connection is cut). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending === "" || this.res.writableEnded || this.res.destroyed) return;
+    const text = this.pending;
+    this.pending = "";
+    startEventStream(this.res);
+    this.flushed = new Promise((resolve) => this.res.write(text, () => resolve()));
+  }
+
+  private write(events: SseEvent[]): void {
+    if (events.length === 0) return;
+    this.written += events.length;
+    if (events.some((e) => e.midToolCall)) this.midToolCall = true;
+    this.pending += events.map(formatEvent).join("");
+    this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+  }
+}
