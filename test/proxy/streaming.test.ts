@@ -150,6 +150,8 @@ function contentOfStream(dialect: DialectName, events: ParsedEvent[]): Content {
     return { reasoning: join("thinking", "thinking"), text: join("text", "text"), tools };
   }
   const { items, final, argsDeltas } = accumulateResponses(events);
+  // the items streamed are the response's output (one message item unless text follows a tool call)
+  if (items.filter((i) => i.type === "message").length <= 1) expect(items).toEqual(final.output);
   const deltas = (type: string) => events.filter((e) => e.event === type).map((e) => e.json.delta).join("");
   expect(final).toBeDefined();
   return {

@@ -28,6 +28,7 @@ export function openResponsesStream(head: StreamHead, body: Record<string, unkno
   let seq = 0;
   let items = 0;
   let tools = 0;
+  let messages = 0;
   let current: OpenItem | undefined;
   const ev = (events: SseEvent[], type: string, data: Record<string, unknown>): SseEvent => {
     const e: SseEvent = { event: type, data: { type, sequence_number: seq++, ...data } };
@@ -64,7 +65,8 @@ export function openResponsesStream(head: StreamHead, body: Record<string, unkno
   const openText = (events: SseEvent[], kind: "reasoning" | "message") => {
     close(events, "completed");
     const index = items++;
-    const id = kind === "reasoning" ? makeId("rs_", `${head.callKey}:reasoning`) : makeId("msg_", `${head.callKey}:message${index > 0 ? `:${index}` : ""}`);
+    // a second message item (text after tool calls) needs an id of its own
+    const id = kind === "reasoning" ? makeId("rs_", `${head.callKey}:reasoning`) : makeId("msg_", `${head.callKey}:message${messages++ > 0 ? `:${index}` : ""}`);
     current = { kind, id, index, text: "" };
     if (kind === "reasoning") {
       ev(events, "response.output_item.added", { output_index: index, item: { id, type: "reasoning", summary: [] } });
