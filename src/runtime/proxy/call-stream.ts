@@ -7,7 +7,7 @@
  * events end the answer. The record never depends on what was streamed.
  */
 import type { ServerResponse } from "node:http";
-import { OutputStream } from "../model/output-stream.js";
+import { type OutputPiece, OutputStream } from "../model/output-stream.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import { TokenTextStream } from "../model/token-text-stream.js";
 import type { CanonicalCompletion, SseEvent } from "./canonical.js";
@@ -15,7 +15,7 @@ import type { DialectHandler, DialectStream, StreamHead } from "./dialects/diale
 import type { PendingCall } from "./pending-call.js";
 import { formatEvent, startEventStream } from "./sse.js";
 
-/** Events are written at most this often per answer: chunks that come closer together share one write. */
+/** Events are written at most this often per answer: text released closer together goes out as one delta, in one write. */
 const FLUSH_EVERY_MS = 1;
 
 export class LiveAnswer {
@@ -26,7 +26,10 @@ export class LiveAnswer {
   private written = 0;
   private midToolCall = false;
   private flushed: Promise<void> = Promise.resolve();
-  private pending = "";
+  /** Pieces released since the last write. */
+  private queue: OutputPiece[] = [];
+  /** Set by the first token: until then a failure is still a plain HTTP error. */
+  private generating = false;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -44,18 +47,22 @@ export class LiveAnswer {
   /** The engine produced `ids`: write what they make certain. */
   push(ids: readonly number[]): void {
     if (this.res.destroyed) return;
-    const events = this.openEvents();
-    for (const piece of this.reader.push(this.decoder.push(ids))) events.push(...this.stream.push(piece));
-    this.write(events);
+    this.generating = true;
+    for (const piece of this.reader.push(this.decoder.push(ids))) {
+      const last = this.queue.at(-1);
+      // text that comes before the next write goes out as one delta
+      if (last && last.kind === piece.kind && last.kind !== "tool" && piece.kind !== "tool") last.text += piece.text;
+      else this.queue.push(piece.kind === "tool" ? piece : { ...piece });
+    }
+    if (this.queue.length > 0 || !this.opened) this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
   }
 
   /** The completion is finished: the held-back rest and the closing events, then the end of the answer. */
   finish(completion: CanonicalCompletion): void {
-    const events = this.rest(completion);
     clearTimeout(this.timer);
+    const events = [...this.queued(), ...this.rest(completion)];
     startEventStream(this.res);
-    this.res.end(this.pending + events.map(formatEvent).join(""));
-    this.pending = "";
+    this.res.end(events.map(formatEvent).join(""));
   }
 
   /**
@@ -64,12 +71,12 @@ export class LiveAnswer {
    * connection, never writing the answer's last event; the record says where it broke.
    */
   cut(call: PendingCall, completion: CanonicalCompletion, message: string): void {
+    this.flush();
     const rest = this.rest(completion);
     const mid = rest.findIndex((e) => e.midToolCall);
     const upTo = this.midToolCall ? 0 : mid >= 0 ? mid + 1 : Math.min(Math.ceil(rest.length / 2), rest.length - 1);
     call.setError("engine", `stream cut after event ${this.written + upTo} of ${this.written + rest.length}: ${message}`, "aborted");
     this.write(rest.slice(0, upTo));
-    this.flush();
     startEventStream(this.res);
     void this.flushed.then(() => this.res.socket?.destroy());
   }
@@ -91,18 +98,25 @@ export class LiveAnswer {
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending === "" || this.res.writableEnded || this.res.destroyed) return;
-    const text = this.pending;
-    this.pending = "";
-    startEventStream(this.res);
-    this.flushed = new Promise((resolve) => this.res.write(text, () => resolve()));
+    if (this.res.writableEnded || this.res.destroyed) return;
+    this.write(this.queued());
+  }
+
+  /** The events of the queued pieces (the opening events first, once: they go out with the first token). */
+  private queued(): SseEvent[] {
+    if (!this.generating) return [];
+    const events = this.openEvents();
+    for (const piece of this.queue) events.push(...this.stream.push(piece));
+    this.queue = [];
+    return events;
   }
 
   private write(events: SseEvent[]): void {
     if (events.length === 0) return;
     this.written += events.length;
     if (events.some((e) => e.midToolCall)) this.midToolCall = true;
-    this.pending += events.map(formatEvent).join("");
-    this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+    startEventStream(this.res);
+    const text = events.map(formatEvent).join("");
+    this.flushed = new Promise((resolve) => this.res.write(text, () => resolve()));
   }
 }
