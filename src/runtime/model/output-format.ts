@@ -40,8 +40,8 @@ export interface ParsedCompletion {
   detail?: string;
 }
 
-const TOOL_OPEN = "<tool_call>";
-const TOOL_CLOSE = "</tool_call>";
+export const TOOL_OPEN = "<tool_call>";
+export const TOOL_CLOSE = "</tool_call>";
 
 /** Raw completion text for one turn (without the stop token). */
 export function renderTurn(turn: TurnSpec, format: OutputFormat): string {
@@ -133,7 +133,7 @@ function splitToolCalls(s: string): Omit<ParsedCompletion, "reasoning"> {
   return out;
 }
 
-function parseToolCallBody(body: string): { call: ParsedToolCall; error?: ParseError; detail?: string } {
+export function parseToolCallBody(body: string): { call: ParsedToolCall; error?: ParseError; detail?: string } {
   const trimmed = body.trim();
   try {
     const obj = JSON.parse(trimmed) as { name?: unknown; arguments?: unknown };

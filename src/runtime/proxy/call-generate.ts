@@ -1,13 +1,15 @@
 /**
  * Stage 3 of a call: ask the engine for a completion by token ids, streaming when it can (the
- * first chunk dates `firstTokenMs`), stopping when the client goes away, and keeping a streaming
- * client's connection alive with comments while it waits.
+ * first chunk dates `firstTokenMs`; a live answer writes each chunk as it comes), stopping when
+ * the client goes away, and keeping a streaming client's connection alive with comments while it
+ * waits for the first token.
  */
 import type { ServerResponse } from "node:http";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
-import { type Engine, EngineError, type GenerateRequest, type GenerateResult } from "../engines/engine.js";
+import { type Engine, EngineError, type GenerateChunk, type GenerateRequest, type GenerateResult } from "../engines/engine.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import type { CallPrompt } from "./call-prompt.js";
+import type { LiveAnswer } from "./call-stream.js";
 import type { PendingCall } from "./pending-call.js";
 import { KEEPALIVE, startEventStream } from "./sse.js";
 
@@ -45,6 +47,7 @@ export async function generateCompletion(
   prompt: CallPrompt,
   client: ClientWatch,
   res: ServerResponse,
+  live?: LiveAnswer,
 ): Promise<Generated> {
   const { sampling } = deps.model;
   const req: GenerateRequest = {
@@ -55,10 +58,13 @@ export async function generateCompletion(
     seq: call.record.seq,
     signal: client.signal,
   };
-  const onChunk = () => {
-    call.record.timings.firstTokenMs ??= Date.now();
-  };
   const stopKeepalive = call.record.stream ? keepAlive(res) : () => {};
+  const onChunk = (chunk: GenerateChunk) => {
+    call.record.timings.firstTokenMs ??= Date.now();
+    if (!live) return;
+    stopKeepalive();
+    live.push(chunk.ids);
+  };
   try {
     const result = deps.engine.generateStream ? await deps.engine.generateStream(req, onChunk) : await deps.engine.generate(req);
     return { kind: "done", result };

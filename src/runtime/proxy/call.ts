@@ -13,6 +13,8 @@ import type { CallRecord } from "../records/index.js";
 import { answerCompletion, answerCut, answerError, closeAfterAnswer, recordWhenClosed } from "./call-answer.js";
 import { parseCallCompletion } from "./call-completion.js";
 import { generateCompletion, watchClient } from "./call-generate.js";
+import { LiveAnswer } from "./call-stream.js";
+import type { CanonicalRequest } from "./canonical.js";
 import { renderCallPrompt } from "./call-prompt.js";
 import { readCallRequest, type Refusal } from "./call-request.js";
 import type { DialectHandler } from "./dialects/dialect.js";
@@ -45,13 +47,29 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
   const rendered = await renderCallPrompt(deps.model, deps.runtime, call, canonical, read.request);
   if (!rendered.ok) return refuseCall(call, res, dialect, rendered);
   const client = watchClient(res);
-  const generated = await generateCompletion(deps, call, rendered.prompt, client, res);
-  if (generated.kind === "failed") return failCall(call, res, dialect, client.gone(), generated.message);
+  const live = canonical.stream && deps.engine.generateStream ? openLiveAnswer(deps, call, dialect, canonical, rendered.prompt.rendered.ids.length, body, res) : undefined;
+  const generated = await generateCompletion(deps, call, rendered.prompt, client, res, live);
+  if (generated.kind === "failed") {
+    live?.flush();
+    return failCall(call, res, dialect, client.gone(), generated.message);
+  }
   const completion = parseCallCompletion(deps, call, dialect, canonical, rendered.prompt, generated.result);
   if (client.gone()) return abandonCall(call, "before the answer was sent");
   recordWhenClosed(call, res);
+  if (live) return generated.kind === "cut" ? live.cut(call, completion, generated.message) : live.finish(completion);
   if (generated.kind === "cut") return answerCut(call, res, dialect, completion, body, generated.message);
   answerCompletion(res, dialect, completion, body, canonical.stream);
+}
+
+/** A streaming request to an engine that streams is answered token by token (call-stream.ts). */
+function openLiveAnswer(deps: CallDeps, call: PendingCall, dialect: DialectHandler, canonical: CanonicalRequest, promptTokens: number, body: Record<string, unknown>, res: ServerResponse): LiveAnswer {
+  const head = {
+    callKey: call.key,
+    model: canonical.model || deps.model.name,
+    promptTokens,
+    toolCallId: (i: number) => dialect.toolCallId(`${call.key}:${i}`),
+  };
+  return new LiveAnswer(res, deps.runtime, dialect, head, body);
 }
 
 /** Refused before generating: the dialect's error, the record without prompt ids; an unread body closes the connection. */

@@ -5,8 +5,9 @@
  * would be); a non-streaming answer wraps it as `{"INVALID_JSON": "<raw>"}`.
  */
 import type { CanonicalCompletion, CanonicalMessage, CanonicalTool, CanonicalToolCall, ParsedRequest, SseEvent } from "../canonical.js";
-import { chunkArguments, chunkText, makeId } from "../ids.js";
-import { contentText, type DialectHandler, ERROR_STATUS, isRecord, type ProxyErrorKind } from "./dialect.js";
+import { chunkArguments, chunkText, makeId, makeReasoningToken } from "../ids.js";
+import type { OutputPiece } from "../../model/output-stream.js";
+import { contentText, type DialectHandler, type DialectStream, ERROR_STATUS, isRecord, type ProxyErrorKind, type StreamHead } from "./dialect.js";
 
 function parseRequest(body: unknown): ParsedRequest {
   if (!isRecord(body)) return { ok: false, message: "the request body must be a JSON object" };
@@ -156,6 +157,72 @@ function buildEvents(c: CanonicalCompletion, body: Record<string, unknown>): Sse
   return events;
 }
 
+/**
+ * The live form of `buildEvents`: message_start and ping, then content blocks as the pieces come
+ * (a block stops when the next one starts or the message ends), then message_delta, message_stop.
+ */
+function openStream(head: StreamHead, body: Record<string, unknown>): DialectStream {
+  const ev = (type: string, data: Record<string, unknown>): SseEvent => ({ event: type, data: { type, ...data } });
+  const thinking = thinkingEnabled(body);
+  let index = -1;
+  let open: "thinking" | "text" | "tool_use" | undefined;
+  let tools = 0;
+  const close = (events: SseEvent[]) => {
+    if (open === "thinking") events.push(ev("content_block_delta", { index, delta: { type: "signature_delta", signature: makeReasoningToken(head.callKey) } }));
+    if (open) events.push(ev("content_block_stop", { index }));
+    open = undefined;
+  };
+  const start = (events: SseEvent[], block: Record<string, unknown>) => {
+    close(events);
+    index++;
+    open = block.type as typeof open;
+    events.push(ev("content_block_start", { index, content_block: block }));
+  };
+  return {
+    open: () => [
+      ev("message_start", {
+        message: {
+          id: makeId("msg_", head.callKey),
+          type: "message",
+          role: "assistant",
+          model: head.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: head.promptTokens, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+        },
+      }),
+      ev("ping", {}),
+    ],
+    push(piece: OutputPiece): SseEvent[] {
+      const events: SseEvent[] = [];
+      if (piece.kind === "reasoning") {
+        if (!thinking) return events;
+        if (open !== "thinking") start(events, { type: "thinking", thinking: "", signature: "" });
+        for (const p of chunkText(piece.text)) events.push(ev("content_block_delta", { index, delta: { type: "thinking_delta", thinking: p } }));
+      } else if (piece.kind === "text") {
+        if (open !== "text") start(events, { type: "text", text: "" });
+        for (const p of chunkText(piece.text)) events.push(ev("content_block_delta", { index, delta: { type: "text_delta", text: p } }));
+      } else {
+        start(events, { type: "tool_use", id: head.toolCallId(tools++), name: piece.call.name, input: {} });
+        chunkArguments(piece.call.argumentsText).forEach((p, j) => {
+          const e = ev("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: p } });
+          if (j === 0) e.midToolCall = true;
+          events.push(e);
+        });
+      }
+      return events;
+    },
+    end(c: CanonicalCompletion): SseEvent[] {
+      const events: SseEvent[] = [];
+      close(events);
+      events.push(ev("message_delta", { delta: { stop_reason: stopReason(c), stop_sequence: null }, usage: { output_tokens: c.completionTokens } }));
+      events.push(ev("message_stop", {}));
+      return events;
+    },
+  };
+}
+
 const ERROR_TYPE: Record<ProxyErrorKind, string> = {
   auth: "authentication_error",
   "bad-request": "invalid_request_error",
@@ -179,6 +246,7 @@ export const anthropicMessages: DialectHandler = {
   toolCallId: (seed) => makeId("toolu_", `tool:${seed}`),
   buildResponse,
   buildEvents,
+  openStream,
   errorResponse: (kind, message) => ({ status: ERROR_STATUS[kind], body: errorBody(kind, message) }),
   streamError: (kind, message) => [{ event: "error", data: errorBody(kind, message) }],
 };

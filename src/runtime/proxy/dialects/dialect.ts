@@ -3,6 +3,7 @@
  * SSE events, and errors in the dialect's own shape. One file per dialect, registered by name.
  */
 import type { Dialect } from "../../../compiler/contract/plan.js";
+import type { OutputPiece } from "../../model/output-stream.js";
 import type { CanonicalCompletion, ParsedRequest, SseEvent } from "../canonical.js";
 
 export type ProxyErrorKind =
@@ -26,10 +27,31 @@ export interface DialectHandler {
   buildResponse(completion: CanonicalCompletion, body: Record<string, unknown>): unknown;
   /** The full SSE event sequence of a streaming response. */
   buildEvents(completion: CanonicalCompletion, body: Record<string, unknown>): SseEvent[];
+  /** A streaming response written while the engine generates: the same events, piece by piece. */
+  openStream(head: StreamHead, body: Record<string, unknown>): DialectStream;
   /** An error answered before streaming started. */
   errorResponse(kind: ProxyErrorKind, message: string): { status: number; body: unknown };
   /** An error reported inside an SSE stream that already started. */
   streamError(kind: ProxyErrorKind, message: string): SseEvent[];
+}
+
+/** What a live stream knows before the first token: enough for its opening events. */
+export interface StreamHead {
+  callKey: string;
+  model: string;
+  promptTokens: number;
+  /** The id of the i-th tool call (the ids the finished completion will carry). */
+  toolCallId(i: number): string;
+}
+
+/**
+ * A streaming response in the making: `open` events first, then the events of each released piece
+ * of the completion, then `end` with the finished completion (its remaining pieces already pushed).
+ */
+export interface DialectStream {
+  open(): SseEvent[];
+  push(piece: OutputPiece): SseEvent[];
+  end(completion: CanonicalCompletion): SseEvent[];
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

@@ -5,7 +5,8 @@
  */
 import type { CanonicalCompletion, CanonicalMessage, CanonicalTool, ParsedRequest, SseEvent } from "../canonical.js";
 import { chunkArguments, chunkText, makeId, nowSeconds } from "../ids.js";
-import { contentText, type DialectHandler, ERROR_STATUS, isRecord, type ProxyErrorKind } from "./dialect.js";
+import type { OutputPiece } from "../../model/output-stream.js";
+import { contentText, type DialectHandler, type DialectStream, ERROR_STATUS, isRecord, type ProxyErrorKind, type StreamHead } from "./dialect.js";
 
 function parseRequest(body: unknown): ParsedRequest {
   if (!isRecord(body)) return { ok: false, message: "the request body must be a JSON object" };
@@ -123,6 +124,40 @@ function buildEvents(c: CanonicalCompletion, body: Record<string, unknown>): Sse
   return events;
 }
 
+/** The live form of `buildEvents`: a role chunk, a chunk per released piece, the finish chunk, usage, [DONE]. */
+function openStream(head: StreamHead, body: Record<string, unknown>): DialectStream {
+  const id = makeId("chatcmpl-", head.callKey);
+  const created = nowSeconds();
+  const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null): SseEvent => {
+    const data: Record<string, unknown> = { id, object: "chat.completion.chunk", created, model: head.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
+    if (includeUsage) data.usage = null;
+    return { data };
+  };
+  let tools = 0;
+  return {
+    open: () => [chunk({ role: "assistant", content: "" })],
+    push(piece: OutputPiece): SseEvent[] {
+      if (piece.kind === "reasoning") return chunkText(piece.text).map((p) => chunk({ reasoning_content: p }));
+      if (piece.kind === "text") return chunkText(piece.text).map((p) => chunk({ content: p }));
+      const i = tools++;
+      const events = [chunk({ tool_calls: [{ index: i, id: head.toolCallId(i), type: "function", function: { name: piece.call.name, arguments: "" } }] })];
+      chunkArguments(piece.call.argumentsText).forEach((p, j) => {
+        const ev = chunk({ tool_calls: [{ index: i, function: { arguments: p } }] });
+        if (j === 0) ev.midToolCall = true;
+        events.push(ev);
+      });
+      return events;
+    },
+    end(c: CanonicalCompletion): SseEvent[] {
+      const events = [chunk({}, c.finish)];
+      if (includeUsage) events.push({ data: { id, object: "chat.completion.chunk", created, model: head.model, choices: [], usage: usageOf(c) } });
+      events.push({ data: "[DONE]" });
+      return events;
+    },
+  };
+}
+
 const ERROR_TYPE: Record<ProxyErrorKind, { type: string; code: string | null }> = {
   auth: { type: "invalid_request_error", code: "invalid_api_key" },
   "bad-request": { type: "invalid_request_error", code: null },
@@ -147,6 +182,7 @@ export const openaiChat: DialectHandler = {
   toolCallId: (seed) => makeId("call_", `tool:${seed}`),
   buildResponse,
   buildEvents,
+  openStream,
   errorResponse: openAIError,
   streamError: (kind, message) => [{ data: openAIError(kind, message).body }, { data: "[DONE]" }],
 };

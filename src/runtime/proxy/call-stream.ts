@@ -1,0 +1,122 @@
+/**
+ * A streaming answer written while the engine generates (stages 3–5 of a call, token by token).
+ * Each chunk of ids is decoded (TokenTextStream), read by the model's output format as far as it
+ * is certain (OutputStream), and written as the dialect's events (DialectStream). When the engine
+ * is done, the finished completion — parsed from all its ids exactly as a non-streaming call
+ * parses them, and recorded as such — supplies what was held back, and the dialect's closing
+ * events end the answer. The record never depends on what was streamed.
+ */
+import type { ServerResponse } from "node:http";
+import { type OutputPiece, OutputStream } from "../model/output-stream.js";
+import type { ModelRuntime } from "../model/model-runtime.js";
+import { TokenTextStream } from "../model/token-text-stream.js";
+import type { CanonicalCompletion, SseEvent } from "./canonical.js";
+import type { DialectHandler, DialectStream, StreamHead } from "./dialects/dialect.js";
+import type { PendingCall } from "./pending-call.js";
+import { formatEvent, startEventStream } from "./sse.js";
+
+/** Events are written at most this often per answer: text released closer together goes out as one delta, in one write. */
+const FLUSH_EVERY_MS = 1;
+
+export class LiveAnswer {
+  private readonly decoder: TokenTextStream;
+  private readonly reader: OutputStream;
+  private readonly stream: DialectStream;
+  private opened = false;
+  private written = 0;
+  private midToolCall = false;
+  private flushed: Promise<void> = Promise.resolve();
+  /** Pieces released since the last write. */
+  private queue: OutputPiece[] = [];
+  /** Set by the first token: until then a failure is still a plain HTTP error. */
+  private generating = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    runtime: ModelRuntime,
+    dialect: DialectHandler,
+    head: StreamHead,
+    body: Record<string, unknown>,
+  ) {
+    this.decoder = new TokenTextStream(runtime.tokenizer, new Set(runtime.stopIds));
+    this.reader = new OutputStream(runtime.format);
+    this.stream = dialect.openStream(head, body);
+  }
+
+  /** The engine produced `ids`: write what they make certain. */
+  push(ids: readonly number[]): void {
+    if (this.res.destroyed) return;
+    this.generating = true;
+    for (const piece of this.reader.push(this.decoder.push(ids))) {
+      const last = this.queue.at(-1);
+      // text that comes before the next write goes out as one delta
+      if (last && last.kind === piece.kind && last.kind !== "tool" && piece.kind !== "tool") last.text += piece.text;
+      else this.queue.push(piece.kind === "tool" ? piece : { ...piece });
+    }
+    if (this.queue.length > 0 || !this.opened) this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+  }
+
+  /** The completion is finished: the held-back rest and the closing events, then the end of the answer. */
+  finish(completion: CanonicalCompletion): void {
+    clearTimeout(this.timer);
+    const events = [...this.queued(), ...this.rest(completion)];
+    startEventStream(this.res);
+    this.res.end(events.map(formatEvent).join(""));
+  }
+
+  /**
+   * The engine's stream broke after `completion`: write on up to the first tool-call delta (the
+   * case a harness must recover from) — or half of what is left when none comes — and break the
+   * connection, never writing the answer's last event; the record says where it broke.
+   */
+  cut(call: PendingCall, completion: CanonicalCompletion, message: string): void {
+    this.flush();
+    const rest = this.rest(completion);
+    const mid = rest.findIndex((e) => e.midToolCall);
+    const upTo = this.midToolCall ? 0 : mid >= 0 ? mid + 1 : Math.min(Math.ceil(rest.length / 2), rest.length - 1);
+    call.setError("engine", `stream cut after event ${this.written + upTo} of ${this.written + rest.length}: ${message}`, "aborted");
+    this.write(rest.slice(0, upTo));
+    startEventStream(this.res);
+    void this.flushed.then(() => this.res.socket?.destroy());
+  }
+
+  private rest(completion: CanonicalCompletion): SseEvent[] {
+    const events = this.openEvents();
+    for (const piece of this.reader.finish(completion.parsed)) events.push(...this.stream.push(piece));
+    events.push(...this.stream.end(completion));
+    return events;
+  }
+
+  private openEvents(): SseEvent[] {
+    if (this.opened) return [];
+    this.opened = true;
+    return this.stream.open();
+  }
+
+  /** Write what is pending now (before an error is written after it, or the connection is cut). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.res.writableEnded || this.res.destroyed) return;
+    this.write(this.queued());
+  }
+
+  /** The events of the queued pieces (the opening events first, once: they go out with the first token). */
+  private queued(): SseEvent[] {
+    if (!this.generating) return [];
+    const events = this.openEvents();
+    for (const piece of this.queue) events.push(...this.stream.push(piece));
+    this.queue = [];
+    return events;
+  }
+
+  private write(events: SseEvent[]): void {
+    if (events.length === 0) return;
+    this.written += events.length;
+    if (events.some((e) => e.midToolCall)) this.midToolCall = true;
+    startEventStream(this.res);
+    const text = events.map(formatEvent).join("");
+    this.flushed = new Promise((resolve) => this.res.write(text, () => resolve()));
+  }
+}
