@@ -12,6 +12,7 @@ import type { Sandbox, SandboxProvider, SandboxSpec } from "../../src/runtime/sa
 import { SandboxError } from "../../src/runtime/sandbox/sandbox-error.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { buildJudgePrompt } from "../../src/runtime/verifiers/rubric-prompt.js";
+import type { RolloutResult } from "../../src/runtime/records/index.js";
 import type { VerifierResult } from "../../src/runtime/verifiers/verify.js";
 import { evaluationYaml, planOf, runPlan, tempDir, writeSpecs } from "../executor/helpers.js";
 
@@ -63,6 +64,17 @@ function containerLike(): LocalSandboxProvider {
   return new LocalSandboxProvider({ isolateCommands: false });
 }
 
+/** Runs a harness command over tasks in an evaluation on `provider` (closed after), results by task. */
+async function resultsByTask(provider: LocalSandboxProvider, command: string, tasks: string[]): Promise<{ results: RolloutResult[]; byTask: Record<string, RolloutResult> }> {
+  try {
+    const plan = planOf(writeSpecs(tempDir(), evaluationYaml({ command: ["sh", "-c", command], tasks: tasks.join("---\n") })));
+    const { results } = await runPlan(plan, { provider });
+    return { results, byTask: Object.fromEntries(results.map((r) => [r.task, r])) };
+  } finally {
+    await provider.close();
+  }
+}
+
 function processesWith(marker: string): number[] {
   const out: number[] = [];
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
@@ -77,48 +89,18 @@ function processesWith(marker: string): number[] {
 
 describe("verification the agent cannot touch", () => {
   it("a Python startup hook planted by the harness does not make the verifier script print reward 1", async () => {
-    const provider = containerLike();
-    try {
-      const plan = planOf(
-        writeSpecs(
-          tempDir(),
-          evaluationYaml({
-            command: ["sh", "-c", `${PLANT_HOOKS}\ncp want.txt answer.txt`],
-            tasks: [task("cheat", "wrong", SCRIPT_VERIFIER), task("honest", "right", SCRIPT_VERIFIER)].join("---\n"),
-          }),
-        ),
-      );
-      const { results } = await runPlan(plan, { provider });
-      const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
-      expect(byTask.cheat).toMatchObject({ status: "ok", reward: 0, passed: false });
-      expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
-    } finally {
-      await provider.close();
-    }
+    const { byTask } = await resultsByTask(containerLike(), `${PLANT_HOOKS}\ncp want.txt answer.txt`, [task("cheat", "wrong", SCRIPT_VERIFIER), task("honest", "right", SCRIPT_VERIFIER)]);
+    expect(byTask.cheat).toMatchObject({ status: "ok", reward: 0, passed: false });
+    expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
   }, 120_000);
 
   it("the same hook does not make a commandExitsZero check of `sys.exit(1)` pass", async () => {
     const checks = (code: number) => `    checks:
       - commandExitsZero: ["python3", "-c", "import sys; sys.exit(${code})"]`;
-    const provider = containerLike();
-    try {
-      const plan = planOf(
-        writeSpecs(
-          tempDir(),
-          evaluationYaml({
-            command: ["sh", "-c", `${PLANT_HOOKS}\ncp want.txt answer.txt`],
-            tasks: [task("exit-one", "wrong", checks(1)), task("exit-zero", "right", checks(0))].join("---\n"),
-          }),
-        ),
-      );
-      const { results } = await runPlan(plan, { provider });
-      const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
-      expect(byTask["exit-one"]).toMatchObject({ status: "ok", reward: 0, passed: false });
-      expect((byTask["exit-one"]!.verifier as VerifierResult).parts.checks?.results[0]?.reason).toMatch(/exited 1/);
-      expect(byTask["exit-zero"]).toMatchObject({ status: "ok", reward: 1, passed: true });
-    } finally {
-      await provider.close();
-    }
+    const { byTask } = await resultsByTask(containerLike(), `${PLANT_HOOKS}\ncp want.txt answer.txt`, [task("exit-one", "wrong", checks(1)), task("exit-zero", "right", checks(0))]);
+    expect(byTask["exit-one"]).toMatchObject({ status: "ok", reward: 0, passed: false });
+    expect((byTask["exit-one"]!.verifier as VerifierResult).parts.checks?.results[0]?.reason).toMatch(/exited 1/);
+    expect(byTask["exit-zero"]).toMatchObject({ status: "ok", reward: 1, passed: true });
   }, 120_000);
 
   it("verifier commands run in a fresh sandbox: another uid, an empty HOME and /tmp, no proxy, no harness environment", async () => {
@@ -159,31 +141,16 @@ describe("verification the agent cannot touch", () => {
       command: ["sh", "-c", "sleep 0.5; if [ \\"$(cat answer.txt)\\" = \\"$(cat \\"$REINS_HIDDEN/expected.txt\\")\\" ]; then echo '{\\"reward\\": 1}'; else echo '{\\"reward\\": 0}'; fi"]
       timeoutSeconds: 30`;
     const hidden = (content: string) => `  hidden:\n    files: [{path: expected.txt, content: ${JSON.stringify(content)}}]\n`;
-    const provider = containerLike();
-    try {
-      const plan = planOf(
-        writeSpecs(
-          tempDir(),
-          evaluationYaml({
-            command: ["sh", "-c", harness],
-            tasks: [
-              task("thief", "wrong", verifier, hidden(secret)),
-              task("seeker", "wrong", `    checks:\n      - fileEquals: {path: found.txt, content: ""}`, hidden(secret)),
-              task("honest", "right", verifier, hidden("right")),
-            ].join("---\n"),
-          }),
-        ),
-      );
-      const { results } = await runPlan(plan, { provider });
-      const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
-      expect(byTask.thief).toMatchObject({ status: "ok", reward: 0, passed: false });
-      // Its search of HOME, /tmp, /run, the workspace and its environment found nothing.
-      expect(byTask.seeker).toMatchObject({ status: "ok", reward: 1, passed: true });
-      expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
-      expect(JSON.stringify(results)).not.toContain(secret);
-    } finally {
-      await provider.close();
-    }
+    const { results, byTask } = await resultsByTask(containerLike(), harness, [
+      task("thief", "wrong", verifier, hidden(secret)),
+      task("seeker", "wrong", `    checks:\n      - fileEquals: {path: found.txt, content: ""}`, hidden(secret)),
+      task("honest", "right", verifier, hidden("right")),
+    ]);
+    expect(byTask.thief).toMatchObject({ status: "ok", reward: 0, passed: false });
+    // Its search of HOME, /tmp, /run, the workspace and its environment found nothing.
+    expect(byTask.seeker).toMatchObject({ status: "ok", reward: 1, passed: true });
+    expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
+    expect(JSON.stringify(results)).not.toContain(secret);
     expect(processesWith(".reins-verify-")).toEqual([]);
   }, 120_000);
 
@@ -202,27 +169,12 @@ describe("verification the agent cannot touch", () => {
       - fileEquals: {path: answer.txt, content: right}
       - commandExitsZero: ["sh", "-c", "sleep 2; grep -qx right answer.txt"]
       - commandExitsZero: ["sh", "-c", "sleep 0.2; rm -f late.txt; sleep 0.3; test ! -e late.txt"]`;
-      const provider = make();
-      try {
-        const plan = planOf(
-          writeSpecs(
-            tempDir(),
-            evaluationYaml({
-              command: ["sh", "-c", harness],
-              tasks: [task("late-writer", "wrong", verifier), task("honest", "right", `    checks:\n      - fileEquals: {path: answer.txt, content: right}`)].join("---\n"),
-            }),
-          ),
-        );
-        const { results } = await runPlan(plan, { provider });
-        const byTask = Object.fromEntries(results.map((r) => [r.task, r]));
-        const late = byTask["late-writer"]!;
-        expect(late).toMatchObject({ status: "ok", passed: false });
-        const checks = (late.verifier as VerifierResult).parts.checks?.results ?? [];
-        expect(checks.map((c) => c.pass)).toEqual([false, false, true]);
-        expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
-      } finally {
-        await provider.close();
-      }
+      const { byTask } = await resultsByTask(make(), harness, [task("late-writer", "wrong", verifier), task("honest", "right", `    checks:\n      - fileEquals: {path: answer.txt, content: right}`)]);
+      const late = byTask["late-writer"]!;
+      expect(late).toMatchObject({ status: "ok", passed: false });
+      const checks = (late.verifier as VerifierResult).parts.checks?.results ?? [];
+      expect(checks.map((c) => c.pass)).toEqual([false, false, true]);
+      expect(byTask.honest).toMatchObject({ status: "ok", reward: 1, passed: true });
       expect(processesWith(marker)).toEqual([]);
     }, 120_000);
   }
