@@ -9,7 +9,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan, validateSpecs, type Diagnostic } from "../../src/compiler/index.js";
@@ -198,8 +199,19 @@ describe("workspace from / fromDir read only the project", () => {
 
   it("spec files from unrelated places share no project but /, which is refused rather than opening the whole host", () => {
     const a = project(evaluation());
-    const r = validateSpecs([join(a, "eval.yaml"), join(REPO, "test/fixtures/valid/contract.yaml")], { env: {} });
-    expect(errors(r.diagnostics)).toMatchObject([{ code: "NoProjectRoot" }]);
+    // The other spec must sit under another top-level directory than the temporary project (a
+    // checkout may itself live under /tmp): the checkout's fixture, or a copy of it elsewhere.
+    const fixture = join(REPO, "test/fixtures/valid/contract.yaml");
+    const top = (p: string) => p.split("/")[1];
+    const elsewhere = top(REPO) !== top(a) ? null : mkdtempSync(join(top(a) === "var" ? homedir() : "/var/tmp", "reins-elsewhere-"));
+    try {
+      const other = elsewhere === null ? fixture : join(elsewhere, "contract.yaml");
+      if (elsewhere !== null) copyFileSync(fixture, other);
+      const r = validateSpecs([join(a, "eval.yaml"), other], { env: {} });
+      expect(errors(r.diagnostics)).toMatchObject([{ code: "NoProjectRoot" }]);
+    } finally {
+      if (elsewhere !== null) rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 });
 
