@@ -56,6 +56,9 @@ export function register(program: Command): void {
             [
               `${plan.name}: ${outcome.steps} training steps in ${summary.seconds} s`,
               `held-out pass rate: before RL ${pct(outcome.heldOut.before)}, after RL ${pct(outcome.heldOut.after)}`,
+              ...Object.entries(outcome.heldOut.byHarness).map(
+                ([h, c]) => `  ${h}: ${pct(c.before)} → ${pct(c.after)} (${c.n} rollouts each${c.gainStdErrors === null ? "" : `, ${c.gainStdErrors >= 0 ? "+" : ""}${c.gainStdErrors.toFixed(1)} standard errors`})`,
+              ),
               ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,

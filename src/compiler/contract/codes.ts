@@ -161,6 +161,7 @@ export const CODES = {
   NonFiniteMetrics: "The trainer accepted a step whose numbers are not finite; look at trainer.log in the run directory.",
   TooManyBadSteps: "Step after step was refused: lower the learning rate and start a new run, or raise onBadStep.maxSkips.",
   NoSftData: "No reference rollout passed its verifier; check the tasks' reference solutions with reins eval.",
+  ReferenceToolInvalid: "Fix the harness's referenceTools so each template names only the reins tool's arguments (write_file: path, content; read_file: path; list_files: path, recursive; run_command: command).",
 
   // ── runtime: verifiers (a verifier error is not a reward) ──
   EmptyVerifier: "Add `checks`, a `script` or a `rubric` to the verifier.",

@@ -15,7 +15,7 @@
 import type { z } from "zod";
 import type { AlgorithmSpecSchema } from "../schema/algorithm.js";
 import type { BadStepPolicy as BadStepPolicySchema } from "../schema/experiment.js";
-import type { CallClassRuleSchema, HarnessSpecSchema } from "../schema/harness.js";
+import type { CallClassRuleSchema, HarnessSpecSchema, REFERENCE_TOOL_NAMES, ReferenceToolSchema } from "../schema/harness.js";
 import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
 import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
 import type { CombineSpecSchema } from "../schema/verifier.js";
@@ -104,7 +104,13 @@ export interface ResolvedHarness {
   startupSeconds: number;
   /** Read-only host paths shown in the sandbox; hostPath absolute. */
   mounts: { hostPath: string; sandboxPath: string }[];
+  /** reins workspace tool → this harness's tool call (templates over the reins tool's arguments). */
+  referenceTools?: Partial<Record<ReferenceToolName, ReferenceTool>>;
 }
+
+/** A reins workspace tool (write_file, read_file, list_files, run_command). */
+export type ReferenceToolName = (typeof REFERENCE_TOOL_NAMES)[number];
+export type ReferenceTool = z.output<typeof ReferenceToolSchema>;
 
 export interface ResolvedModel {
   name: string;

@@ -45,6 +45,7 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
   };
   if (spec.dialect) out.dialect = spec.dialect;
   if (spec.install) out.install = { ...spec.install };
+  if (spec.referenceTools) out.referenceTools = structuredClone(spec.referenceTools);
   return out;
 }
 

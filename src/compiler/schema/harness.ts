@@ -19,6 +19,18 @@ export const CallClassRuleSchema = z.strictObject({
     .describe("All given conditions must hold."),
 });
 
+/** reins's workspace tools (reins-agent's), the vocabulary reference solutions are written in. */
+export const REFERENCE_TOOL_NAMES = ["write_file", "read_file", "list_files", "run_command"] as const;
+
+export const ReferenceToolSchema = z.strictObject({
+  name: z.string().min(1).describe("This harness's tool."),
+  arguments: z
+    .record(z.string(), z.union([z.string(), z.array(z.string())]))
+    .describe(
+      "This harness's arguments: templates over the reins tool's arguments (write_file: path, content; read_file: path; list_files: path, recursive; run_command: command). A template that is exactly one `{{arg}}` keeps the argument's type; `{{shell arg}}` quotes it for a POSIX shell; `{{json arg}}` is its JSON.",
+    ),
+});
+
 export const HarnessSpecSchema = z
   .strictObject({
     dialect: DialectSchema.optional().describe("Absent for plain command harnesses that never call the model."),
@@ -44,6 +56,12 @@ export const HarnessSpecSchema = z
     optOuts: z.record(z.string(), z.string()).optional().describe("Settings that stop telemetry, updates and other traffic."),
     model: z.string().optional().describe("Model name the harness is told to use."),
     callClasses: z.array(CallClassRuleSchema).optional().describe("Rules classifying calls (main, subagent, compaction, title…)."),
+    referenceTools: z
+      .partialRecord(z.enum(REFERENCE_TOOL_NAMES), ReferenceToolSchema)
+      .optional()
+      .describe(
+        "How reference solutions written with reins's workspace tools become this harness's tool calls when they are replayed through it (SFT data, `engine: {type: reference}`): write_file as Claude Code's Write, a shell command for Codex. Tool calls with other names are replayed as written.",
+      ),
     startupSeconds: z.number().nonnegative().optional().describe("Typical start-up time, added to estimates."),
     mounts: z
       .array(

@@ -37,8 +37,17 @@ export function buildStepBatch(
 }
 
 /**
- * SFT batch: the reference rollouts that passed, all in ONE prefix tree (their shared system
- * prompt and tools are processed once), environment tokens masked; trained with objective "sft".
+ * Above this many tokens, an SFT batch's one prefix tree costs more than its rollouts apart: the
+ * tree's attention is quadratic in its whole size, while rows share only their common prefix
+ * (computed once by the trainer). Short harness prompts (reins-agent) stay one tree; a real
+ * harness's thousand-token prompt makes one row per rollout.
+ */
+export const SFT_TREE_MAX_TOKENS = 4096;
+
+/**
+ * SFT batch: the reference rollouts that passed, environment tokens masked, trained with objective
+ * "sft". All in ONE prefix tree (their shared system prompt and tools processed once) while that
+ * tree has at most SFT_TREE_MAX_TOKENS tokens; else one tree per rollout.
  */
 export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly RolloutResult[], calls: readonly CallRecord[]): TrainingBatch {
   const passed = results.filter((r) => r.passed);
@@ -48,9 +57,14 @@ export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly Ro
   for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
   const filters = { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
   const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
-  const analysis = analyzeRollout("sft", merged, filters);
-  const rewards: RewardTable = new Map([["sft", { task: "sft", harness: "sft", reward: 1, step: -1 }]]);
-  const { batch } = buildTrainingBatch([analysis], { algorithm: sftAlgorithm, rewards, step: -1, layout: "tree" });
-  batch.algorithm = { ...batch.algorithm, klCoef: 0, entropyCoef: 0, correction: { type: "none" } };
-  return batch;
+  const sftBatch = (analyses: ReturnType<typeof analyzeRollout>[]) => {
+    // Each rollout is a group of its own with reward 1: the "sft" objective reads no advantage.
+    const rewards: RewardTable = new Map(analyses.map((a) => [a.rollout, { task: a.rollout, harness: "sft", reward: 1, step: -1 }]));
+    const { batch } = buildTrainingBatch(analyses, { algorithm: sftAlgorithm, rewards, step: -1, layout: "tree" });
+    batch.algorithm = { ...batch.algorithm, klCoef: 0, entropyCoef: 0, correction: { type: "none" } };
+    return batch;
+  };
+  const one = sftBatch([analyzeRollout("sft", merged, filters)]);
+  if ((one.trees?.[0]?.tokens.length ?? 0) <= SFT_TREE_MAX_TOKENS) return one;
+  return sftBatch([...grouped].map(([id, recs]) => analyzeRollout(id, recs, filters)));
 }

@@ -25,6 +25,7 @@ import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
 import { Publisher } from "./publish.js";
 import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext } from "./sft.js";
+import { heldOutOutcome, scoreHeldOut, type HeldOutOutcome } from "./held-out.js";
 import { readLoopState, type EvalEvent, type StepMetrics } from "./state.js";
 import { trainStep } from "./step.js";
 
@@ -44,7 +45,7 @@ export interface LoopOptions {
 
 export interface RunOutcome {
   steps: number;
-  heldOut: { before: number | null; after: number | null };
+  heldOut: HeldOutOutcome;
   evaluations: EvalEvent[];
   metrics: StepMetrics[];
   /** Plan step indexes skipped as non-finite (onBadStep: skip). */
@@ -143,12 +144,12 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       const results = await executor.runRollouts(step.rollouts, step.index);
       if (o.signal?.aborted) break;
       if (step.kind === "eval") {
-        const scored = results.filter((r) => r.reward !== null);
-        const meanReward = scored.length > 0 ? scored.reduce((s, r) => s + r.reward!, 0) / scored.length : 0;
-        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, passRate: scored.length > 0 ? scored.filter((r) => r.passed).length / scored.length : 0, meanReward, rollouts: results.length, version: publisher.version };
+        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, ...scoreHeldOut(results), version: publisher.version };
         store.event({ ...ev });
         state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
-        log(`  held-out pass rate ${(ev.passRate * 100).toFixed(1)}%, mean reward ${meanReward.toFixed(3)}`);
+        log(`  held-out pass rate ${(ev.passRate * 100).toFixed(1)}%, mean reward ${ev.meanReward.toFixed(3)}`);
+        const harnesses = Object.entries(ev.byHarness ?? {});
+        if (harnesses.length > 1) for (const [h, r] of harnesses) log(`    ${h}: ${(r.passRate * 100).toFixed(1)}% of ${r.rollouts}`);
         continue;
       }
       const calls = executor.calls(results.map((r) => r.id));
@@ -183,7 +184,7 @@ function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopS
   writeFileSync(curveFile, curve);
   return {
     steps: metrics.length,
-    heldOut: { before: evals[0]?.passRate ?? null, after: evals.length > 1 ? evals[evals.length - 1]!.passRate : null },
+    heldOut: heldOutOutcome(evals),
     evaluations: evals,
     metrics,
     skippedSteps: metrics.filter((m) => m.skipped).map((m) => m.step),

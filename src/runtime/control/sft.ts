@@ -22,6 +22,7 @@ import { buildSftBatch } from "./batches.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, trainedSteps } from "./policy.js";
 import { ReferenceEngine } from "./reference-engine.js";
+import { ReferenceToolError, referenceTurnsFor } from "./reference-tools.js";
 import { applyStep } from "./train-step.js";
 
 /** BPE merges learned for the policy's tokenizer (from the harness's own text, see tokenizerCorpus). */
@@ -66,10 +67,19 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
     for (const h of plan.harnesses.filter((x) => x.dialect)) {
       const id = `sft-${i}-${h.name}`;
       rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0, seed: 0 });
-      scriptOf.set(id, { key: id, turns: t.reference! });
+      scriptOf.set(id, { key: id, turns: mappedReference(t.reference!, h) });
     }
   });
   return { rollouts, scriptOf };
+}
+
+function mappedReference(turns: ScriptedTurn[], harness: Plan["harnesses"][number]): ScriptedTurn[] {
+  try {
+    return referenceTurnsFor(turns, harness);
+  } catch (e) {
+    if (!(e instanceof ReferenceToolError)) throw e;
+    throw new LoopError("ReferenceToolInvalid", `A reference solution cannot be replayed through ${harness.name}: ${e.message}.`, "Fix the harness's referenceTools templates (they may name only the reins tool's arguments).");
+  }
 }
 
 /**
@@ -157,6 +167,8 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
     refuseNonFinite(what, { loss: applied.fb.loss, gradNorm: applied.opt.gradNorm }, true);
     streak = 0;
     last = applied.fb;
+    const every = Math.max(1, Math.floor(sft.steps / 5));
+    if ((s + 1) % every === 0 && s + 1 < sft.steps) log(`SFT step ${s + 1}/${sft.steps}: loss ${Number(applied.fb.loss).toFixed(4)}`);
   }
   store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
