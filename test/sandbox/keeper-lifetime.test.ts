@@ -101,10 +101,10 @@ describe("local sandboxes and the runner that made them", () => {
     // Its state root removed before anyone pruned it, as a test's temporary directory is.
     const groups = recordedGroups(rootDir);
     if (cgroups) expect(groups.length).toBeGreaterThan(0);
-    expect(groups.filter(existsSync).length).toBe(groups.length);
     rmSync(rootDir, { recursive: true, force: true });
 
-    // The next runner (another state root) prepares its host: the dead runner's groups are gone.
+    // The next runner (another state root) prepares its host: the dead runner's groups are gone
+    // (any runner on this host that prepares its host meanwhile removes them too).
     const next = new LocalSandboxProvider({ rootDir: path.join(dir, "next") });
     try {
       await next.create({ id: "next", runId: "r", network: "none" });
@@ -121,7 +121,7 @@ describe("local sandboxes and the runner that made them", () => {
       const box = (await live.create({ id: "live", runId: "r", network: "none" })) as LocalSandbox;
       await new Promise((r) => setTimeout(r, 100)); // its spare: empty groups, made in advance
       const liveGroups = recordedGroups(live.rootDir);
-      expect(liveGroups.length).toBeGreaterThan(3);
+      expect(new Set(liveGroups.map((g) => path.basename(g))).size).toBe(2); // the sandbox's and the spare's
 
       const parent = Object.values(host.parents)[0] as string;
       const group = (name: string): string => {
@@ -136,7 +136,7 @@ describe("local sandboxes and the runner that made them", () => {
       const otherNamespace = group(`s0-p5-a1-other1@1.999999999.1`);
       const unnamed = group("s0-p5-a1-legacy");
 
-      expect(await pruneStaleGroups(host)).toBeGreaterThanOrEqual(2);
+      await pruneStaleGroups(host);
       expect(existsSync(dead)).toBe(false);
       expect(existsSync(reused)).toBe(false);
       expect([mine, otherNamespace, unnamed].filter(existsSync)).toEqual([mine, otherNamespace, unnamed]);
