@@ -176,6 +176,8 @@ describe("local provider builders", () => {
     const script = buildKeeperScript(["/usr/bin/socat", "TCP-LISTEN:18080"], 18080);
     expect(script.indexOf("0100007F:46A0")).toBeLessThan(script.indexOf("echo ready"));
     expect(buildKeeperScript(null, 18080)).not.toContain("/proc/net/tcp");
+    // Then it lives until its stdin (the runner's pipe) ends, and takes its forwarder with it.
+    expect(script.slice(script.indexOf("echo ready"))).toMatch(/\nwhile read -r line; do :; done\nkill -9 0$/);
     expect(portHex(443)).toBe("01BB");
   });
 

@@ -14,11 +14,24 @@ import { messageOf, SandboxError } from "./sandbox-error.js";
 export abstract class BaseSandboxProvider implements SandboxProvider {
   abstract readonly type: SandboxProviderType;
   private readonly live = new Set<BaseSandbox>();
+  /** Creations under way: close() waits for them, then destroys what they made too. */
+  private readonly creating = new Set<Promise<unknown>>();
 
   /** Makes one sandbox; SandboxErrors pass through, anything else becomes `create-failed`. */
   protected abstract createSandbox(spec: SandboxSpec): Promise<BaseSandbox>;
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
+    const creation = this.createAndKeep(spec);
+    const settled = creation.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.creating.add(settled);
+    void settled.then(() => this.creating.delete(settled));
+    return creation;
+  }
+
+  private async createAndKeep(spec: SandboxSpec): Promise<Sandbox> {
     let sandbox: BaseSandbox;
     try {
       sandbox = await this.createSandbox(spec);
@@ -32,6 +45,8 @@ export abstract class BaseSandboxProvider implements SandboxProvider {
   }
 
   async close(): Promise<void> {
+    // A sandbox whose creation ends while closing is destroyed with the others.
+    while (this.creating.size > 0) await Promise.all([...this.creating]);
     await Promise.all([...this.live].map((s) => s.destroy().catch(() => undefined)));
   }
 }

@@ -215,6 +215,41 @@ async function removeGroup(dir: string, deadline: number): Promise<boolean> {
   return true;
 }
 
+/**
+ * Where runners on this host make sandbox groups: this runner's parents and, for cgroup v1, the
+ * `reins` directory in each group beside its own (runners started in sibling groups, e.g. one
+ * memory group per job). Only directories that exist.
+ */
+export function sandboxGroupParents(host: CgroupHost): string[] {
+  const out = new Set<string>();
+  for (const parent of Object.values(host.parents)) {
+    if (existsSync(parent)) out.add(parent);
+    const above = path.dirname(path.dirname(parent));
+    // Beside the runner's own group only when that group is not the hierarchy's root.
+    if (host.version !== 1 || !existsSync(path.join(above, "cgroup.procs"))) continue;
+    let siblings: string[] = [];
+    try {
+      siblings = readdirSync(above, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch {
+      continue;
+    }
+    for (const sibling of siblings) {
+      const dir = path.join(above, sibling, "reins");
+      if (existsSync(dir)) out.add(dir);
+    }
+  }
+  return [...out];
+}
+
+/** The sandbox groups (directories) directly under `parent`. */
+export function groupsUnder(parent: string): string[] {
+  try {
+    return readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => path.join(parent, e.name));
+  } catch {
+    return [];
+  }
+}
+
 /** The pids hierarchy's mount point on this host (v1 pids controller, else the v2 root). */
 function pidsRoot(): string | null {
   const mounts = readMounts();

@@ -1,15 +1,18 @@
 /**
  * What the local provider learns about the host once: which top-level entries to show, what to
  * hide, where bwrap and socat live, the passwd/group files that name the sandbox user, and where
- * sandboxes get control groups. It also prunes the state a crashed runner left.
+ * sandboxes get control groups. It also prunes the state a crashed runner left: its state
+ * directories under this root, and its control groups wherever they are, even when its state
+ * root is gone (a killed runner whose temporary directory was removed).
  */
 import { execFile } from "node:child_process";
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { detectCgroups, type CgroupHost } from "../host/cgroups.js";
+import { detectCgroups, groupsUnder, removeSandboxCgroups, sandboxGroupParents, type CgroupHost } from "../host/cgroups.js";
 import { findExecutable } from "../host/executables.js";
 import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./keeper-args.js";
+import { isDeadRunnersGroup, isOwnerAlive } from "./owner.js";
 import { removeState } from "./state.js";
 import { pruneUidLeases } from "./uids.js";
 
@@ -98,7 +101,8 @@ export async function prepareLocalHost(
   await writeAtomic(emptyFile, "");
   await writeAtomic(passwdFile, withSandboxUser(passwdText, `sandbox:x:${uid}:${gid}:sandbox:${home}:/bin/sh`, uid, 2));
   await writeAtomic(groupFile, withSandboxUser(groupText, `sandbox:x:${gid}:`, gid, 2));
-  await pruneStale(stateRoot);
+  const cgroups = detectCgroups();
+  await Promise.all([pruneStale(stateRoot), cgroups ? pruneStaleGroups(cgroups) : 0]);
   const hostEntries = scanHostRoot(systemDirs);
   const bwrap = findExecutable("bwrap");
   return {
@@ -111,7 +115,7 @@ export async function prepareLocalHost(
     groupFile,
     passwdText,
     groupText,
-    cgroups: detectCgroups(),
+    cgroups,
     root: process.getuid?.() === 0,
     bwrapSizes: await bwrapTakesSize(bwrap),
   };
@@ -123,16 +127,7 @@ async function writeAtomic(file: string, content: string): Promise<void> {
   await rename(temp, file);
 }
 
-/** "<pid> <start time>" of this process: survives pid reuse checks. */
-export function ownerStamp(pid = process.pid): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    return `${pid} ${start}`;
-  } catch {
-    return null;
-  }
-}
+export { ownerStamp } from "./owner.js";
 
 /**
  * Removes sandbox state left by runners that no longer exist (their processes died with them):
@@ -145,10 +140,21 @@ export async function pruneStale(stateRoot: string): Promise<number> {
     const dir = path.join(stateRoot, name);
     const owner = await readFile(path.join(dir, "owner"), "utf8").catch(() => null);
     if (owner === null) continue;
-    const pid = Number(owner.split(" ")[0]);
-    if (Number.isInteger(pid) && ownerStamp(pid) === owner.trim()) continue;
+    if (isOwnerAlive(owner)) continue;
     if (await removeState(stateRoot, dir).catch(() => false)) removed++;
   }
   pruneUidLeases(stateRoot);
   return removed;
+}
+
+/**
+ * Removes the control groups of sandboxes whose runner no longer exists (its pid namespace's, told
+ * by the group's name: owner.ts), killing anything still in them: what remains when a runner was
+ * killed and its state root removed before anyone pruned it. Groups of live runners, of other pid
+ * namespaces and groups whose name says no owner are left alone. Returns how many went.
+ */
+export async function pruneStaleGroups(cgroups: CgroupHost): Promise<number> {
+  const stale = sandboxGroupParents(cgroups).flatMap(groupsUnder).filter((dir) => isDeadRunnersGroup(path.basename(dir)));
+  const removed = await Promise.all(stale.map((dir) => removeSandboxCgroups([dir])));
+  return removed.filter(Boolean).length;
 }

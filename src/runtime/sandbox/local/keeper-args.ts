@@ -140,7 +140,13 @@ export function portHex(port: number): string {
 
 /**
  * The keeper's own command: start the proxy forwarder (if any), wait until it listens, say
- * "ready", then sleep for the sandbox's lifetime. Runs with the host's /bin/sh.
+ * "ready", then live as long as the runner: its stdin is a pipe from the runner, on which nothing
+ * is ever written, so it reads end-of-file when the runner is gone, however it died (even before
+ * bwrap could arm its parent-death signal). It then kills its process group (itself, the
+ * forwarder and the forwarder's connections); with no child left, the sandbox's pid 1 ends and
+ * the kernel kills everything else in the sandbox. A "ready" nobody reads is no reason to die
+ * early (SIGPIPE ignored, after the forwarder has started with the default). Runs with the
+ * host's /bin/sh.
  */
 export function buildKeeperScript(forwarder: string[] | null, port: number): string {
   const lines: string[] = [];
@@ -153,8 +159,11 @@ export function buildKeeperScript(forwarder: string[] | null, port: number): str
     lines.push(`  sleep 0.005`);
     lines.push(`done`);
   }
+  lines.push(`trap '' PIPE`);
   lines.push(`echo ready`);
-  lines.push(`exec sleep infinity </dev/null >/dev/null 2>&1`);
+  lines.push(`exec >/dev/null 2>&1`);
+  lines.push(`while read -r line; do :; done`);
+  lines.push(`kill -9 0`);
   return lines.join("\n");
 }
 

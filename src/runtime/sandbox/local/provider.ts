@@ -38,9 +38,10 @@ import type { SandboxSpec } from "../provider.js";
 import { signalQuietly, waitForExit } from "../host/process-tree.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
 import { buildConfineArgv, type Confinement } from "./confine.js";
-import { ownerStamp, prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
+import { prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
 import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
+import { ownerStamp } from "./owner.js";
 import { openRoots, type SandboxRoots } from "./roots.js";
 import { LocalSandbox } from "./sandbox.js";
 import { SparePool } from "./spares.js";
@@ -154,7 +155,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       const user = role === "verifier" && !leased.own ? { uid: VERIFIER_UID, gid: VERIFIER_GID, own: false } : leased;
       // bwrap's tmpfs takes no cap on its number of files: only a memory group bounds what they cost.
       const cap = !host.root ? "none" : host.bwrapSizes && host.cgroups?.parents.memory ? "sandbox" : "host";
-      const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups });
+      const state = layOutState(stateDir, { uid: user.uid, gid: user.gid, limits, cap, cgroups: host.cgroups, owner: this.stamp });
       return { stateDir, user, cap, state };
     } catch (error) {
       // Nothing has run in it yet: removed at once.
@@ -210,7 +211,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
     // The keeper's shell makes any host mounts, joins the groups and sets the rlimits before bwrap runs.
     const [shell, ...args] = buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
-    const keeper = await startKeeper(shell, args, spec.id, this.options.readyTimeoutMs ?? 30_000);
+    const keeper = await startKeeper(shell, args, spec.id, path.join(stateDir, "info"), this.options.readyTimeoutMs ?? 30_000);
     let roots: SandboxRoots | undefined;
     try {
       roots = state.capBytes === undefined ? undefined : openRoots(keeper.childPid, stateDir, user);

@@ -4,8 +4,11 @@
  * one left) finds all of it:
  *   owner            "<pid> <start time>" of the runner that made it
  *   uid              the sandbox's leased host uid (when it has one of its own)
- *   cgroups          its control groups' directories, one a line (written before they are made)
+ *   cgroups          its control groups' directories, one a line (written before they are made);
+ *                    each group's name carries the owner too (owner.ts), for when this directory
+ *                    is gone
  *   fstab            its size-capped host mounts (podman; written before they are mounted)
+ *   info             what bwrap tells of the sandbox (local: the host pid of its pid 1)
  *   passwd, group    the host's, plus the sandbox user
  *   workspace/ home/ tmp/   the writable roots, bound into the sandbox (each a tmpfs when capped
  *                    on the host); for a local sandbox with capped roots, which are tmpfs of its
@@ -20,6 +23,7 @@ import { createSandboxCgroups, removeSandboxCgroups, type CgroupHost, type Sandb
 import { removeTree } from "../files/host-files.js";
 import type { Limits } from "../layout.js";
 import { buildStateFstab } from "./confine.js";
+import { groupNameFor, ownerStamp } from "./owner.js";
 import { releaseUid } from "./uids.js";
 
 export interface SandboxState {
@@ -47,7 +51,10 @@ function readLines(file: string): string[] {
  * Lays out one sandbox's state: the roots (mount points for `host` caps, nothing for `sandbox`
  * caps, else owned directories), its control groups with their limits, and the records of both.
  */
-export function layOutState(stateDir: string, o: { uid: number; gid: number; limits: Limits; cap: RootsCap; cgroups: CgroupHost | null }): SandboxState {
+export function layOutState(
+  stateDir: string,
+  o: { uid: number; gid: number; limits: Limits; cap: RootsCap; cgroups: CgroupHost | null; owner?: string },
+): SandboxState {
   const state: SandboxState = {};
   if (o.cap === "sandbox") {
     state.capBytes = o.limits.diskMiB * 1024 * 1024;
@@ -64,7 +71,7 @@ export function layOutState(stateDir: string, o: { uid: number; gid: number; lim
     state.dirs = dirs;
   }
   if (o.cgroups) {
-    const name = path.basename(stateDir);
+    const name = groupNameFor(stateDir, o.owner ?? ownerStamp() ?? "");
     writeFileSync(path.join(stateDir, "cgroups"), Object.values(o.cgroups.parents).map((p) => path.join(p, name)).join("\n") + "\n");
     state.cgroups = createSandboxCgroups(o.cgroups, name, o.limits);
   }
