@@ -2,11 +2,13 @@
 // them to its own tools, so the same task replays through Claude Code, Codex and OpenClaw.
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import type { ScriptedTurn } from "../../src/compiler/contract/plan.js";
 import { ReferenceToolError, referenceTurnsFor } from "../../src/runtime/control/reference-tools.js";
 import { loadHarnessSpec } from "../harness/harness-spec.js";
 
-const turns = [
-  { reasoning: "write it", toolCalls: [{ name: "write_file", arguments: { path: "answer.txt", content: "it's \"done\"\n$(rm -rf /)" } }] },
+const CONTENT = "it's \"done\"\n$(rm -rf /)";
+const turns: ScriptedTurn[] = [
+  { reasoning: "write it", toolCalls: [{ name: "write_file", arguments: { path: "answer.txt", content: CONTENT } }] },
   { toolCalls: [{ name: "run_command", arguments: { command: "wc -l data.txt > count.txt" } }] },
   { toolCalls: [{ name: "Glob", arguments: { pattern: "*.txt" } }] },
   { text: "done" },
@@ -15,7 +17,7 @@ const turns = [
 describe("reference tools", () => {
   it("maps write_file and run_command to Claude Code's Write and Bash, keeping other calls and text", () => {
     const out = referenceTurnsFor(turns, loadHarnessSpec("claude-code"));
-    expect(out[0]).toEqual({ reasoning: "write it", toolCalls: [{ name: "Write", arguments: { file_path: "answer.txt", content: turns[0]!.toolCalls![0]!.arguments.content } }] });
+    expect(out[0]).toEqual({ reasoning: "write it", toolCalls: [{ name: "Write", arguments: { file_path: "answer.txt", content: CONTENT } }] });
     expect(out[1]!.toolCalls).toEqual([{ name: "Bash", arguments: { command: "wc -l data.txt > count.txt" } }]);
     expect(out[2]).toEqual(turns[2]);
     expect(out[3]).toEqual({ text: "done" });
@@ -27,7 +29,7 @@ describe("reference tools", () => {
     expect(call.name).toBe("exec_command");
     const dir = execFileSync("mktemp", ["-d"], { encoding: "utf8" }).trim();
     execFileSync("bash", ["-c", (call.arguments as { cmd: string }).cmd], { cwd: dir });
-    expect(execFileSync("cat", [`${dir}/answer.txt`], { encoding: "utf8" })).toBe(turns[0]!.toolCalls![0]!.arguments.content);
+    expect(execFileSync("cat", [`${dir}/answer.txt`], { encoding: "utf8" })).toBe(CONTENT);
     execFileSync("rm", ["-rf", dir]);
   });
 
