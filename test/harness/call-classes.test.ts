@@ -1,7 +1,7 @@
 /**
  * Side calls of the real harnesses, provoked on purpose and classified by the rules in their
- * shipped specs (specs/harnesses/<name>.yaml `callClasses`): Claude Code's subagents (Agent tool)
- * and compaction, Codex's compaction, OpenClaw's compaction summary. Each run goes through the
+ * shipped specs (specs/harnesses/<name>.yaml `callClasses`): Claude Code's subagents (Agent tool,
+ * foreground and background), its compaction and its mid-conversation system messages, Codex's compaction, OpenClaw's compaction summary. Each run goes through the
  * real proxy with a scripted engine that answers side calls from their own script (see
  * side-call-engine.ts), so the run completes as it would with a real model; then the default
  * trajectory filters must drop every side call's branch and keep every main call. What each
@@ -101,6 +101,41 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
       expectSideCallsDropped(c.run.records, describeRun(c.run));
       const a = analyzeRollout(c.run.records[0]!.rolloutId, c.run.records, filters);
       expect(a.stats.leavesBefore).toBe(2);
+      expect(a.stats.leaves).toBe(1);
+      expect(a.stats.droppedBranches).toBe(1);
+    });
+  });
+
+  describe("a background subagent (the Agent tool's default)", () => {
+    let c: Capture;
+    beforeAll(async () => {
+      const main: ScriptedTurn[] = [
+        { text: "Delegating.", toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi." } }] },
+        { text: "Started the agent." },
+        { text: "The agent created hello.txt." },
+      ];
+      const sub: SideRoute = {
+        name: "subagent",
+        accepts: (p) => p.includes("cc_is_subagent=true"),
+        script: [{ text: "Writing.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt." }],
+      };
+      c = await capture("claude-code", "classes-claude-background-subagent", main, [sub]);
+    }, 300_000);
+
+    it("the main thread answers while the subagent works, then again on its completion notice; the subagent's calls are classed subagent", () => {
+      expect(c.run.exit.exitCode, describeRun(c.run)).toBe(0);
+      expect(c.run.hello, describeRun(c.run)).toBe("hi");
+      const main = c.run.records.filter((r) => r.callClass === "main");
+      expect(main.length, describeRun(c.run)).toBe(3);
+      expect(c.run.records.filter((r) => r.callClass === "subagent").length, describeRun(c.run)).toBe(2);
+      expect(c.routed.filter((r) => r === "subagent").length).toBe(2);
+      expect(linkCalls(main[0]!, main[1]!).extends).toBe(true);
+      expect(linkCalls(main[1]!, main[2]!).extends).toBe(true);
+    });
+
+    it("the default filters drop the subagent branch and train the main path only", () => {
+      expectSideCallsDropped(c.run.records, describeRun(c.run));
+      const a = analyzeRollout(c.run.records[0]!.rolloutId, c.run.records, filters);
       expect(a.stats.leaves).toBe(1);
       expect(a.stats.droppedBranches).toBe(1);
     });
