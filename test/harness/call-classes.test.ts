@@ -1,7 +1,7 @@
 /**
  * Side calls of the real harnesses, provoked on purpose and classified by the rules in their
  * shipped specs (specs/harnesses/<name>.yaml `callClasses`): Claude Code's subagents (Agent tool,
- * foreground and background), its compaction and its mid-conversation system messages, Codex's compaction, OpenClaw's compaction summary. Each run goes through the
+ * foreground, background and fork), its compaction and its mid-conversation system messages, Codex's compaction, OpenClaw's compaction summary. Each run goes through the
  * real proxy with a scripted engine that answers side calls from their own script (see
  * side-call-engine.ts), so the run completes as it would with a real model; then the default
  * trajectory filters must drop every side call's branch and keep every main call. What each
@@ -103,6 +103,31 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
       expect(a.stats.leavesBefore).toBe(2);
       expect(a.stats.leaves).toBe(1);
       expect(a.stats.droppedBranches).toBe(1);
+    });
+  });
+
+  describe("a fork subagent (subagent_type: fork, which inherits the whole conversation)", () => {
+    let c: Capture;
+    beforeAll(async () => {
+      const main: ScriptedTurn[] = [
+        { text: "Forking.", toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi.", subagent_type: "fork", run_in_background: false } }] },
+        { text: "The fork created hello.txt." },
+      ];
+      const sub: SideRoute = {
+        name: "subagent",
+        accepts: (p) => p.includes("cc_is_subagent=true"),
+        script: [{ text: "Writing.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt." }],
+      };
+      c = await capture("claude-code", "classes-claude-fork-subagent", main, [sub]);
+    }, 300_000);
+
+    it("re-sends the main conversation under a subagent's first system line, so it branches at once and is classed subagent", () => {
+      expect(c.run.exit.exitCode, describeRun(c.run)).toBe(0);
+      expect(c.run.hello, describeRun(c.run)).toBe("hi");
+      expect(classes(c.run.records), describeRun(c.run)).toEqual(["main", "subagent", "subagent", "main"]);
+      const [m1, s1] = c.run.records;
+      expect(linkCalls(m1!, s1!).sharedPrefix).toBeLessThan(100);
+      expectSideCallsDropped(c.run.records, describeRun(c.run));
     });
   });
 
