@@ -12,9 +12,18 @@ export const CallClassRuleSchema = z.strictObject({
   match: z
     .strictObject({
       noTools: z.boolean().optional().describe("The request carries no tools."),
-      systemPromptIncludes: z.string().optional(),
-      modelIncludes: z.string().optional(),
-      headerEquals: z.strictObject({ name: z.string(), value: z.string() }).optional(),
+      systemPromptIncludes: z.string().optional().describe("The system prompt, or a system message, contains this."),
+      modelIncludes: z.string().optional().describe("The model name the harness asked for contains this."),
+      headerEquals: z.strictObject({ name: z.string(), value: z.string() }).optional().describe("The request carries this header with exactly this value."),
+      headerIncludes: z
+        .strictObject({ name: z.string().min(1), value: z.string() })
+        .optional()
+        .describe("The request carries this header and its value contains `value` (an empty `value`: the header is present)."),
+      finalUserTextIncludes: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("The request ends with a user message (not a tool result) whose text contains this: where harnesses put a side call's instruction, e.g. a compaction prompt."),
     })
     .describe("All given conditions must hold."),
 });
