@@ -4,6 +4,7 @@ import { createProvider, runExperiment } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
+import { renderFidelityTable } from "../render/fidelity.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
@@ -60,6 +61,7 @@ export function register(program: Command): void {
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",
+              renderFidelityTable(outcome.fidelity),
             ].join("\n"),
           );
         }

@@ -41,16 +41,27 @@ export function buildStepBatch(
  * prompt and tools are processed once), environment tokens masked; trained with objective "sft".
  */
 export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly RolloutResult[], calls: readonly CallRecord[]): TrainingBatch {
-  const passed = results.filter((r) => r.passed);
-  const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
-  let seq = 0;
-  const merged: CallRecord[] = [];
-  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
-  const filters = { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
+  const merged = mergeSftCalls(results, calls);
+  const filters = sftFilters(algorithm);
   const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
   const analysis = analyzeRollout("sft", merged, filters);
   const rewards: RewardTable = new Map([["sft", { task: "sft", harness: "sft", reward: 1, step: -1 }]]);
   const { batch } = buildTrainingBatch([analysis], { algorithm: sftAlgorithm, rewards, step: -1, layout: "tree" });
   batch.algorithm = { ...batch.algorithm, klCoef: 0, entropyCoef: 0, correction: { type: "none" } };
   return batch;
+}
+
+/** The SFT rollout "sft": the calls of the passed reference rollouts, in rollout order, renumbered. */
+export function mergeSftCalls(results: readonly RolloutResult[], calls: readonly CallRecord[]): CallRecord[] {
+  const passed = results.filter((r) => r.passed);
+  const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
+  let seq = 0;
+  const merged: CallRecord[] = [];
+  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
+  return merged;
+}
+
+/** The filters of the SFT tree: every sequence kept (no dead-leaf or branch limit), side classes dropped. */
+export function sftFilters(algorithm: ResolvedAlgorithm): ResolvedAlgorithm["filters"] {
+  return { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
 }
