@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { defaultAlgorithm } from "../../src/compiler/index.js";
-import type { CallRecord } from "../../src/runtime/records/index.js";
+import { formatRecordLines, parseCallRecords, type CallRecord } from "../../src/runtime/records/index.js";
 import { compareWithTemplate } from "../../src/runtime/proxy/template-check.js";
 import { checkTrainedTokens } from "../../src/runtime/trajectories/batch-check.js";
 import { buildTrainingBatch, type RewardTable } from "../../src/runtime/trajectories/batch-builder.js";
@@ -205,5 +205,15 @@ describe("the report per harness", () => {
     expect(compareWithTemplate([1, 2, 3], [1, 2, 3])).toEqual({ match: true, templateTokens: 3 });
     expect(compareWithTemplate([1, 2, 3], [1, 5, 3])).toEqual({ match: false, templateTokens: 3, at: 1 });
     expect(compareWithTemplate([1, 2], [1, 2, 3])).toEqual({ match: false, templateTokens: 3, at: 2 });
+  });
+
+  it("the engine's timings and the template check survive the call record file", () => {
+    const [rec] = calls("r", [{ prompt: [1, 2], completion: [3] }]);
+    const full: CallRecord = { ...rec!, timings: { receivedMs: 1, engineStartMs: 2, engineDoneMs: 5, doneMs: 6 }, templateCheck: { match: false, templateTokens: 3, at: 2 } };
+    const read = parseCallRecords(formatRecordLines([full]), "calls.jsonl");
+    expect(read.diagnostics).toEqual([]);
+    expect(read.value[0]).toMatchObject({ timings: full.timings, templateCheck: full.templateCheck });
+    const bad = parseCallRecords(formatRecordLines([{ ...full, templateCheck: { match: "yes" } as never }]), "calls.jsonl");
+    expect(bad.diagnostics[0]?.message).toContain("templateCheck");
   });
 });

@@ -264,3 +264,8 @@ export function renderWithTemplate(rt: ModelRuntime, req: CanonicalRequest): str
   for (const m of req.messages) messages.push(toTemplateMessage(m));
   return rt.template.render(messages, templateTools(req), true);
 }
+
+/** What the template's rendering of a whole request depends on (equal keys, equal renderings). */
+export function templateKey(req: CanonicalRequest): string {
+  return JSON.stringify([req.system ?? null, templateTools(req), req.messages.map(toTemplateMessage)]);
+}

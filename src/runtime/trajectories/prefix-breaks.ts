@@ -16,7 +16,13 @@
  *   context-rewritten      the prompt differs inside the previous prompt and is shorter: the
  *                          context was cut or summarized (compaction) or a new conversation began.
  *   history-reserialized   the prompt differs inside the previous prompt and is not shorter: the
- *                          harness re-serialized earlier text, so the ids differ at position `at`.
+ *                          harness re-serialized or edited earlier text, or inserted the new turn
+ *                          before a trailing message (OpenClaw's chat dialect keeps its internal
+ *                          context last), so the ids differ at position `at`.
+ * On the captures of the real harnesses (test-output/harness/): Claude Code, Codex and reins-agent
+ * have no break on plain turns; a subagent or compaction call breaks as side-call, the main turn
+ * after a compaction as context-rewritten; OpenClaw's chat dialect breaks every turn as
+ * history-reserialized.
  * A call refused before its prompt was tokenized (no prompt ids) takes no part.
  */
 import type { CallRecord } from "../records/index.js";
