@@ -58,10 +58,11 @@ export function register(program: Command): void {
               `${plan.name}: ${outcome.steps} training steps in ${summary.seconds} s`,
               `held-out pass rate: before RL ${pct(outcome.heldOut.before)}, after RL ${pct(outcome.heldOut.after)}`,
               ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
+              "",
+              renderFidelityTable(outcome.fidelity),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",
-              renderFidelityTable(outcome.fidelity),
             ].join("\n"),
           );
         }
