@@ -14,6 +14,8 @@ export type { RunStore } from "./store/run-store.js";
 // `reins eval`: evaluation rollouts and their pass@k / pass^k summary.
 export { listEvaluationRollouts, runEvaluation, type EvaluationOptions, type EvaluationOutcome } from "./control/evaluation.js";
 export { renderEvalTable, type EvalSummary } from "./eval/index.js";
+// Both: the fidelity report, per harness (summary.json, --json, the printed summary).
+export type { FidelityReport, HarnessFidelity } from "./trajectories/fidelity.js";
 
 // `reins run`: the training loop, the sandbox provider it runs in, and the ways it stops.
 export { LoopError, runExperiment, type LoopOptions, type RunOutcome } from "./control/loop.js";

@@ -3,6 +3,7 @@ import { renderEvalTable, runEvaluation } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
+import { renderFidelityTable } from "../render/fidelity.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
@@ -44,7 +45,7 @@ export function register(program: Command): void {
         return;
       }
       if (opts.json) printJson(summary);
-      else process.stdout.write(`${renderEvalTable(summary)}\nrun directory: ${store.dir}\n`);
+      else process.stdout.write(`${renderEvalTable(summary)}\n${renderFidelityTable(summary.fidelity)}\nrun directory: ${store.dir}\n`);
       process.exitCode = EXIT.ok;
     });
 }

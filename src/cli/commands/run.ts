@@ -4,6 +4,7 @@ import { createProvider, runExperiment } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
+import { renderFidelityTable } from "../render/fidelity.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 
 export function register(program: Command): void {
@@ -60,6 +61,8 @@ export function register(program: Command): void {
                 ([h, c]) => `  ${h}: ${pct(c.before)} → ${pct(c.after)} (${c.n} rollouts each${c.gainStdErrors === null ? "" : `, ${c.gainStdErrors >= 0 ? "+" : ""}${c.gainStdErrors.toFixed(1)} standard errors`})`,
               ),
               ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
+              "",
+              renderFidelityTable(outcome.fidelity),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",

@@ -50,12 +50,8 @@ export const SFT_TREE_MAX_TOKENS = 4096;
  * tree has at most SFT_TREE_MAX_TOKENS tokens; else one tree per rollout.
  */
 export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly RolloutResult[], calls: readonly CallRecord[]): TrainingBatch {
-  const passed = results.filter((r) => r.passed);
-  const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
-  let seq = 0;
-  const merged: CallRecord[] = [];
-  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
-  const filters = { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
+  const merged = mergeSftCalls(results, calls);
+  const filters = sftFilters(algorithm);
   const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
   const sftBatch = (analyses: ReturnType<typeof analyzeRollout>[]) => {
     // Each rollout is a group of its own with reward 1: the "sft" objective reads no advantage.
@@ -67,4 +63,19 @@ export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly Ro
   const one = sftBatch([analyzeRollout("sft", merged, filters)]);
   if ((one.trees?.[0]?.tokens.length ?? 0) <= SFT_TREE_MAX_TOKENS) return one;
   return sftBatch([...grouped].map(([id, recs]) => analyzeRollout(id, recs, filters)));
+}
+
+/** The SFT rollout "sft": the calls of the passed reference rollouts, in rollout order, renumbered. */
+export function mergeSftCalls(results: readonly RolloutResult[], calls: readonly CallRecord[]): CallRecord[] {
+  const passed = results.filter((r) => r.passed);
+  const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
+  let seq = 0;
+  const merged: CallRecord[] = [];
+  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
+  return merged;
+}
+
+/** The filters of the SFT tree: every sequence kept (no dead-leaf or branch limit), side classes dropped. */
+export function sftFilters(algorithm: ResolvedAlgorithm): ResolvedAlgorithm["filters"] {
+  return { ...algorithm.filters, dropDeadLeaves: false, maxBranches: 0 };
 }

@@ -10,6 +10,8 @@ import { createJudges } from "../executor/judge.js";
 import { summarizeResults } from "../executor/outcomes.js";
 import { createProvider } from "../executor/providers.js";
 import type { RunStore } from "../store/run-store.js";
+import type { FidelityReport } from "../trajectories/fidelity.js";
+import { evalFidelity } from "./fidelity.js";
 
 export interface EvaluationOptions {
   plan: Plan;
@@ -28,6 +30,8 @@ export interface EvaluationOutcome extends EvalSummary {
   timeouts: number;
   runDir: string;
   planHash: string;
+  /** Per harness: calls, prompt tokens stored vs fresh, prefix breaks, the would-be batch checked (control/fidelity.ts). */
+  fidelity: FidelityReport;
   /** True when `signal` stopped the run before every rollout finished (no summary.json then). */
   interrupted: boolean;
 }
@@ -71,6 +75,7 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       timeouts: results.filter((r) => r.status === "timeout").length,
       runDir: store.dir,
       planHash: plan.hash,
+      fidelity: evalFidelity(plan, results, store.calls()),
       interrupted: opts.signal?.aborted ?? false,
     };
     if (!outcome.interrupted) {

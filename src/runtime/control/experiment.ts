@@ -20,6 +20,8 @@ import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
 import { TrainerWorker } from "../training/trainer-process.js";
 import { renderRewardCurve } from "./curve.js";
+import type { FidelityReport } from "../trajectories/fidelity.js";
+import { runFidelity } from "./fidelity.js";
 import { localTrainer } from "./local-trainer.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
@@ -55,6 +57,8 @@ export interface RunOutcome {
   rewardCurve: string;
   runDir: string;
   interrupted: boolean;
+  /** Per harness: calls, prompt tokens stored vs fresh, prefix breaks, trained tokens checked (control/fidelity.ts). */
+  fidelity: FidelityReport;
 }
 
 export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
@@ -193,5 +197,6 @@ function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopS
     rewardCurve: curveFile,
     runDir: store.dir,
     interrupted,
+    fidelity: runFidelity(plan, store),
   };
 }

@@ -18,7 +18,8 @@ import type { RolloutResult } from "../records/index.js";
 import { RunStore } from "../store/run-store.js";
 import type { TrainerWorker } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
-import { buildSftBatch } from "./batches.js";
+import { buildSftBatch, mergeSftCalls } from "./batches.js";
+import { checkSftBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, trainedSteps } from "./policy.js";
 import { ReferenceEngine } from "./reference-engine.js";
@@ -146,6 +147,11 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   const random = seededRandom(plan.seed);
   const full = buildSftBatch(plan.algorithm!, passedResults, calls);
   const sequences = full.trees?.[0]?.leaves ?? 0;
+  // Every SFT step trains a sample of this tree's sequences: checked once, token by token.
+  const check = checkSftBatch(plan.algorithm!, full, mergeSftCalls(passedResults, calls), passedResults, calls);
+  recordCheck(store, "sft", -1, check);
+  const mismatch = describeMismatch(check, "SFT");
+  if (mismatch) warn(mismatch);
   log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (tree of ${full.trees?.[0]?.tokens.length ?? 0} tokens), ${sft.steps} steps of ${size}`);
   let last: Record<string, unknown> = {};
   let streak = 0;

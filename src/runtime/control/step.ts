@@ -15,6 +15,7 @@ import { applyCritic, type CriticStats } from "../trajectories/gae.js";
 import type { TrainerWorker } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
 import { buildStepBatch } from "./batches.js";
+import { checkStepBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import type { Publisher } from "./publish.js";
 import type { StepMetrics } from "./state.js";
 import { applyMiniBatches } from "./train-step.js";
@@ -51,6 +52,11 @@ export async function trainStep(
     ({ batch, stats: critic } = applyCritic(batch, values, { gamma, lambda, normalize: normalizeStd, positiveOnly }));
   }
   const what = `training step ${at.trainingStep}/${at.of}`;
+  // The batch as it goes to the trainer, checked token by token against the engine-sampled ids.
+  const check = checkStepBatch(algorithm, batch, results, calls);
+  recordCheck(store, "step", step.index, check);
+  const mismatch = describeMismatch(check, what);
+  if (mismatch) c.warn(mismatch);
   const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint) : { fb: null, opt: null };
   let skipStreak = at.skipStreak;
   let skipped: SkipEvent | null = null;

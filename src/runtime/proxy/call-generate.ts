@@ -65,6 +65,7 @@ export async function generateCompletion(
     stopKeepalive();
     live.push(chunk.ids);
   };
+  call.record.timings.engineStartMs = Date.now();
   try {
     const result = deps.engine.generateStream ? await deps.engine.generateStream(req, onChunk) : await deps.engine.generate(req);
     return { kind: "done", result };
@@ -72,6 +73,7 @@ export async function generateCompletion(
     if (err instanceof EngineError && err.kind === "stream-cut" && err.partial) return { kind: "cut", result: err.partial, message: err.message };
     return { kind: "failed", message: err instanceof EngineError ? err.message : `engine failed: ${(err as Error).message}` };
   } finally {
+    call.record.timings.engineDoneMs = Date.now();
     stopKeepalive();
   }
 }

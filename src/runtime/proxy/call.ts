@@ -21,6 +21,7 @@ import type { DialectHandler } from "./dialects/dialect.js";
 import type { ProxyLimits } from "./limits.js";
 import { openCall, type PendingCall } from "./pending-call.js";
 import type { Rollout } from "./rollouts.js";
+import { checkAgainstTemplate } from "./template-check.js";
 
 export { closeAfterAnswer, sendJson } from "./call-answer.js";
 
@@ -46,6 +47,8 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
   const { canonical, body } = read.request;
   const rendered = await renderCallPrompt(deps.model, deps.runtime, call, canonical, read.request);
   if (!rendered.ok) return refuseCall(call, res, dialect, rendered);
+  // The first call of a try is compared with the chat template's own rendering while the engine generates.
+  const templateCheck = call.record.seq === 0 ? checkAgainstTemplate(deps.runtime, deps.pool, rollout, canonical, rendered.prompt.rendered.ids) : undefined;
   const client = watchClient(res);
   const live = canonical.stream && deps.engine.generateStream ? openLiveAnswer(deps, call, dialect, canonical, rendered.prompt.rendered.ids.length, body, res) : undefined;
   const generated = await generateCompletion(deps, call, rendered.prompt, client, res, live);
@@ -53,6 +56,8 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
     live?.flush();
     return failCall(call, res, dialect, client.gone(), generated.message);
   }
+  const checked = await templateCheck;
+  if (checked) call.record.templateCheck = checked;
   const completion = parseCallCompletion(deps, call, dialect, canonical, rendered.prompt, generated.result);
   if (client.gone()) return abandonCall(call, "before the answer was sent");
   recordWhenClosed(call, res);

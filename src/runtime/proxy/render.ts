@@ -252,3 +252,20 @@ function templateTools(req: CanonicalRequest): TemplateTool[] {
     function: t.description !== undefined ? { name: t.name, description: t.description, parameters: t.parameters } : { name: t.name, parameters: t.parameters },
   }));
 }
+
+/**
+ * The whole request rendered by the chat template at once (system prompt, tools, every message,
+ * generation prompt), with the same messages the segments are made of: what
+ * `apply_chat_template` gives for the conversation the proxy saw. Compared with a first call's
+ * prompt ids by ./template-check.ts.
+ */
+export function renderWithTemplate(rt: ModelRuntime, req: CanonicalRequest): string {
+  const messages: TemplateMessage[] = req.system !== undefined ? [{ role: "system", content: req.system }] : [];
+  for (const m of req.messages) messages.push(toTemplateMessage(m));
+  return rt.template.render(messages, templateTools(req), true);
+}
+
+/** What the template's rendering of a whole request depends on (equal keys, equal renderings). */
+export function templateKey(req: CanonicalRequest): string {
+  return JSON.stringify([req.system ?? null, templateTools(req), req.messages.map(toTemplateMessage)]);
+}

@@ -61,8 +61,18 @@ export interface CallRecord {
   tokenizedPromptTokens: number;
   /** Weights version that produced the completion (engine-defined; "scripted" for the scripted engine). */
   weightsVersion: string;
-  /** Unix ms timestamps. */
-  timings: { receivedMs: number; firstTokenMs?: number; doneMs: number };
+  /**
+   * Unix ms timestamps: arrival, first engine token, record handed over (answer written); and,
+   * when the engine was asked, when it was asked and when it returned (the proxy's added latency
+   * is the call's time minus the engine's).
+   */
+  timings: { receivedMs: number; firstTokenMs?: number; doneMs: number; engineStartMs?: number; engineDoneMs?: number };
+  /**
+   * The first call of a try only: its prompt ids compared with the model's own chat template
+   * rendering of the same request (one `apply_chat_template` of the whole conversation, tokenized
+   * at once). `at`: the first differing position, when they differ.
+   */
+  templateCheck?: { match: boolean; templateTokens: number; at?: number };
   /** Set when the engine failed, the client went away or the proxy refused the call (`code`: which limit). */
   error?: { kind: "engine" | "client-disconnect" | "bad-request" | "internal"; message: string; code?: Code };
 }

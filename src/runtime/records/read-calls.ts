@@ -79,6 +79,9 @@ export function parseCallRecord(value: unknown): CallRecord {
     const n = value[field];
     if (n !== undefined) record[field] = optionalField(value, field, (x) => Number.isInteger(x) && (x as number) >= 0, "an integer >= 0", 0);
   }
+  if (value.templateCheck !== undefined) {
+    record.templateCheck = optionalField(value, "templateCheck", (x) => isObject(x) && typeof x.match === "boolean" && Number.isInteger(x.templateTokens), "an object with a boolean `match` and an integer `templateTokens`", { match: true, templateTokens: 0 });
+  }
   if ("error" in value && value.error !== undefined && value.error !== null) {
     const e = value.error;
     if (!isObject(e) || typeof e.kind !== "string" || typeof e.message !== "string") failField("error", "an object with string `kind` and `message`", e);
