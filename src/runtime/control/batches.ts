@@ -62,7 +62,8 @@ export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly Ro
   };
   const one = sftBatch([analyzeRollout("sft", merged, filters)]);
   if ((one.trees?.[0]?.tokens.length ?? 0) <= SFT_TREE_MAX_TOKENS) return one;
-  return sftBatch([...grouped].map(([id, recs]) => analyzeRollout(id, recs, filters)));
+  const passed = new Set(results.filter((r) => r.passed).map((r) => r.id));
+  return sftBatch([...callsByRollout(calls, passed)].map(([id, recs]) => analyzeRollout(id, recs, filters)));
 }
 
 /** The SFT rollout "sft": the calls of the passed reference rollouts, in rollout order, renumbered. */

@@ -37,11 +37,16 @@ export function checkStepBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatc
   return checkTrainedTokens(batch, { records: callsByRollout(calls, new Set(results.map((r) => r.id))), filters: algorithm.filters });
 }
 
-/** Check the SFT batch (one tree of the passed reference rollouts' calls, merged) against the calls, per harness. */
+/** Check the SFT batch (one tree of the passed reference rollouts' calls, merged, or one tree each) against the calls, per harness. */
 export function checkSftBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatch, merged: readonly CallRecord[], results: readonly RolloutResult[], calls: readonly CallRecord[]): BatchCheck {
   const passed = results.filter((r) => r.passed);
   const harnessOf = new Map(passed.map((r) => [r.id, r.harness]));
-  const origin = [...callsByRollout(calls, new Set(harnessOf.keys()))].flatMap(([id, recs]) => recs.map(() => harnessOf.get(id)!));
+  const byRollout = callsByRollout(calls, new Set(harnessOf.keys()));
+  // A large SFT batch has one tree per reference rollout (buildSftBatch), checked against its own calls.
+  if (!batch.trees?.some((t) => t.rollout === "sft")) {
+    return checkTrainedTokens(batch, { records: byRollout, filters: sftFilters(algorithm), harnessOf: (r) => harnessOf.get(r) });
+  }
+  const origin = [...byRollout].flatMap(([id, recs]) => recs.map(() => harnessOf.get(id)!));
   return checkTrainedTokens(batch, { records: new Map([["sft", merged]]), filters: sftFilters(algorithm), harnessOf: (_r, seq) => origin[seq] });
 }
 

@@ -146,13 +146,15 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   const size = sft.batchSize > 0 ? Math.min(sft.batchSize, passed) : passed;
   const random = seededRandom(plan.seed);
   const full = buildSftBatch(plan.algorithm!, passedResults, calls);
-  const sequences = full.trees?.[0]?.leaves ?? 0;
+  const trees = full.trees ?? [];
+  const sequences = trees.reduce((n, t) => n + (t.leaves ?? 0), 0);
+  const treeTokens = trees.reduce((n, t) => n + t.tokens.length, 0);
   // Every SFT step trains a sample of this tree's sequences: checked once, token by token.
   const check = checkSftBatch(plan.algorithm!, full, mergeSftCalls(passedResults, calls), passedResults, calls);
   recordCheck(store, "sft", -1, check);
   const mismatch = describeMismatch(check, "SFT");
   if (mismatch) warn(mismatch);
-  log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (tree of ${full.trees?.[0]?.tokens.length ?? 0} tokens), ${sft.steps} steps of ${size}`);
+  log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (${trees.length === 1 ? "one tree" : `${trees.length} trees`} of ${treeTokens} tokens), ${sft.steps} steps of ${size}`);
   let last: Record<string, unknown> = {};
   let streak = 0;
   let skipped = 0;
