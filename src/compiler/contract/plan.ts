@@ -15,7 +15,7 @@
 import type { z } from "zod";
 import type { AlgorithmSpecSchema } from "../schema/algorithm.js";
 import type { BadStepPolicy as BadStepPolicySchema } from "../schema/experiment.js";
-import type { CallClassRuleSchema, HarnessSpecSchema } from "../schema/harness.js";
+import type { CallClassRuleSchema, HarnessKnobsSchema, HarnessSpecSchema } from "../schema/harness.js";
 import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
 import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
 import type { CombineSpecSchema } from "../schema/verifier.js";
@@ -104,6 +104,18 @@ export interface ResolvedHarness {
   startupSeconds: number;
   /** Read-only host paths shown in the sandbox; hostPath absolute. */
   mounts: { hostPath: string; sandboxPath: string }[];
+  /** How the harness applies each knob it supports (its spec's `knobs`); absent when it declares none. */
+  knobs?: z.output<typeof HarnessKnobsSchema>;
+  /** The knobs an Experiment or Evaluation set for this harness; applied when it is launched, part of the plan hash. */
+  knobValues?: HarnessKnobValues;
+}
+
+/** Settings of a harness for one Experiment or Evaluation (`harnesses[]`), applied as its spec's `knobs` say. */
+export interface HarnessKnobValues {
+  systemPrompt?: string;
+  appendSystemPrompt?: string;
+  tools?: string[];
+  maxTurns?: number;
 }
 
 export interface ResolvedModel {
