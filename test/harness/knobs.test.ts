@@ -53,11 +53,13 @@ describe("shipped harness specs apply their knobs", () => {
     expect(plan.argv).toEqual(unset.argv);
   });
 
-  it("OpenClaw: the tools become its config's tools.allow, and the config stays JSON", () => {
+  it("OpenClaw: the tools become its config's tools.allow, tool search off, apply_patch denied unless named; the config stays JSON", () => {
     expect(JSON.parse(launch("openclaw").homeFiles[0]!.content)).not.toHaveProperty("tools");
     const config = JSON.parse(launch("openclaw", { tools: ["write", "read"] }).homeFiles[0]!.content);
-    expect(config.tools).toEqual({ allow: ["write", "read"] });
+    expect(config.tools).toEqual({ allow: ["write", "read"], toolSearch: false, deny: ["apply_patch"] });
     expect(config.models.providers.reins.baseUrl).toBe("http://127.0.0.1:4000/r/r-1/v1");
+    const patching = JSON.parse(launch("openclaw", { tools: ["apply_patch", "read"] }).homeFiles[0]!.content);
+    expect(patching.tools).toEqual({ allow: ["apply_patch", "read"], toolSearch: false });
   });
 
   it("a knob the harness does not declare is refused at launch too (a plan edited by hand)", () => {
