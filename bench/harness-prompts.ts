@@ -19,8 +19,8 @@ import { packageDir, parseNpmSpec, resolveCacheRoot } from "../src/runtime/harne
 import { loadHarnessSpec } from "../test/harness/harness-spec.js";
 import { runScenario } from "../test/harness/scenario.js";
 
-/** The tool each harness's scripted policy writes hello.txt with (examples/proxy/<harness>.yaml). */
-const WRITE_TOOL: Record<string, string> = { "claude-code": "Write", codex: "exec_command", openclaw: "write", "reins-agent": "write_file" };
+/** The tools each harness's scripted policy writes hello.txt with (examples/proxy/<harness>.yaml); Codex offers its two shell tools together. */
+const WRITE_TOOLS: Record<string, string[]> = { "claude-code": ["Write"], codex: ["exec_command", "write_stdin"], openclaw: ["write"], "reins-agent": ["write_file"] };
 export const SHORT_PROMPT = "Do the task with the tool you have, then reply done.";
 
 export interface Setting {
@@ -31,7 +31,7 @@ export interface Setting {
 /** Default, each knob that shrinks the prompt alone, then all of them together. */
 export function settingsFor(harness: string): Setting[] {
   const declared = loadHarnessSpec(harness).knobs ?? {};
-  const tools = (declared.tools && harness === "codex" ? ["shell"] : [WRITE_TOOL[harness]!]) as string[];
+  const tools = WRITE_TOOLS[harness]!;
   const out: Setting[] = [{ name: "default", knobs: {} }];
   if (declared.systemPrompt) out.push({ name: "systemPrompt", knobs: { systemPrompt: SHORT_PROMPT } });
   if (declared.tools) out.push({ name: `tools [${tools.join(",")}]`, knobs: { tools } });

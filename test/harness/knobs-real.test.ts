@@ -68,14 +68,15 @@ describe(`reins-agent with every knob`, () => {
   });
 });
 
-describe(`Codex with systemPrompt and appendSystemPrompt${skipNote("codex")}`, () => {
+describe(`Codex with systemPrompt, appendSystemPrompt and tools${skipNote("codex")}`, () => {
   let seen: Seen;
   beforeAll(async () => {
-    if (!skipHarness("codex")) seen = await runWith("codex", { systemPrompt: PROMPT, appendSystemPrompt: APPENDED });
+    if (!skipHarness("codex")) seen = await runWith("codex", { systemPrompt: PROMPT, appendSystemPrompt: APPENDED, tools: ["exec_command"] });
   }, 300_000);
 
-  it.skipIf(skipHarness("codex"))("sends the given instructions instead of its own, and the appended text after them", () => {
-    const { run, system } = seen;
+  it.skipIf(skipHarness("codex"))("sends the given instructions instead of its own, the appended text after them, and only its shell tools", () => {
+    const { run, system, tools } = seen;
+    expect(tools.sort(), describeRun(run)).toEqual(["exec_command", "write_stdin"]);
     expect(system.startsWith(PROMPT), describeRun(run)).toBe(true);
     expect(seen.prompt).not.toContain("You are a coding agent running in the Codex CLI");
     expect(seen.prompt.indexOf(APPENDED)).toBeGreaterThan(seen.prompt.indexOf(PROMPT));

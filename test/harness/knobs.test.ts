@@ -53,6 +53,17 @@ describe("shipped harness specs apply their knobs", () => {
     expect(plan.argv).toEqual(unset.argv);
   });
 
+  it("Codex: tools switch its tool features, a group on when any of its tools is named", () => {
+    expect(launch("codex").homeFiles[0]!.content).not.toMatch(/shell_tool|view_image|multi_agent|goals|request_user_input/);
+    const toml = launch("codex", { tools: ["exec_command", "update_goal"] }).homeFiles[0]!.content;
+    const features = toml.slice(toml.indexOf("[features]"));
+    for (const line of ["shell_tool = true", "view_image = false", "multi_agent = false", "goals = true"]) expect(features).toContain(`\n${line}\n`);
+    expect(features).toContain("[tools.experimental_request_user_input]\nenabled = false\n");
+    const asking = launch("codex", { tools: ["request_user_input"] }).homeFiles[0]!.content;
+    expect(asking).toContain("shell_tool = false\n");
+    expect(asking).toContain("[tools.experimental_request_user_input]\nenabled = true\n");
+  });
+
   it("OpenClaw: the tools become its config's tools.allow, tool search off, apply_patch denied unless named; the config stays JSON", () => {
     expect(JSON.parse(launch("openclaw").homeFiles[0]!.content)).not.toHaveProperty("tools");
     const config = JSON.parse(launch("openclaw", { tools: ["write", "read"] }).homeFiles[0]!.content);

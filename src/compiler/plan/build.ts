@@ -52,6 +52,11 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
       const guess = suggest(h.name, [...world.harnesses.keys()]);
       diagnostics.push(makeDiagnostic("UnknownReference", at("harnesses", i, "name"), `No Harness named "${h.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
     } else diagnostics.push(...checkKnobs(h, e.value, (...p) => at("harnesses", i, ...p)));
+    const first = (spec.harnesses as { name: string }[]).findIndex((o) => o.name === h.name);
+    if (first < i) {
+      const message = `The harness ${h.name} is listed twice (first as harnesses[${first}]); runs are keyed by harness name, so one entry would silently stand for both.`;
+      diagnostics.push(makeDiagnostic("DuplicateName", at("harnesses", i, "name"), message, "List each harness once; to compare two settings of one harness, give the second its own Harness document (another name)."));
+    }
     return { use: h, harness: e?.value };
   });
 

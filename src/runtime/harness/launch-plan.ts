@@ -71,8 +71,8 @@ export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 const handlebars = Handlebars.create();
 handlebars.registerHelper("json", (value: unknown) => JSON.stringify(value));
 handlebars.registerHelper("join", (list: unknown, sep: unknown) => (Array.isArray(list) ? list.join(typeof sep === "string" ? sep : ", ") : String(list)));
-/** `{{#if (includes knobs.tools "shell")}}`: whether a list holds a value (false for a missing list). */
-handlebars.registerHelper("includes", (list: unknown, value: unknown) => Array.isArray(list) && list.includes(value));
+/** `{{includes knobs.tools "a" "b"}}`: whether a list holds any of the values ("true"/"false"; false for a missing list). */
+handlebars.registerHelper("includes", (list: unknown, ...rest: unknown[]) => Array.isArray(list) && rest.slice(0, -1).some((v) => list.includes(v)));
 
 export type TemplateVars = Record<string, unknown>;
 
@@ -85,7 +85,7 @@ export function renderTemplate(template: string, vars: TemplateVars, where: stri
     return fail(
       "HarnessTemplateInvalid",
       `The harness template at ${where} does not render: ${reason}.`,
-      `Use only {{instruction}}, {{workspace}}, {{model}}, {{baseUrl}}, {{apiKey}}, {{home}}, {{node}} and {{reinsAgent}}, {{value}} in a knob's args and env, {{knobs.<name>}} in homeFiles (and the {{json x}}, {{join list sep}} and {{includes list x}} helpers).`,
+      `Use only {{instruction}}, {{workspace}}, {{model}}, {{baseUrl}}, {{apiKey}}, {{home}}, {{node}} and {{reinsAgent}}, {{value}} in a knob's args and env, {{knobs.<name>}} in homeFiles (and the {{json x}}, {{join list sep}} and {{includes list x…}} helpers).`,
     );
   }
 }
