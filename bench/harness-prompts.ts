@@ -39,7 +39,7 @@ export function settingsFor(harness: string): Setting[] {
   if (declared.systemPrompt) all.systemPrompt = SHORT_PROMPT;
   if (declared.tools) all.tools = tools;
   if (declared.maxTurns) all.maxTurns = 3;
-  if (Object.keys(all).length > 1) out.push({ name: "all three", knobs: all });
+  if (Object.keys(all).length > 1) out.push({ name: "all", knobs: all });
   return out;
 }
 
