@@ -118,7 +118,7 @@ export const CODES = {
   HarnessInstallLocked: "Wait for the other install, or remove the lock directory if no reins process is installing.",
   HarnessNeedsImage: "Run image-based harnesses with a container sandbox provider (podman or kubernetes).",
   HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
-  HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command or env.",
+  HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
   HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "{{instruction}}"].',
   HarnessCrashedEarly: "The harness exited before its first model call; its stderr is in the message. Check its install and its env.",
