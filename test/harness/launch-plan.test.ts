@@ -47,7 +47,7 @@ describe("buildLaunchPlan", () => {
 
   it("writes Codex's config.toml pointing at the proxy's /v1 with the Responses wire API and every opt-out", () => {
     const plan = planFor("codex", { bin: "/cache/codex/node_modules/.bin/codex" });
-    expect(plan.homeFiles.map((f) => f.path)).toEqual(["/w/home/.codex/config.toml"]);
+    expect(plan.homeFiles.map((f) => f.path)).toEqual(["/w/home/.codex/config.toml", "/w/home/.codex/reins-instructions.md"]);
     const toml = plan.homeFiles[0].content;
     expect(toml).toContain('base_url = "http://127.0.0.1:4000/r/r-1/v1"');
     expect(toml).toContain('wire_api = "responses"');

@@ -74,6 +74,8 @@ export const CODES = {
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
+  HarnessKnobUnsupported: "Set only the knobs the harness's spec declares under `knobs` (systemPrompt, appendSystemPrompt, tools, maxTurns), or declare how the harness applies this one.",
+  HarnessToolUnknown: "Name only the tools the harness's spec lists under `knobs.tools.names` (the harness's own tool names).",
   JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
   // ── proxy config and model runtime (tokenizer, chat template) ──
   ProxyModelMissing: "Put exactly one Model document in the proxy config.",
@@ -116,7 +118,7 @@ export const CODES = {
   HarnessInstallLocked: "Wait for the other install, or remove the lock directory if no reins process is installing.",
   HarnessNeedsImage: "Run image-based harnesses with a container sandbox provider (podman or kubernetes).",
   HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
-  HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command or env.",
+  HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
   HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "{{instruction}}"].',
   HarnessCrashedEarly: "The harness exited before its first model call; its stderr is in the message. Check its install and its env.",

@@ -15,7 +15,7 @@
 import type { z } from "zod";
 import type { AlgorithmSpecSchema } from "../schema/algorithm.js";
 import type { BadStepPolicy as BadStepPolicySchema } from "../schema/experiment.js";
-import type { CallClassRuleSchema, HarnessSpecSchema, REFERENCE_TOOL_NAMES, ReferenceToolSchema } from "../schema/harness.js";
+import type { CallClassRuleSchema, HarnessKnobsSchema, HarnessSpecSchema, REFERENCE_TOOL_NAMES, ReferenceToolSchema } from "../schema/harness.js";
 import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
 import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
 import type { CombineSpecSchema } from "../schema/verifier.js";
@@ -106,6 +106,18 @@ export interface ResolvedHarness {
   mounts: { hostPath: string; sandboxPath: string }[];
   /** reins workspace tool → this harness's tool call (templates over the reins tool's arguments). */
   referenceTools?: Partial<Record<ReferenceToolName, ReferenceTool>>;
+  /** How the harness applies each knob it supports (its spec's `knobs`); absent when it declares none. */
+  knobs?: z.output<typeof HarnessKnobsSchema>;
+  /** The knobs an Experiment or Evaluation set for this harness; applied when it is launched, part of the plan hash. */
+  knobValues?: HarnessKnobValues;
+}
+
+/** Settings of a harness for one Experiment or Evaluation (`harnesses[]`), applied as its spec's `knobs` say. */
+export interface HarnessKnobValues {
+  systemPrompt?: string;
+  appendSystemPrompt?: string;
+  tools?: string[];
+  maxTurns?: number;
 }
 
 /** A reins workspace tool (write_file, read_file, list_files, run_command). */

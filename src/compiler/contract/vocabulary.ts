@@ -12,3 +12,7 @@ export type Dialect = (typeof DIALECTS)[number];
 /** Classes a call is sorted into (Harness `callClasses`; Algorithm `filters.dropClasses`). */
 export const CALL_CLASSES = ["main", "subagent", "compaction", "title", "auxiliary"] as const;
 export type CallClass = (typeof CALL_CLASSES)[number];
+
+/** Harness knobs an Experiment or Evaluation may set (`harnesses[]`), if the Harness declares how (`knobs`). */
+export const KNOB_NAMES = ["systemPrompt", "appendSystemPrompt", "tools", "maxTurns"] as const;
+export type KnobName = (typeof KNOB_NAMES)[number];

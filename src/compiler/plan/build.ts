@@ -6,9 +6,10 @@
  */
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
-import type { Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
+import type { HarnessKnobValues, Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
 import { digestOf, seedOf } from "../contract/hash.js";
 import { dealHarnesses } from "./harness-mix.js";
+import { applyUse, checkKnobs } from "./knobs.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
 import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
@@ -45,11 +46,16 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     diagnostics.push(makeDiagnostic("NoTasksSelected", at("tasks"), "The task selection is empty.", CODES.NoTasksSelected));
   }
 
-  const harnesses = (spec.harnesses as { name: string; weight?: number; env?: Record<string, string> }[]).map((h, i) => {
+  const harnesses = (spec.harnesses as ({ name: string; weight?: number; env?: Record<string, string> } & HarnessKnobValues)[]).map((h, i) => {
     const e = world.harnesses.get(h.name);
     if (!e) {
       const guess = suggest(h.name, [...world.harnesses.keys()]);
       diagnostics.push(makeDiagnostic("UnknownReference", at("harnesses", i, "name"), `No Harness named "${h.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+    } else diagnostics.push(...checkKnobs(h, e.value, (...p) => at("harnesses", i, ...p)));
+    const first = (spec.harnesses as { name: string }[]).findIndex((o) => o.name === h.name);
+    if (first < i) {
+      const message = `The harness ${h.name} is listed twice (first as harnesses[${first}]); runs are keyed by harness name, so one entry would silently stand for both.`;
+      diagnostics.push(makeDiagnostic("DuplicateName", at("harnesses", i, "name"), message, "List each harness once; to compare two settings of one harness, give the second its own Harness document (another name)."));
     }
     return { use: h, harness: e?.value };
   });
@@ -152,10 +158,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   const tasks = judged.tasks;
   const judges = judged.judges;
   const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
-  const usedHarnesses = harnesses.map(({ use }) => {
-    const base = world.harnesses.get(use.name)!.value;
-    return use.env ? { ...base, env: { ...base.env, ...use.env } } : base;
-  });
+  const usedHarnesses = harnesses.map(({ use }) => applyUse(world.harnesses.get(use.name)!.value, use));
   const common = {
     model: model ? portableModel(model, opts.cwd) : null,
     algorithm: algorithm ?? null,

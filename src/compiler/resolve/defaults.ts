@@ -46,6 +46,7 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
   if (spec.dialect) out.dialect = spec.dialect;
   if (spec.install) out.install = { ...spec.install };
   if (spec.referenceTools) out.referenceTools = structuredClone(spec.referenceTools);
+  if (spec.knobs && Object.keys(spec.knobs).length > 0) out.knobs = structuredClone(spec.knobs);
   return out;
 }
 

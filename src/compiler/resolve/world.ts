@@ -3,6 +3,7 @@
  * expanded, references between tasks and verifiers checked), indexed by name.
  * User documents shadow the shipped library; duplicates among user documents are errors.
  */
+import { knobDeclarationProblems } from "./harness-knobs.js";
 import type { Entry } from "./entry.js";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
@@ -92,6 +93,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   const harnesses = new Map<string, Entry<ResolvedHarness>>();
   for (const doc of docsOf("Harness")) {
     for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
+    for (const p of knobDeclarationProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint));
     harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec, doc.source.absPath), doc });
   }
   const models = new Map<string, Entry<ResolvedModel>>();

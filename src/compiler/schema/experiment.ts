@@ -16,6 +16,18 @@ export const TaskSelector = z
 const HarnessName = Name.describe("Name of a Harness document (or a harness shipped with reins).");
 const HarnessEnv = z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env).");
 
+/** Knobs: settings of a harness for this experiment, applied as its spec's `knobs` say (part of the plan hash). */
+const HarnessKnobValues = {
+  systemPrompt: z.string().min(1).optional().describe("Replaces the harness's system prompt (the harness's spec must declare knobs.systemPrompt)."),
+  appendSystemPrompt: z.string().min(1).optional().describe("Added to the end of the harness's system prompt (knobs.appendSystemPrompt)."),
+  tools: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe("The harness's built-in tools to offer, by the harness's own names (knobs.tools); the others are not offered."),
+  maxTurns: PositiveInt.max(100_000).optional().describe("The harness stops after this many model calls (knobs.maxTurns)."),
+};
+
 export const HarnessUse = z.strictObject({
   name: HarnessName,
   weight: z
@@ -26,10 +38,11 @@ export const HarnessUse = z.strictObject({
       "This harness's share of the training rollouts (default 1): each training step runs each of its tasks through one harness, and harness h gets weight_h / Σ weight of the run's groups (dealt in order, never a whole group ahead of its share; shuffled within a step from the seed). Held-out evaluations run every task through every harness.",
     ),
   env: HarnessEnv,
+  ...HarnessKnobValues,
 });
 
 /** An Evaluation runs every task through every harness: no mix weight. */
-export const EvaluationHarnessUse = z.strictObject({ name: HarnessName, env: HarnessEnv });
+export const EvaluationHarnessUse = z.strictObject({ name: HarnessName, env: HarnessEnv, ...HarnessKnobValues });
 
 export const BadStepPolicy = z
   .strictObject({

@@ -1,6 +1,7 @@
 /** Harness: how an agent harness is installed, launched and pointed at the proxy. */
 import { z } from "zod";
 import { CALL_CLASSES, DIALECTS } from "../contract/vocabulary.js";
+export { KNOB_NAMES, type KnobName } from "../contract/vocabulary.js";
 import { documentSchema } from "./common.js";
 
 export const DialectSchema = z.enum(DIALECTS).describe("API dialect the harness speaks to its model.");
@@ -40,6 +41,37 @@ export const ReferenceToolSchema = z.strictObject({
     ),
 });
 
+const knobApplyFields = {
+  args: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "argv appended to the command when the knob is set; templates like the command's, plus {{value}} (the knob's value; a list joins with {{join value \",\"}}).",
+    ),
+  env: z.record(z.string(), z.string()).optional().describe("Environment set when the knob is set; templates like args."),
+  homeFiles: z
+    .boolean()
+    .optional()
+    .describe("The harness's homeFiles apply it: their templates see {{knobs.<name>}} (null when unset), e.g. {{#if knobs.tools}}…{{/if}}."),
+};
+
+const KnobApplySchema = z.strictObject(knobApplyFields).describe("How the harness applies one knob: any of args, env and homeFiles.");
+
+export const HarnessKnobsSchema = z
+  .strictObject({
+    systemPrompt: KnobApplySchema.optional().describe("Replaces the harness's system prompt."),
+    appendSystemPrompt: KnobApplySchema.optional().describe("Text added to the end of the harness's system prompt."),
+    tools: z
+      .strictObject({
+        ...knobApplyFields,
+        names: z.array(z.string().min(1)).min(1).optional().describe("The harness's built-in tool names; a tools value naming another is rejected."),
+      })
+      .optional()
+      .describe("The built-in tools the harness offers, by its own names."),
+    maxTurns: KnobApplySchema.optional().describe("Model calls (turns) after which the harness stops."),
+  })
+  .describe("The knobs this harness supports and how it applies each; an Experiment setting a knob not declared here is rejected.");
+
 export const HarnessSpecSchema = z
   .strictObject({
     dialect: DialectSchema.optional().describe("Absent for plain command harnesses that never call the model."),
@@ -71,6 +103,8 @@ export const HarnessSpecSchema = z
       .describe(
         "How reference solutions written with reins's workspace tools become this harness's tool calls when they are replayed through it (SFT data, `engine: {type: reference}`): write_file as Claude Code's Write, a shell command for Codex. Tool calls with other names are replayed as written.",
       ),
+
+    knobs: HarnessKnobsSchema.optional(),
     startupSeconds: z.number().nonnegative().optional().describe("Typical start-up time, added to estimates."),
     mounts: z
       .array(

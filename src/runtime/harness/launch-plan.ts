@@ -14,10 +14,16 @@
  * A value is bound as a template variable, never spliced into the template text, so a secret is
  * never read as a template and rendered text (an instruction that says "${HOME}") never as a
  * reference. An unset variable without a default is the problem `HarnessVariableUnset`.
+ *
+ * Knobs: for each knob the plan sets (`knobValues`: system prompt, appended system prompt, tools,
+ * max turns), the harness's `knobs.<name>.args` are appended to argv and its `knobs.<name>.env` set,
+ * rendered with `{{value}}` added to the usual variables (a list joins with `{{join value ","}}`);
+ * homeFiles templates see every knob as `{{knobs.<name>}}` (null when unset).
  */
 import Handlebars from "handlebars";
 import path from "node:path";
 import type { ResolvedHarness } from "../../compiler/contract/plan.js";
+import { KNOB_NAMES, type KnobName } from "../../compiler/contract/vocabulary.js";
 import { fail, succeed, type Outcome } from "./problem.js";
 
 export interface LaunchContext {
@@ -64,8 +70,11 @@ export const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 const handlebars = Handlebars.create();
 handlebars.registerHelper("json", (value: unknown) => JSON.stringify(value));
+handlebars.registerHelper("join", (list: unknown, sep: unknown) => (Array.isArray(list) ? list.join(typeof sep === "string" ? sep : ", ") : String(list)));
+/** `{{includes knobs.tools "a" "b"}}`: whether a list holds any of the values ("true"/"false"; false for a missing list). */
+handlebars.registerHelper("includes", (list: unknown, ...rest: unknown[]) => Array.isArray(list) && rest.slice(0, -1).some((v) => list.includes(v)));
 
-export type TemplateVars = Record<string, string>;
+export type TemplateVars = Record<string, unknown>;
 
 /** Renders one template; `where` names it in the problem (e.g. "env.ANTHROPIC_BASE_URL"). */
 export function renderTemplate(template: string, vars: TemplateVars, where: string): Outcome<string> {
@@ -76,7 +85,7 @@ export function renderTemplate(template: string, vars: TemplateVars, where: stri
     return fail(
       "HarnessTemplateInvalid",
       `The harness template at ${where} does not render: ${reason}.`,
-      `Use only {{instruction}}, {{workspace}}, {{model}}, {{baseUrl}}, {{apiKey}}, {{home}}, {{node}} and {{reinsAgent}} (and the {{json x}} helper).`,
+      `Use only {{instruction}}, {{workspace}}, {{model}}, {{baseUrl}}, {{apiKey}}, {{home}}, {{node}} and {{reinsAgent}}, {{value}} in a knob's args and env, {{knobs.<name>}} in homeFiles (and the {{json x}}, {{join list sep}} and {{includes list x…}} helpers).`,
     );
   }
 }
@@ -179,6 +188,9 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
     if (!r.ok) return r;
     argv.push(r.value);
   }
+  const knobs = renderKnobs(harness, vars);
+  if (!knobs.ok) return knobs;
+  argv.push(...knobs.value.args);
   if (runtime.bin && argv[0] === path.basename(runtime.bin)) argv[0] = runtime.bin;
 
   const env: Record<string, string> = {
@@ -193,6 +205,7 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
     const rendered = renderAll(Object.entries(source), vars, prefix, references);
     if (!rendered.ok) return rendered;
     for (const [k, v] of rendered.value) env[k] = v;
+    if (prefix === "env.") Object.assign(env, knobs.value.env);
   }
   Object.assign(env, runtime.extraEnv ?? {});
 
@@ -200,9 +213,39 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   for (const file of harness.homeFiles) {
     const target = homeFilePath(ctx.home, file.path);
     if (!target.ok) return target;
-    const content = renderWithReferences(file.content, vars, hostEnv, `homeFiles[${file.path}]`);
+    const content = renderWithReferences(file.content, { ...vars, knobs: knobVariables(harness) }, hostEnv, `homeFiles[${file.path}]`);
     if (!content.ok) return content;
     homeFiles.push({ path: target.value, content: content.value });
   }
   return succeed({ argv, env, cwd: ctx.workspace, home: ctx.home, homeFiles });
+}
+
+/** Every knob as homeFiles templates see it: its value, or null when the plan does not set it. */
+export function knobVariables(harness: ResolvedHarness): Record<KnobName, unknown> {
+  const values = harness.knobValues ?? {};
+  return Object.fromEntries(KNOB_NAMES.map((k) => [k, values[k] ?? null])) as Record<KnobName, unknown>;
+}
+
+/** The argv appended and the environment set by the knobs the plan sets, in KNOB_NAMES order. */
+function renderKnobs(harness: ResolvedHarness, vars: TemplateVars): Outcome<{ args: string[]; env: Record<string, string> }> {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  for (const knob of KNOB_NAMES) {
+    const value = harness.knobValues?.[knob];
+    if (value === undefined) continue;
+    const apply = harness.knobs?.[knob];
+    if (!apply) {
+      return fail("HarnessKnobUnsupported", `The harness ${harness.name} does not say how to apply \`${knob}\`.`, `Declare knobs.${knob} in the harness's spec, or do not set it.`);
+    }
+    const knobVars = { ...vars, value };
+    for (const [i, template] of (apply.args ?? []).entries()) {
+      const r = renderTemplate(template, knobVars, `knobs.${knob}.args[${i}]`);
+      if (!r.ok) return r;
+      args.push(r.value);
+    }
+    const rendered = renderAll(Object.entries(apply.env ?? {}), knobVars, `knobs.${knob}.env.`);
+    if (!rendered.ok) return rendered;
+    for (const [k, v] of rendered.value) env[k] = v;
+  }
+  return succeed({ args, env });
 }

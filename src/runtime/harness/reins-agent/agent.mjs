@@ -13,6 +13,7 @@
 //   REINS_REQUEST_TIMEOUT_SECONDS per model call (default 600)
 //   REINS_TOOLS      comma-separated tools to offer (default: all four)
 //   REINS_SYSTEM_PROMPT  replaces the system prompt ({workspace} is substituted)
+//   REINS_APPEND_SYSTEM_PROMPT  added to the end of the system prompt, after a blank line
 // stdout: the final answer. stderr: one line per step. Exit: 0 the model answered without a tool
 // call, 1 the model endpoint failed, 2 usage, 3 out of turns.
 import process from "node:process";
@@ -46,7 +47,7 @@ function readConfig(env, argv) {
     retries: Number(env.REINS_RETRIES ?? 4),
     requestTimeoutMs: Number(env.REINS_REQUEST_TIMEOUT_SECONDS || 600) * 1000,
     tools: env.REINS_TOOLS ? env.REINS_TOOLS.split(",").map((t) => t.trim()).filter(Boolean) : undefined,
-    systemPrompt: env.REINS_SYSTEM_PROMPT || SYSTEM_PROMPT,
+    systemPrompt: [env.REINS_SYSTEM_PROMPT || SYSTEM_PROMPT, env.REINS_APPEND_SYSTEM_PROMPT].filter(Boolean).join("\n\n"),
   };
   const missing = [];
   if (!config.instruction) missing.push("an instruction (first argument)");
