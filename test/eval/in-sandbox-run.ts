@@ -59,7 +59,7 @@ metadata: {name: hello, labels: {suite: hello}}
 spec:
   instruction: ${INSTRUCTION}
   verifier: {checks: [{fileEquals: {path: hello.txt, content: "hi"}}]}
-  timeoutSeconds: 240
+  timeoutSeconds: 600
 `;
 }
 
@@ -98,10 +98,7 @@ export async function runInSandbox(o: InSandboxOptions): Promise<InSandboxRun> {
     provider.targets = [`127.0.0.1:${port}`, ...(host ? [`${host}:${port}`] : []), `127.0.0.1:${executor.proxy!.port}`, "1.1.1.1:443"];
     let results: RolloutResult[];
     try {
-      results = await executor.runRollouts(
-        plan.steps.flatMap((s) => s.rollouts),
-        0,
-      );
+      results = await executor.runRollouts(plan.steps.flatMap((s) => s.rollouts), 0);
     } finally {
       await executor.close();
     }

@@ -84,11 +84,13 @@ function reinsEval(yaml: string): EvalRun {
   const project = tempDir("reins-faults-");
   writeFileSync(path.join(project, "eval.yaml"), yaml);
   const dir = path.join(project, "run");
+  const started = Date.now();
   const r = spawnSync(process.execPath, ["bin/reins.js", "eval", path.join(project, "eval.yaml"), "--project-root", project, "--out", dir, "--json", "--quiet"], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     timeout: 300_000,
   });
+  console.info(`reins eval of ${yaml.match(/harnesses: \[(.*)\]/)![1]}: ${Date.now() - started} ms`);
   const lines = (file: string) => readFileSync(path.join(dir, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
   return {
     dir,
@@ -165,6 +167,7 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code failing inside a local 
     expect([r.status, r.reward, r.tries], JSON.stringify(r)).toEqual(["infra-failed", null, 2]);
     expect(r.retries.map((x) => x.code)).toEqual(["HarnessCrashedEarly", "HarnessCrashedEarly"]);
     expect(r.error?.message).toContain("unknown option '--no-such-option'");
+    expect(r.error?.message).toContain(`harness-output/${r.id}.t2.stderr`);
     for (const tryId of [r.id, `${r.id}.t2`]) expect(faults.output(`${tryId}.stderr`)).toContain("unknown option '--no-such-option'");
   });
 

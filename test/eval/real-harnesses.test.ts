@@ -43,7 +43,7 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman"): vo
       why = () => describeInSandbox(run);
       const each = run.results.map((r) => `${r.id} ${r.durationMs} ms (harness ${r.phases.harnessMs} ms)`).join(", ");
       console.info(`${harness} in ${provider}: evaluation ${run.wallMs} ms; ${each}`);
-    }, 600_000);
+    }, 1_200_000);
 
     it("solves every attempt, scored 1 by the verifier, in one try each", () => {
       expect(run.results.map((r) => [r.status, r.reward, r.tries]), why()).toEqual(Array.from({ length: ATTEMPTS }, () => ["ok", 1, 1]));

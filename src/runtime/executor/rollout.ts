@@ -178,7 +178,8 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     if (registered) calls = ctx.proxy!.records(tryId);
     const failed = exit.exitCode !== 0 && !exit.timedOut;
     if (usesModel && failed && calls.length === 0) {
-      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}`);
+      const where = ctx.keepOutput ? ` (its whole output: harness-output/${tryId}.stderr and .stdout in the run directory)` : "";
+      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}${where}`);
     }
     if (usesModel && failed && calls.some((c) => c.error?.kind === "engine")) {
       throw new InfraFailure("EngineUnavailable", `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`);
