@@ -26,9 +26,15 @@ if ! (ldd "$busybox_bin" 2>&1 || true) | grep -q "not a dynamic executable"; the
   exit 1
 fi
 
+# Bumped whenever what goes into the image changes: an image built by an older recipe is rebuilt.
+recipe=2
 if [[ $force -eq 0 ]] && podman image exists "$image" 2>/dev/null; then
-  echo "build-image: $image already exists (use --force to rebuild)" >&2
-  exit 0
+  built="$(podman image inspect --format '{{index .Labels "reins.dev/image-recipe"}}' "$image" 2>/dev/null || true)"
+  if [[ "$built" == "$recipe" ]]; then
+    echo "build-image: $image already exists (use --force to rebuild)" >&2
+    exit 0
+  fi
+  echo "build-image: $image was built by an older recipe; rebuilding" >&2
 fi
 
 work="$(mktemp -d)"
@@ -64,6 +70,16 @@ if command -v node >/dev/null; then
   done
 fi
 
+# glibc's own libraries the harnesses' native executables link against (Claude Code's executable
+# needs librt, libpthread, libdl and libm; the node OpenClaw runs on needs libdl and libpthread).
+libc_dir="$(dirname "$(ldd "$(command -v bash)" | grep -oE '/[^ ]*/libc\.so\.6' | head -1)")"
+for name in libc.so.6 libm.so.6 librt.so.1 libpthread.so.0 libdl.so.2 libutil.so.1 libresolv.so.2 libgcc_s.so.1 libstdc++.so.6; do
+  lib="$libc_dir/$name"
+  [[ -e "$lib" && ! -e "$root$lib" ]] || continue
+  mkdir -p "$root$libc_dir"
+  cp -L "$lib" "$root$lib"
+done
+
 cat >"$root/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh
 sandbox:x:1000:1000:sandbox:/home/sandbox:/bin/sh
@@ -82,6 +98,7 @@ podman import \
   --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin' \
   --change 'ENV HOME=/home/sandbox' \
   --change 'WORKDIR /workspace' \
+  --change "LABEL reins.dev/image-recipe=$recipe" \
   "$work/rootfs.tar" "$image" >/dev/null
 size="$(du -sh "$work/rootfs.tar" | cut -f1)"
 echo "build-image: built $image ($size)" >&2

@@ -4,6 +4,8 @@
  * never a reward of 0; the run goes on with the other rollouts. A retried rollout's calls carry
  * its plan id and the try that made them.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { SandboxProvider } from "../../src/runtime/sandbox/provider.js";
@@ -44,13 +46,15 @@ ${taskYaml("t1")}`;
 describe("model faults", () => {
   it("a harness that crashes before its first model call is retried, then reported without a reward", async () => {
     const plan = planOf(writeSpecs(tempDir(), specs(`  dialect: openai-chat\n  command: ["bash", "-c", "echo cannot start >&2; exit 3"]`, "{type: scripted, script: [{text: done}]}")));
-    const { results } = await runPlan(plan);
+    const { results, store } = await runPlan(plan);
     const crashed = results.find((r) => r.harness === "h")!;
     expect(crashed.status).toBe("infra-failed");
     expect(crashed.reward).toBeNull();
     expect(crashed.tries).toBe(2);
     expect(crashed.error?.code).toBe("HarnessCrashedEarly");
     expect(crashed.error?.message).toContain("cannot start");
+    // What it printed in each try is in the run directory.
+    for (const tryId of [crashed.id, `${crashed.id}.t2`]) expect(readFileSync(join(store.dir, "harness-output", `${tryId}.stderr`), "utf8")).toBe("cannot start\n");
     // The run went on: the other harness's rollout scored normally.
     expect(results.find((r) => r.harness === "writer")!.reward).toBe(1);
   }, 120_000);

@@ -121,3 +121,24 @@ describe("run store", () => {
     resumed.close();
   });
 });
+
+describe("harness output", () => {
+  it("keeps each try's stdout and stderr under harness-output/, saying when only the tail was kept", () => {
+    const { dir, store } = newRun();
+    store.writeHarnessOutput("s0-p0-a0", { stdout: "events\n", stderr: "", stdoutTruncated: false, stderrTruncated: false });
+    store.writeHarnessOutput("s0-p0-a0.t2", { stdout: "…tail", stderr: "boom\n", stdoutTruncated: true, stderrTruncated: false });
+    store.close();
+    const read = (name: string) => readFileSync(join(dir, "harness-output", name), "utf8");
+    expect(read("s0-p0-a0.stdout")).toBe("events\n");
+    expect(read("s0-p0-a0.stderr")).toBe("");
+    expect(read("s0-p0-a0.t2.stdout")).toBe("[reins: earlier output dropped; the last 256 KiB follow]\n…tail");
+    expect(read("s0-p0-a0.t2.stderr")).toBe("boom\n");
+  });
+
+  it("refuses a try id that is not a plain file name", () => {
+    const { store } = newRun();
+    const output = { stdout: "", stderr: "", stdoutTruncated: false, stderrTruncated: false };
+    for (const id of ["../escape", "a/b", "", ".hidden"]) expect(() => store.writeHarnessOutput(id, output)).toThrow(/unsafe try id/);
+    store.close();
+  });
+});

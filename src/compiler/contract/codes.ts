@@ -121,7 +121,7 @@ export const CODES = {
   HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
   HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "{{instruction}}"].',
-  HarnessCrashedEarly: "The harness exited before its first model call; its stderr is in the message. Check its install and its env.",
+  HarnessCrashedEarly: "The harness exited before its first model call; the end of its stderr is in the message, all of it in the run directory's harness-output/. Check its install and its env.",
 
   // ── runtime: rollouts ──
   RolloutTimeout: "The harness ran past the task's timeoutSeconds; raise it if the task needs more time.",

@@ -121,6 +121,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       if (e.type === "rollout-started" || e.type === "rollout-retry") store.event(e);
       opts.onEvent?.(e);
     },
+    keepOutput: (tryId, output) => store.writeHarnessOutput(tryId, { ...output, stdout: scrubber.text(output.stdout), stderr: scrubber.text(output.stderr) }),
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);

@@ -15,6 +15,7 @@ import { buildLaunchPlan } from "../harness/launch-plan.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
+import { HARNESS_OUTPUT_BYTES, type HarnessOutput } from "../store/run-store.js";
 import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
@@ -42,6 +43,8 @@ export interface RolloutContext {
   image?: string;
   judge?: Judge;
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
+  /** Keeps what the harness of one try printed (the run directory's harness-output/). */
+  keepOutput?: (tryId: string, output: HarnessOutput) => void;
   signal?: AbortSignal;
 }
 
@@ -163,18 +166,20 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     t = Date.now();
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new InfraFailure("SandboxCreateTimeout", "No time was left for the harness after the sandbox was created.");
-    const proc = sandbox.spawn(launch.value.argv, { cwd: launch.value.cwd, env: launch.value.env, timeoutMs: remaining, maxOutputBytes: 256 * 1024 });
+    const proc = sandbox.spawn(launch.value.argv, { cwd: launch.value.cwd, env: launch.value.env, timeoutMs: remaining, maxOutputBytes: HARNESS_OUTPUT_BYTES });
     const onAbort = () => void proc.kill();
     ctx.signal?.addEventListener("abort", onAbort, { once: true });
     const exit = await proc.wait().finally(() => ctx.signal?.removeEventListener("abort", onAbort));
     phases.harnessMs = Date.now() - t;
+    ctx.keepOutput?.(tryId, exit);
     const harnessExit = { code: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut };
     if (ctx.signal?.aborted) throw new InfraFailure("Interrupted", "The run was interrupted.");
     if (!(await sandbox.alive())) throw new InfraFailure("SandboxDied", "The sandbox died while the harness ran.");
     if (registered) calls = ctx.proxy!.records(tryId);
     const failed = exit.exitCode !== 0 && !exit.timedOut;
     if (usesModel && failed && calls.length === 0) {
-      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}`);
+      const where = ctx.keepOutput ? ` (its whole output: harness-output/${tryId}.stderr and .stdout in the run directory)` : "";
+      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}${where}`);
     }
     if (usesModel && failed && calls.some((c) => c.error?.kind === "engine")) {
       throw new InfraFailure("EngineUnavailable", `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`);

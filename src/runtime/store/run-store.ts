@@ -5,6 +5,10 @@
  *   events.jsonl    append-only journal (rollout started/retried/finished, step done, …)
  *   rollouts.jsonl  one RolloutResult line per FINISHED rollout: the source of truth for resume
  *   calls.jsonl     every model call of finished rollouts (CallRecord), written before their result
+ *   harness-output/<try>.stdout, <try>.stderr
+ *                   what the harness printed in each try of a rollout (<try> is the rollout id, then
+ *                   `.t2`, `.t3`, … for retries), the last 256 KiB of each stream, secrets scrubbed;
+ *                   written when the harness exits, whatever the outcome (also for a crashed try)
  * Both record files are written and read only through src/runtime/records (one writer, one reader).
  * Crash safety: a rollout's calls are appended first, then its result line (fsync'ed). On resume,
  * a torn last line is ignored, calls of rollouts without a result are dropped, and finished
@@ -16,6 +20,18 @@ import type { Plan } from "../../compiler/contract/plan.js";
 import { ReinsError, type Problem } from "../../compiler/contract/problem.js";
 import { lockRun, type RunLock } from "./run-lock.js";
 import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
+
+/** Where each try's harness output is kept, under the run directory. */
+export const HARNESS_OUTPUT_DIR = "harness-output";
+/** The tail of each harness output stream that is kept. */
+export const HARNESS_OUTPUT_BYTES = 256 * 1024;
+
+export interface HarnessOutput {
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
 
 export interface RunEvent {
   t: string;
@@ -117,6 +133,17 @@ export class RunStore {
     if (this.fdResults === null) this.fdResults = openSync(join(this.dir, "rollouts.jsonl"), "a");
     writeSync(this.fdResults, formatRecordLine(result));
     fsyncSync(this.fdResults);
+  }
+
+  /** What the harness of one try printed (see the layout above); a later write for the same try replaces it. */
+  writeHarnessOutput(tryId: string, output: HarnessOutput): void {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(tryId)) throw new Error(`bug: unsafe try id ${JSON.stringify(tryId)}`);
+    const dir = join(this.dir, HARNESS_OUTPUT_DIR);
+    mkdirSync(dir, { recursive: true });
+    for (const stream of ["stdout", "stderr"] as const) {
+      const dropped = output[`${stream}Truncated`] ? `[reins: earlier output dropped; the last ${HARNESS_OUTPUT_BYTES / 1024} KiB follow]\n` : "";
+      writeAtomic(join(dir, `${tryId}.${stream}`), dropped + output[stream]);
+    }
   }
 
   writeJson(name: string, value: unknown): void {
