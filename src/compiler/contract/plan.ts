@@ -68,6 +68,8 @@ export interface ResolvedTask {
   hiddenFiles: ResolvedFile[];
   verifier: ResolvedVerifier;
   timeoutSeconds: number;
+  /** Set when the task gave no timeoutSeconds: the plan's Sandbox timeoutSeconds applies (default 600). */
+  timeoutDefaulted?: boolean;
   /** Reference solution as model turns (for SFT data through a real harness). */
   reference?: ScriptedTurn[];
   /** Set when the task came from a TaskFamily. */

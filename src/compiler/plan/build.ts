@@ -155,7 +155,8 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   const judged = planJudges([...usedTasks].map((n) => world.tasks.get(n)!.value), model, world, at);
   diagnostics.push(...judged.diagnostics);
   if (judged.diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
-  const tasks = judged.tasks;
+  // A task without its own timeoutSeconds takes the Sandbox's (the "default rollout timeout").
+  const tasks = judged.tasks.map((t) => (t.timeoutDefaulted && t.timeoutSeconds !== sandbox.timeoutSeconds ? { ...t, timeoutSeconds: sandbox.timeoutSeconds } : t));
   const judges = judged.judges;
   const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
   const usedHarnesses = harnesses.map(({ use }) => applyUse(world.harnesses.get(use.name)!.value, use));

@@ -87,6 +87,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     digest,
   };
   if (ctx.provenance) task.provenance = ctx.provenance;
+  if (spec.timeoutSeconds === undefined) task.timeoutDefaulted = true;
   if (spec.reference) task.reference = spec.reference.turns.map((t) => ({ ...t }) as ResolvedTask["reference"] extends (infer U)[] | undefined ? U : never);
   return { value: task, diagnostics };
 }

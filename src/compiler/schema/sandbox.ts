@@ -35,7 +35,7 @@ export const SandboxSpecSchema = z
       .describe("Limits of each sandbox; a process past one fails (ENOSPC, EAGAIN, EMFILE) or is killed (memory, CPU seconds)."),
     network: z.enum(["proxy-only", "none"]).optional().describe("Default proxy-only: the model proxy and nothing else."),
     concurrency: PositiveInt.max(4096).optional().describe("Rollouts at once (not part of the plan hash)."),
-    timeoutSeconds: PositiveInt.max(86400).optional().describe("Default rollout timeout, sandbox creation included."),
+    timeoutSeconds: PositiveInt.max(86400).optional().describe("Default rollout timeout, sandbox creation included: applies to every task without its own timeoutSeconds (default 600)."),
     retries: NonNegativeInt.max(20).optional().describe("Retries for infrastructure failures (not part of the plan hash)."),
     warmPool: NonNegativeInt.optional(),
     kubernetes: z

@@ -37,7 +37,7 @@ export const TaskSpecSchema = z
     workspace: WorkspaceSpec.optional(),
     hidden: WorkspaceSpec.optional().describe("Files only the verifier sees (expected outputs, checkers)."),
     verifier: VerifierRefOrInline.describe("How the final workspace is scored."),
-    timeoutSeconds: PositiveInt.max(86400).optional().describe("Wall-clock limit for the whole rollout, sandbox creation included (default 600)."),
+    timeoutSeconds: PositiveInt.max(86400).optional().describe("Wall-clock limit for the whole rollout, sandbox creation included (default: the Sandbox's timeoutSeconds, itself 600 by default)."),
     reference: z
       .strictObject({
         turns: z.array(ScriptedTurnSpec).min(1).describe("The model turns of a correct solution, in order."),
