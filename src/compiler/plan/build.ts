@@ -88,7 +88,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
 
   const seed: number = spec.seed ?? 0;
-  const harnessList = harnesses.map((h) => ({ name: h.use.name, weight: h.use.weight ?? 1 }));
+  const harnessList = harnesses.map((h) => ({ name: h.use.name, weight: h.use.weight ?? 1, heldOutAttempts: (h.use as { heldOutAttempts?: number }).heldOutAttempts }));
   const pairIndex = new Map<string, number>();
   const pairs: PlanPair[] = [];
   const addPair = (task: string, h: { name: string; weight: number }) => {
@@ -102,13 +102,14 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
 
   const steps: PlanStep[] = [];
   /** A step of `perPair` rollouts for each (task, harness index) pair, in the order given. */
-  const makeStep = (kind: PlanStep["kind"], groups: [string, number][], perPair: number): void => {
+  const makeStep = (kind: PlanStep["kind"], groups: [string, number][], perPair: number | ((harness: number) => number)): void => {
     const index = steps.length;
     const rollouts: PlanRollout[] = [];
     for (const [task, hi] of groups) {
       const h = harnessList[hi]!;
       const p = addPair(task, h);
-      for (let a = 0; a < perPair; a++) {
+      const count = typeof perPair === "number" ? perPair : perPair(hi);
+      for (let a = 0; a < count; a++) {
         const id = `s${index}-p${p}-a${a}`;
         rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
       }
@@ -132,8 +133,9 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   let attempts: number;
   if (isExperiment) {
     const evalEvery: number = spec.eval?.everySteps ?? 0;
-    const evalAttempts: number = spec.eval?.attempts ?? 1;
-    attempts = evalAttempts;
+    const defaultAttempts: number = spec.eval?.attempts ?? 1;
+    attempts = defaultAttempts;
+    const evalAttempts = (hi: number) => harnessList[hi]!.heldOutAttempts ?? defaultAttempts;
     const perStep: number = Math.min(spec.tasksPerStep ?? training.length, training.length);
     const order = shuffled(training, seed);
     // Each sampled task goes through one harness, dealt by the harnesses' weights (harness-mix.ts).
@@ -285,7 +287,8 @@ function countRollouts(spec: any, isExperiment: boolean, training: number, heldO
   const perStep = Math.min(spec.tasksPerStep ?? training, training);
   const evalEvery: number = spec.eval?.everySteps ?? 0;
   const evals = heldOut > 0 ? 2 + (evalEvery > 0 ? Math.floor(steps / evalEvery) : 0) : 0;
-  return steps * perStep * groupSize + evals * heldOut * harnesses * (spec.eval?.attempts ?? 1);
+  const attempts = (spec.harnesses as { heldOutAttempts?: number }[]).slice(0, harnesses).reduce((n, h) => n + (h.heldOutAttempts ?? spec.eval?.attempts ?? 1), 0);
+  return steps * perStep * groupSize + evals * heldOut * attempts;
 }
 
 /** A rough estimate: documented as such in the plan summary. */

@@ -1,0 +1,37 @@
+// A harness that is ten times slower to start can be held-out evaluated on fewer attempts:
+// `harnesses[].heldOutAttempts` overrides eval.attempts for that harness's held-out rollouts.
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { compilePlan } from "../../src/compiler/index.js";
+import { tempDir } from "../temp.js";
+
+function plan(harnesses: string) {
+  const dir = tempDir("reins-held-out-");
+  for (const f of ["family.yaml", "model.yaml"]) cpSync(`examples/quickstart/${f}`, join(dir, f));
+  const text = readFileSync("examples/quickstart/experiment.yaml", "utf8").replace(/  harnesses:\n(    .*\n)+/, `  harnesses:\n${harnesses}`);
+  writeFileSync(join(dir, "experiment.yaml"), text);
+  const r = compilePlan([join(dir, "experiment.yaml")], { env: {}, cwd: dir });
+  expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+  return r.value!;
+}
+
+describe("held-out attempts per harness", () => {
+  it("runs each held-out task heldOutAttempts times through its harness, eval.attempts through the others", () => {
+    const p = plan("    - {name: reins-agent}\n    - {name: claude-code, heldOutAttempts: 3}\n");
+    const evals = p.steps.filter((s) => s.kind === "eval");
+    expect(evals).toHaveLength(2);
+    for (const s of evals) {
+      const count = (h: string) => s.rollouts.filter((r) => r.harness === h).length;
+      expect(count("reins-agent")).toBe(8 * 16);
+      expect(count("claude-code")).toBe(8 * 3);
+    }
+    expect(p.estimate.rollouts).toBe(p.steps.reduce((n, s) => n + s.rollouts.length, 0));
+  });
+
+  it("changes the plan's hash", () => {
+    const a = plan("    - {name: reins-agent}\n    - {name: claude-code, heldOutAttempts: 3}\n");
+    const b = plan("    - {name: reins-agent}\n    - {name: claude-code, heldOutAttempts: 4}\n");
+    expect(a.hash).not.toBe(b.hash);
+  });
+});
