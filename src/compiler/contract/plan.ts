@@ -268,7 +268,14 @@ export interface Plan {
   steps: PlanStep[];
   attempts: number;
   /** Supervised warm-up on reference solutions (Experiment only). */
-  sft?: { steps: number; learningRate: number; batchSize: number; when: "if-untrained" | "always" };
+  sft?: {
+    steps: number;
+    learningRate: number;
+    batchSize: number;
+    when: "if-untrained" | "always";
+    /** Harness → how many training tasks' references are replayed through it (absent: every one). */
+    referencesPerHarness?: Record<string, number>;
+  };
   /** Non-finite training steps: stop or skip (set on every Experiment plan; not part of the plan hash). */
   onBadStep?: BadStepPolicy;
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */

@@ -45,6 +45,15 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (selected.names.length === 0 && !selected.diagnostics.some((d) => d.severity === "error")) {
     diagnostics.push(makeDiagnostic("NoTasksSelected", at("tasks"), "The task selection is empty.", CODES.NoTasksSelected));
   }
+  // Per-harness counts that only an SFT stage or a held-out evaluation reads.
+  (spec.harnesses as { sftReferences?: number; heldOutAttempts?: number }[]).forEach((h, i) => {
+    if (h.sftReferences !== undefined && !(isExperiment && spec.sft)) {
+      diagnostics.push(makeDiagnostic("FieldHasNoEffect", at("harnesses", i, "sftReferences"), "`sftReferences` does nothing: this Experiment has no `sft` stage.", CODES.FieldHasNoEffect));
+    }
+    if (h.heldOutAttempts !== undefined && !(isExperiment && (spec.heldOut ?? []).length > 0)) {
+      diagnostics.push(makeDiagnostic("FieldHasNoEffect", at("harnesses", i, "heldOutAttempts"), "`heldOutAttempts` does nothing: this Experiment has no `heldOut` tasks.", CODES.FieldHasNoEffect));
+    }
+  });
 
   const harnesses = (spec.harnesses as ({ name: string; weight?: number; env?: Record<string, string> } & HarnessKnobValues)[]).map((h, i) => {
     const e = world.harnesses.get(h.name);
@@ -199,6 +208,8 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (trainer) plan.trainer = trainer;
   if (isExperiment && spec.sft) {
     plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained" };
+    const limits = (spec.harnesses as { name: string; sftReferences?: number }[]).filter((h) => h.sftReferences !== undefined);
+    if (limits.length > 0) plan.sft.referencesPerHarness = Object.fromEntries(limits.map((h) => [h.name, h.sftReferences!]));
   }
   if (isExperiment) plan.onBadStep = resolveBadStepPolicy(spec.onBadStep);
   plan.hash = hashPlan(plan);

@@ -38,6 +38,9 @@ export const HarnessUse = z.strictObject({
       "This harness's share of the training rollouts (default 1): each training step runs each of its tasks through one harness, and harness h gets weight_h / Σ weight of the run's groups (dealt in order, never a whole group ahead of its share; shuffled within a step from the seed). Held-out evaluations run every task through every harness.",
     ),
   env: HarnessEnv,
+  sftReferences: PositiveInt.max(1_000_000)
+    .optional()
+    .describe("How many training tasks' reference solutions are replayed through this harness for SFT (default: every one; a seeded sample otherwise), for a harness slow to start."),
   heldOutAttempts: PositiveInt.max(10_000)
     .optional()
     .describe("Attempts per held-out task through this harness (default eval.attempts): a harness that takes ten times longer to start can be evaluated on fewer."),

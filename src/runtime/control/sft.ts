@@ -64,8 +64,11 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
   const tasks = plan.tasks.filter((t) => !held.has(t.name) && t.reference && t.reference.length > 0);
   const rollouts: PlanRollout[] = [];
   const scriptOf = new Map<string, { key: string; turns: ScriptedTurn[] }>();
+  // A harness with a reference limit replays a seeded sample of the tasks, the same in every run of the plan.
+  const order = shuffledIndexes(tasks.length, plan.seed);
+  const limited = new Map(Object.entries(plan.sft?.referencesPerHarness ?? {}).map(([h, n]) => [h, new Set(order.slice(0, n))]));
   tasks.forEach((t, i) => {
-    for (const h of plan.harnesses.filter((x) => x.dialect)) {
+    for (const h of plan.harnesses.filter((x) => x.dialect && (limited.get(x.name)?.has(i) ?? true))) {
       const id = `sft-${i}-${h.name}`;
       rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0, seed: 0 });
       scriptOf.set(id, { key: id, turns: mappedReference(t.reference!, h) });
@@ -180,6 +183,16 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   }
   store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
+}
+
+function shuffledIndexes(n: number, seed: number): number[] {
+  const random = rng((seed ^ 0x5bd1e995) >>> 0);
+  const out = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 /** The SFT subsets' random source: the compiler's mulberry32, on a seed of its own. */

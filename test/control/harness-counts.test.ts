@@ -1,5 +1,5 @@
-// A harness that is ten times slower to start can be held-out evaluated on fewer attempts:
-// `harnesses[].heldOutAttempts` overrides eval.attempts for that harness's held-out rollouts.
+// A harness ten times slower to start than another can be held-out evaluated on fewer attempts
+// (`harnesses[].heldOutAttempts`) and replay fewer SFT references (`harnesses[].sftReferences`).
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,5 +33,18 @@ describe("held-out attempts per harness", () => {
     const a = plan("    - {name: reins-agent}\n    - {name: claude-code, heldOutAttempts: 3}\n");
     const b = plan("    - {name: reins-agent}\n    - {name: claude-code, heldOutAttempts: 4}\n");
     expect(a.hash).not.toBe(b.hash);
+  });
+});
+
+describe("SFT references per harness", () => {
+  it("replays a seeded sample of that many training tasks through the harness, all through the others", async () => {
+    const { sftRollouts } = await import("../../src/runtime/control/loop.js");
+    const p = plan("    - {name: reins-agent}\n    - {name: claude-code, sftReferences: 5}\n");
+    const { rollouts } = sftRollouts(p);
+    const of = (h: string) => rollouts.filter((r) => r.harness === h).map((r) => r.task);
+    expect(of("reins-agent")).toHaveLength(56);
+    expect(of("claude-code")).toHaveLength(5);
+    expect(new Set(of("claude-code")).size).toBe(5);
+    expect(sftRollouts(plan("    - {name: reins-agent}\n    - {name: claude-code, sftReferences: 5}\n")).rollouts).toEqual(rollouts);
   });
 });
