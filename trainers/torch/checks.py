@@ -4,6 +4,9 @@
       → {"weights": [[...], ...]}: this worker's correction weights (0 where lossMask is 0)
   {"op": "tree-vs-paths", "modelDir": D, "cases": [{"tree": TrainingBatch, "paths": TrainingBatch}]}
       → per case: both losses and the largest gradient difference between the two layouts
+  {"op": "prefix-sharing", "modelDir": D, "cases": [TrainingBatch, ...]}
+      → per case: losses, largest gradient difference, tokens and micro-batches with the shared
+        prefix computed once (sharePrefix) and without
 """
 from __future__ import annotations
 
@@ -35,9 +38,9 @@ def check_correction(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"weights": out}
 
 
-def gradients(trainer, batch: Dict[str, Any]) -> Dict[str, Any]:
+def gradients(trainer, batch: Dict[str, Any], **options) -> Dict[str, Any]:
     trainer._zero_grads()
-    m = trainer.forward_backward({"batch": batch})
+    m = trainer.forward_backward({"batch": batch, **options})
     grads = {n: p.grad.detach().clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
     trainer._zero_grads()
     return {"metrics": m, "grads": grads}
@@ -63,6 +66,27 @@ def check_tree_vs_paths(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"cases": results}
 
 
+def check_prefix_sharing(req: Dict[str, Any]) -> Dict[str, Any]:
+    from .trainer import Trainer
+
+    torch.set_num_threads(int(req.get("threads", 1)))
+    results = []
+    with tempfile.TemporaryDirectory() as out:
+        t = Trainer(req["modelDir"], out, device=req.get("device", "cpu"),
+                    micro_batch_tokens=int(req.get("microBatchTokens", 8192)))
+        for batch in req["cases"]:
+            a = gradients(t, batch, sharePrefix=True)
+            b = gradients(t, batch, sharePrefix=False)
+            diff = max(float((g - b["grads"][n]).abs().max()) for n, g in a["grads"].items())
+            scale = max(float(g.abs().max()) for g in a["grads"].values())
+            ma, mb = a["metrics"], b["metrics"]
+            results.append({"sharedLoss": ma["loss"], "plainLoss": mb["loss"], "lossDiff": abs(ma["loss"] - mb["loss"]),
+                            "maxGradDiff": diff, "maxGrad": scale, "sharedTokens": ma["tokensProcessed"],
+                            "plainTokens": mb["tokensProcessed"], "sharedMicroBatches": ma["microBatches"],
+                            "plainMicroBatches": mb["microBatches"]})
+    return {"cases": results}
+
+
 def main() -> int:
     req = json.load(sys.stdin)
     op = req.get("op")
@@ -70,6 +94,8 @@ def main() -> int:
         out = check_correction(req)
     elif op == "tree-vs-paths":
         out = check_tree_vs_paths(req)
+    elif op == "prefix-sharing":
+        out = check_prefix_sharing(req)
     else:
         print(f"checks: unknown op {op!r}", file=sys.stderr)
         return 2

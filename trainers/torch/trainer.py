@@ -58,7 +58,8 @@ def load_policy(model_dir: str, value_head: bool = False) -> Policy:
 class Trainer:
     def __init__(self, model_dir: str, out_dir: str, lr: float = 1e-4, device: str = "cpu",
                  micro_batch_tokens: int = 8192, micro_batch_cells: int = 0, grad_clip: float = 1.0, value_head: bool = False,
-                 vf_coef: float = 0.5, seed: int = 0, dist: Optional[Dist] = None, policy: Optional[Policy] = None):
+                 vf_coef: float = 0.5, seed: int = 0, dist: Optional[Dist] = None, policy: Optional[Policy] = None,
+                 share_prefix: bool = True):
         torch.manual_seed(seed)
         self.model_dir, self.out_dir = os.path.abspath(model_dir), os.path.abspath(out_dir)
         os.makedirs(self.out_dir, exist_ok=True)
@@ -69,6 +70,8 @@ class Trainer:
         self.model = self.dist.wrap(self.policy)
         self.lr, self.grad_clip, self.vf_coef = lr, grad_clip, vf_coef
         self.micro_batch_tokens = micro_batch_tokens
+        # Compute a prefix all rows of a micro-batch share once (packing.py); exact up to float rounding.
+        self.share_prefix = share_prefix
         # Attention cells (rows × length²) per micro-batch: small on CPU, where big score
         # matrices cost more in memory traffic than they save in per-call overhead.
         self.micro_batch_cells = micro_batch_cells or (1 << 22 if self.device.type == "cpu" else 1 << 28)
@@ -97,7 +100,7 @@ class Trainer:
     @staticmethod
     def _select(model, mb, with_values: bool = False):
         """Logits (and values) at the positions predicting each trained token."""
-        return model(mb.input_ids, mb.position_ids, mb.mask, mb.b_idx, mb.pred_idx, with_values)
+        return model(mb.input_ids, mb.position_ids, mb.mask, mb.b_idx, mb.pred_idx, with_values, mb.prefix)
 
     def _zero_grads(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -123,8 +126,9 @@ class Trainer:
         if req.get("algorithm"):
             alg.update(req["algorithm"])
         trained = assign_coefficients(batch, alg.get("lossAggregation", "token-mean"))
+        share = bool(req.get("sharePrefix", self.share_prefix))
         groups = group_micro_batches(batch.rows, int(req.get("microBatchTokens", self.micro_batch_tokens)),
-                                     int(req.get("microBatchCells", self.micro_batch_cells)))
+                                     int(req.get("microBatchCells", self.micro_batch_cells)), share)
         mine = groups[self.dist.rank::self.dist.world]
         rounds = self.dist.max_int(len(mine))
         kl_coef = float(alg.get("klCoef", 0.0) or 0.0)
@@ -139,7 +143,7 @@ class Trainer:
             if i >= len(mine):
                 self.dist.dummy_backward(self.model, self.device)
                 continue
-            mb = build_micro_batch(mine[i], self.device)
+            mb = build_micro_batch(mine[i], self.device, share)
             logits, values = self._select(self.model, mb, use_values)
             lp, ent = token_terms(logits, mb.target)
             if objective == "sft":
