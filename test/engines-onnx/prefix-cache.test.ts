@@ -5,8 +5,10 @@
  * greedy tokens and logprobs as without the cache, prefilling only what is new, and never
  * reuses a state across weights versions.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compilePlan } from "../../src/compiler/index.js";
 import { createRng } from "../../src/compiler/contract/rng.js";
 import type { GenerateRequest, GenerateResult } from "../../src/runtime/engines/engine.js";
 import { OnnxEngine } from "../../src/runtime/engines/onnx.js";
@@ -106,5 +108,44 @@ describe("the onnx engine's prefix cache", () => {
     expect(after.weightsVersion).toBe(v2.version);
     expect(await cached.prefixCacheStats()).toMatchObject({ lookups: 1, hits: 0, reusedTokens: 0 });
     expectSame(after, await engine(v2).generate(greedy([...prompt, 9, ...old.ids.slice(0, 50)], "next")));
+  });
+
+  it("is off unless the Model asks for it; `prefixCache: {}` keeps 8 sequences and 256 MiB", () => {
+    const plan = (engineYaml: string) => {
+      const dir = tempDir("reins-prefix-spec-");
+      mkdirSync(join(dir, "policy"));
+      writeFileSync(
+        join(dir, "eval.yaml"),
+        `apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: small}
+spec:
+  tokenizer: {type: qwen3}
+  engine: {type: onnx, modelPath: policy${engineYaml}}
+---
+apiVersion: reins/v1alpha1
+kind: Harness
+metadata: {name: h}
+spec: {dialect: openai-chat, command: [agent, "{{instruction}}"]}
+---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: t}
+spec: {instruction: x, verifier: {checks: [{fileExists: a.txt}]}}
+---
+apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: e}
+spec: {model: {name: small}, tasks: [{name: t}], harnesses: [{name: h}]}
+`,
+      );
+      return compilePlan(["eval.yaml"], { cwd: dir, env: {}, projectRoot: "." });
+    };
+    expect(plan("").value!.model!.engine).not.toHaveProperty("prefixCache");
+    expect(plan(", prefixCache: {}").value!.model!.engine).toMatchObject({ prefixCache: { entries: 8, maxMiB: 256 } });
+    expect(plan(", prefixCache: {entries: 32, maxMiB: 1024}").value!.model!.engine).toMatchObject({ prefixCache: { entries: 32, maxMiB: 1024 } });
+    const bad = plan(", prefixCache: {entries: 0, size: 3}");
+    expect(bad.value).toBeUndefined();
+    expect(bad.diagnostics.map((d) => d.message).join("\n")).toMatch(/entries[\s\S]*size|size[\s\S]*entries/);
   });
 });
