@@ -1,7 +1,7 @@
 /**
- * The trainer computes a prefix that every row of a micro-batch shares (a harness's system prompt
- * and tools across a step's rollouts) once, and gets the same losses and gradients as computing
- * it in every row: tree rows with branches, per-path rows, a rollout whose trained tokens start
+ * The trainer computes a prefix that the rows of a micro-batch share (a harness's system prompt
+ * and tools across a step's rollouts) once — once for a run of consecutive micro-batches sharing
+ * it — and gets the same losses and gradients as computing it in every row: tree rows with branches, per-path rows, a rollout whose trained tokens start
  * inside the common prefix (the shared part stops before them), and a batch with no common
  * prefix (exactly as before).
  */
@@ -84,5 +84,11 @@ describe("a prefix shared by a micro-batch's rows", () => {
     expectSameTraining(c);
     expect(c.plainMicroBatches).toBeGreaterThanOrEqual(3); // 8 rows of ~620 tokens, 2048 tokens a micro-batch
     expect(c.sharedMicroBatches).toBe(1); // 600 + 8 × ~20 suffix tokens
+    // Few attention cells a micro-batch: several micro-batches, one prefix computed for all of them.
+    const [few] = runCheck<{ cases: Case[] }>({ op: "prefix-sharing", modelDir: model.dir, microBatchCells: 40_000, cases: [treeBatch(trees)] }).cases;
+    expectSameTraining(few);
+    expect(few.plainMicroBatches).toBe(8);
+    expect(few.sharedMicroBatches).toBeGreaterThanOrEqual(3);
+    expect(few.plainTokens - few.sharedTokens).toBe(7 * 600);
   });
 });

@@ -73,7 +73,8 @@ def check_prefix_sharing(req: Dict[str, Any]) -> Dict[str, Any]:
     results = []
     with tempfile.TemporaryDirectory() as out:
         t = Trainer(req["modelDir"], out, device=req.get("device", "cpu"),
-                    micro_batch_tokens=int(req.get("microBatchTokens", 8192)))
+                    micro_batch_tokens=int(req.get("microBatchTokens", 8192)),
+                    micro_batch_cells=int(req.get("microBatchCells", 0)))
         for batch in req["cases"]:
             a = gradients(t, batch, sharePrefix=True)
             b = gradients(t, batch, sharePrefix=False)

@@ -215,15 +215,19 @@ class Policy(nn.Module):
             presents.append(present)
         return self.model.norm(x), presents
 
-    def forward(self, input_ids, position_ids, mask=None, b_idx=None, pred_idx=None, with_values=False, prefix=None):
+    def forward(self, input_ids, position_ids, mask=None, b_idx=None, pred_idx=None, with_values=False, prefix=None,
+                past=None):
         """Logits [B, S, V] (float32); or, given flat (b_idx, pred_idx), the logits [N, V] at those
         positions only (and the critic's values there when `with_values`). One entry point, so a
         wrapped (FSDP) module gathers its parameters for every use.
 
         `prefix` = (ids [1, P], positions [1, P]): a prefix every row shares, computed once; the
-        rows (then their suffixes) attend to its keys and values, `mask` being [B, S, P+S]."""
-        past = None
-        if prefix is not None:
+        rows (then their suffixes) attend to its keys and values, `mask` being [B, S, P+S]. `past`:
+        those keys and values per layer, already computed ([B or 1, KVH, P, D]; then `prefix` is unused)."""
+        if past is not None:
+            b = input_ids.shape[0]
+            past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in past]
+        elif prefix is not None:
             _, shared = self.hidden(prefix[0], prefix[1])
             b = input_ids.shape[0]
             past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in shared]

@@ -78,9 +78,9 @@ def common_prefix(first: np.ndarray, other: np.ndarray, limit: int) -> int:
     return int(neq[0]) if neq.size else limit
 
 
-def shared_prefix(rows: List[Row]) -> int:
+def shared_prefix(rows: List[Row], min_rows: int = 2) -> int:
     """The prefix length every row of a micro-batch shares (0: none worth sharing)."""
-    if len(rows) < 2:
+    if len(rows) < min_rows:
         return 0
     p = min(prefix_cap(r) for r in rows)
     for r in rows[1:]:
@@ -145,9 +145,31 @@ def group_micro_batches(rows: List[Row], budget: int, cell_budget: int = 1 << 62
     return groups
 
 
-def build_micro_batch(rows: List[Row], device: torch.device, share: bool = True) -> MicroBatch:
+def prefix_runs(groups: List[List[Row]]) -> List[tuple]:
+    """(run, P) per micro-batch: consecutive micro-batches that share a prefix form a run (numbered
+    from 0; -1: not in one) whose P every member shares, so the prefix is computed once for all of
+    them. A run stops where joining would cut its prefix below 3/4 of what it was."""
+    ps = [shared_prefix(g, 1) for g in groups]
+    out: List[tuple] = [(-1, 0)] * len(groups)
+    i = run = 0
+    while i < len(groups):
+        j, p = i + 1, ps[i]
+        while p and j < len(groups) and ps[j]:
+            q = common_prefix(groups[i][0].tokens, groups[j][0].tokens, min(p, ps[j]))
+            if q < MIN_SHARED_PREFIX or 4 * q < 3 * p:
+                break
+            p, j = q, j + 1
+        if j - i >= 2:
+            out[i:j] = [(run, p)] * (j - i)
+            run += 1
+        i = j
+    return out
+
+
+def build_micro_batch(rows: List[Row], device: torch.device, share: bool = True, prefix: Optional[int] = None) -> MicroBatch:
+    """`prefix`: the shared prefix length to use (a run's, see prefix_runs); default: the rows' own."""
     b = len(rows)
-    p = shared_prefix(rows) if share else 0
+    p = prefix if prefix is not None else (shared_prefix(rows) if share else 0)
     s = max(r.tokens.shape[0] for r in rows) - p
     ids = np.zeros((b, s), dtype=np.int64)
     pos = np.zeros((b, s), dtype=np.int64)
