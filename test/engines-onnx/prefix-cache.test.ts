@@ -79,6 +79,19 @@ describe("the onnx engine's prefix cache", () => {
     expect(await plain.prefixCacheStats()).toBeNull();
   });
 
+  it("lets calls arriving together wait for the prefill of the prefix they share rather than repeat it", async () => {
+    const system = ids(2, 700, v1.vocabSize);
+    const prompts = [0, 1, 2, 3].map((k) => [...system, ...ids(150 + k, 30, v1.vocabSize)]);
+    const plain = engine(v1);
+    const cached = engine(v1, { entries: 8, maxMiB: 64 });
+    const [want, got] = await Promise.all([
+      Promise.all(prompts.map((p, k) => plain.generate(greedy(p, `r${k}`)))),
+      Promise.all(prompts.map((p, k) => cached.generate(greedy(p, `r${k}`)))),
+    ]);
+    got.forEach((g, k) => expectSame(g, want[k]));
+    expect(await cached.prefixCacheStats()).toMatchObject({ lookups: 4, hits: 3, reusedTokens: 3 * 700, prefilledTokens: 730 + 3 * 30 });
+  });
+
   it("keeps at most `entries` sequences and `maxMiB` of KV", async () => {
     const few = engine(v1, { entries: 2, maxMiB: 64 });
     for (let k = 0; k < 4; k++) await few.generate(greedy(ids(300 + k, 50, v1.vocabSize), `r${k}`, 4));

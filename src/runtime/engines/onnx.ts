@@ -218,12 +218,25 @@ export class OnnxEngine implements Engine {
     let finish: GenerateResult["finish"] = "length";
     const budget = Math.min(sampling.maxTokens, m.maxContext - req.promptIds.length);
     let state = m.kv ? emptyPast(m.kv) : null;
-    const hit = m.cache ? m.cache.lookup(req.promptIds) : { length: 0, state: null };
-    if (hit.state) state = hit.state;
-    let row = await this.step(m, req.promptIds.slice(hit.length), hit.length, state, (s) => (state = s));
+    let hit: { length: number; state: Record<string, ort.Tensor> | null } = { length: 0, state: null };
+    let row: Float32Array;
+    if (m.cache) {
+      // Wait (a few times at most) for prefills in flight that this prompt shares much of.
+      for (let w = 0, p = m.cache.better(req.promptIds); p && w < 4; w++, p = m.cache.better(req.promptIds)) await p;
+      if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
+      hit = m.cache.lookup(req.promptIds);
+      const end = m.cache.begin(req.promptIds);
+      try {
+        row = await this.step(m, req.promptIds.slice(hit.length), hit.length, hit.state ?? state, (s) => (state = s));
+        if (state) m.cache.insert(req.promptIds, state);
+      } finally {
+        end();
+      }
+    } else {
+      row = await this.step(m, req.promptIds, 0, state, (s) => (state = s));
+    }
     // The ids whose KV `state` holds: the prompt, then each sampled token once it is fed back.
     const fed = m.cache ? [...req.promptIds] : null;
-    if (fed && state) m.cache!.insert(fed, state);
     for (let t = 0; t < budget; t++) {
       if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
       const pick = sampleToken(row, sampling.temperature, sampling.topP, rng);

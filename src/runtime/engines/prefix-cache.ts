@@ -9,6 +9,9 @@
  *   themselves (whole-entry reuse) or sliced copies along the sequence axis, so a generation in
  *   flight and a later eviction cannot disturb each other. The engine is single-threaded JS:
  *   lookups and inserts run between awaits, so concurrent generations see a consistent cache.
+ * - Prefills in flight: a prompt whose prefix another call is prefilling right now (the first
+ *   calls of a step's rollouts arrive together) waits for that prefill and reuses it, rather than
+ *   prefilling the same tokens in parallel (`better`).
  * - One cache per loaded weights version (the engine owns one per session); a generation that
  *   finishes on a retired version stores nothing (see `closed`).
  */
@@ -44,6 +47,14 @@ interface Entry {
   bytes: number;
 }
 
+interface Pending {
+  ids: readonly number[];
+  done: Promise<void>;
+}
+
+/** A prefill in flight is worth waiting for when it gives a prompt this many more tokens. */
+const WAIT_GAIN = 64;
+
 /** Longest common prefix of two id sequences. */
 export function commonPrefix(a: readonly number[], b: readonly number[]): number {
   const n = Math.min(a.length, b.length);
@@ -55,6 +66,7 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
 export class PrefixCache {
   /** Most recently used last. */
   private entries: Entry[] = [];
+  private pending: Pending[] = [];
   private bytes = 0;
   private closed = false;
   readonly stats = { lookups: 0, hits: 0, reusedTokens: 0, prefilledTokens: 0 };
@@ -63,6 +75,33 @@ export class PrefixCache {
     readonly limits: PrefixCacheLimits,
     readonly kv: KvShape,
   ) {}
+
+  /** The longest stored prefix `prompt` could reuse now. */
+  private stored(prompt: readonly number[]): number {
+    let best = 0;
+    for (const e of this.entries) best = Math.max(best, Math.min(commonPrefix(e.ids, prompt), prompt.length - 1));
+    return best;
+  }
+
+  /** A prefill in flight that would give `prompt` a much longer prefix than any stored one: wait for it, then look up. */
+  better(prompt: readonly number[]): Promise<void> | null {
+    const have = this.stored(prompt);
+    for (const p of this.pending) {
+      if (Math.min(commonPrefix(p.ids, prompt), prompt.length - 1) >= have + WAIT_GAIN) return p.done;
+    }
+    return null;
+  }
+
+  /** Announce a prefill of `ids`; call the function returned when it has ended (stored or not). */
+  begin(ids: readonly number[]): () => void {
+    let end!: () => void;
+    const p: Pending = { ids, done: new Promise<void>((r) => (end = r)) };
+    this.pending.push(p);
+    return () => {
+      this.pending = this.pending.filter((x) => x !== p);
+      end();
+    };
+  }
 
   /**
    * The longest stored prefix of `prompt` that leaves at least one token to run (the last prompt
