@@ -91,4 +91,21 @@ describe("a prefix shared by a micro-batch's rows", () => {
     expect(few.sharedMicroBatches).toBeGreaterThanOrEqual(3);
     expect(few.plainTokens - few.sharedTokens).toBe(7 * 600);
   });
+
+  it("gives the same losses and gradients with attention in query chunks (long rows on CPU) as with whole score matrices", () => {
+    const rng = createRng(5);
+    const prefix = Array.from({ length: 300 }, () => Math.floor(rng.next() * (model.vocabSize - 8)));
+    const trees = randomTrees(51, 4, model.vocabSize, { segments: 10, maxSeg: 12 }).map((t) => withPrefix(t, prefix));
+    const cases = runCheck<{ cases: { lossDiff: number; maxGradDiff: number; maxGrad: number; wholeLoss: number }[] }>({
+      op: "chunked-attention",
+      modelDir: model.dir,
+      chunkCells: 50_000,
+      cases: [treeBatch(trees), pathsBatch(trees)],
+    }).cases;
+    for (const c of cases) {
+      expect(c.lossDiff).toBeLessThan(1e-5 * Math.max(1, Math.abs(c.wholeLoss)));
+      expect(c.maxGradDiff).toBeLessThan(1e-5 * Math.max(1, c.maxGrad));
+      expect(c.maxGrad).toBeGreaterThan(0);
+    }
+  });
 });
