@@ -237,9 +237,10 @@ class Policy(nn.Module):
             mask = mask[:, None]
         # One additive mask for all layers; half the dtype's minimum so that adding scores cannot overflow.
         # Training with scores over ATTENTION_CHUNK_CELLS keeps the bool mask (chunked attention).
-        cells = x.shape[0] * self.config.num_attention_heads * s * (past_len + s)
-        if (ATTENTION_CHUNK_CELLS and cells > ATTENTION_CHUNK_CELLS and x.device.type == "cpu" and self.training
-                and torch.is_grad_enabled() and not torch.onnx.is_in_onnx_export()):
+        chunked = (ATTENTION_CHUNK_CELLS > 0 and self.training and torch.is_grad_enabled() and x.device.type == "cpu"
+                   and not torch.onnx.is_in_onnx_export()
+                   and x.shape[0] * self.config.num_attention_heads * s * (past_len + s) > ATTENTION_CHUNK_CELLS)
+        if chunked:
             bias = mask.expand(mask.shape[0], 1, s, past_len + s)
         else:
             bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, torch.finfo(x.dtype).min / 2)
