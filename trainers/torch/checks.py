@@ -4,6 +4,11 @@
       → {"weights": [[...], ...]}: this worker's correction weights (0 where lossMask is 0)
   {"op": "tree-vs-paths", "modelDir": D, "cases": [{"tree": TrainingBatch, "paths": TrainingBatch}]}
       → per case: both losses and the largest gradient difference between the two layouts
+  {"op": "prefix-sharing", "modelDir": D, "cases": [TrainingBatch, ...]}
+      → per case: losses, largest gradient difference, tokens and micro-batches with the shared
+        prefix computed once (sharePrefix) and without
+  {"op": "chunked-attention", "modelDir": D, "chunkCells": N, "cases": [TrainingBatch, ...]}
+      → per case: losses and largest gradient difference, attention in query chunks vs whole
 """
 from __future__ import annotations
 
@@ -35,9 +40,9 @@ def check_correction(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"weights": out}
 
 
-def gradients(trainer, batch: Dict[str, Any]) -> Dict[str, Any]:
+def gradients(trainer, batch: Dict[str, Any], **options) -> Dict[str, Any]:
     trainer._zero_grads()
-    m = trainer.forward_backward({"batch": batch})
+    m = trainer.forward_backward({"batch": batch, **options})
     grads = {n: p.grad.detach().clone() for n, p in trainer.policy.named_parameters() if p.grad is not None}
     trainer._zero_grads()
     return {"metrics": m, "grads": grads}
@@ -63,6 +68,54 @@ def check_tree_vs_paths(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"cases": results}
 
 
+def check_prefix_sharing(req: Dict[str, Any]) -> Dict[str, Any]:
+    from .trainer import Trainer
+
+    torch.set_num_threads(int(req.get("threads", 1)))
+    results = []
+    with tempfile.TemporaryDirectory() as out:
+        t = Trainer(req["modelDir"], out, device=req.get("device", "cpu"),
+                    micro_batch_tokens=int(req.get("microBatchTokens", 8192)),
+                    micro_batch_cells=int(req.get("microBatchCells", 0)))
+        for batch in req["cases"]:
+            a = gradients(t, batch, sharePrefix=True)
+            b = gradients(t, batch, sharePrefix=False)
+            diff = max(float((g - b["grads"][n]).abs().max()) for n, g in a["grads"].items())
+            scale = max(float(g.abs().max()) for g in a["grads"].values())
+            ma, mb = a["metrics"], b["metrics"]
+            results.append({"sharedLoss": ma["loss"], "plainLoss": mb["loss"], "lossDiff": abs(ma["loss"] - mb["loss"]),
+                            "maxGradDiff": diff, "maxGrad": scale, "sharedTokens": ma["tokensProcessed"],
+                            "plainTokens": mb["tokensProcessed"], "sharedMicroBatches": ma["microBatches"],
+                            "plainMicroBatches": mb["microBatches"]})
+    return {"cases": results}
+
+
+def check_chunked_attention(req: Dict[str, Any]) -> Dict[str, Any]:
+    """Each case's gradients with attention in small query chunks against the whole score matrix."""
+    from . import model as model_module
+    from .trainer import Trainer
+
+    torch.set_num_threads(int(req.get("threads", 1)))
+    results = []
+    saved = model_module.ATTENTION_CHUNK_CELLS
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            t = Trainer(req["modelDir"], out, device="cpu", micro_batch_tokens=int(req.get("microBatchTokens", 8192)))
+            for batch in req["cases"]:
+                model_module.ATTENTION_CHUNK_CELLS = int(req.get("chunkCells", 4096))
+                a = gradients(t, batch)
+                model_module.ATTENTION_CHUNK_CELLS = 0
+                b = gradients(t, batch)
+                diff = max(float((g - b["grads"][n]).abs().max()) for n, g in a["grads"].items())
+                scale = max(float(g.abs().max()) for g in a["grads"].values())
+                results.append({"chunkedLoss": a["metrics"]["loss"], "wholeLoss": b["metrics"]["loss"],
+                                "lossDiff": abs(a["metrics"]["loss"] - b["metrics"]["loss"]),
+                                "maxGradDiff": diff, "maxGrad": scale})
+    finally:
+        model_module.ATTENTION_CHUNK_CELLS = saved
+    return {"cases": results}
+
+
 def main() -> int:
     req = json.load(sys.stdin)
     op = req.get("op")
@@ -70,6 +123,10 @@ def main() -> int:
         out = check_correction(req)
     elif op == "tree-vs-paths":
         out = check_tree_vs_paths(req)
+    elif op == "prefix-sharing":
+        out = check_prefix_sharing(req)
+    elif op == "chunked-attention":
+        out = check_chunked_attention(req)
     else:
         print(f"checks: unknown op {op!r}", file=sys.stderr)
         return 2

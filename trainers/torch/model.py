@@ -22,6 +22,31 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+# Training attention on CPU whose score matrix (rows × heads × queries × keys) exceeds this many cells
+# runs in query chunks of about this size, each recomputed in backward (checkpointed), so the scores
+# of a long row are never all held at once; the mask stays boolean. The default (64M cells: beyond a
+# 4K-token row with 4 heads) trades time for memory only where memory is the limit: one 8K-token
+# row of the small policy peaks at 1.6 GB instead of 6.7 GB, and takes 2.1x longer. 0: off.
+ATTENTION_CHUNK_CELLS = 1 << 26
+
+
+def masked_attention(q, k, v, mask, scale: float):
+    """softmax(q·kᵀ·scale, masked) · v with a bool mask [B or 1, 1, S, T] (True = may attend):
+    the same values as adding the mask's additive form (0 / finfo.min/2), which the full path uses."""
+    scores = torch.matmul(q * scale, k.transpose(-1, -2))
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min / 2)
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def chunked_attention(q, k, v, mask, scale: float, cells: int):
+    b, h, s, d = q.shape
+    t = k.shape[2]
+    c = max(1, cells // max(1, b * h * t))
+    outs = [checkpoint(masked_attention, q[:, :, i:i + c], k, v, mask[:, :, i:i + c], scale, use_reentrant=False)
+            for i in range(0, s, c)]
+    return torch.cat(outs, dim=2)
 
 
 @dataclass
@@ -116,9 +141,12 @@ class Attention(nn.Module):
             t = k.shape[2]
             k = k[:, :, None].expand(b, self.kvh, rep, t, self.d).reshape(b, self.h, t, self.d)
             v = v[:, :, None].expand(b, self.kvh, rep, t, self.d).reshape(b, self.h, t, self.d)
-        # `bias` is the additive mask (0 where allowed, a large negative number elsewhere).
+        # `bias` is the additive mask (0 where allowed, a large negative number elsewhere), or the
+        # bool mask itself when the scores are too big to hold at once (chunked, training only).
         sdpa = getattr(F, "scaled_dot_product_attention", None)
-        if sdpa is not None and not torch.onnx.is_in_onnx_export():
+        if bias.dtype == torch.bool:
+            out = chunked_attention(q, k, v, bias, 1.0 / math.sqrt(self.d), ATTENTION_CHUNK_CELLS)
+        elif sdpa is not None and not torch.onnx.is_in_onnx_export():
             out = sdpa(q, k, v, attn_mask=bias)
         else:
             scores = torch.matmul(q * (1.0 / math.sqrt(self.d)), k.transpose(-1, -2))
@@ -208,18 +236,37 @@ class Policy(nn.Module):
         elif mask.dim() == 3:
             mask = mask[:, None]
         # One additive mask for all layers; half the dtype's minimum so that adding scores cannot overflow.
-        bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, torch.finfo(x.dtype).min / 2)
+        # Training with scores over ATTENTION_CHUNK_CELLS keeps the bool mask (chunked attention).
+        chunked = (ATTENTION_CHUNK_CELLS > 0 and self.training and torch.is_grad_enabled() and x.device.type == "cpu"
+                   and not torch.onnx.is_in_onnx_export()
+                   and x.shape[0] * self.config.num_attention_heads * s * (past_len + s) > ATTENTION_CHUNK_CELLS)
+        if chunked:
+            bias = mask.expand(mask.shape[0], 1, s, past_len + s)
+        else:
+            bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, torch.finfo(x.dtype).min / 2)
         presents: List[Tuple[torch.Tensor, torch.Tensor]] = []
         for i, layer in enumerate(self.model.layers):
             x, present = layer(x, cos, sin, bias, past[i] if past is not None else None)
             presents.append(present)
         return self.model.norm(x), presents
 
-    def forward(self, input_ids, position_ids, mask=None, b_idx=None, pred_idx=None, with_values=False):
+    def forward(self, input_ids, position_ids, mask=None, b_idx=None, pred_idx=None, with_values=False, prefix=None,
+                past=None):
         """Logits [B, S, V] (float32); or, given flat (b_idx, pred_idx), the logits [N, V] at those
         positions only (and the critic's values there when `with_values`). One entry point, so a
-        wrapped (FSDP) module gathers its parameters for every use."""
-        h, _ = self.hidden(input_ids, position_ids, mask)
+        wrapped (FSDP) module gathers its parameters for every use.
+
+        `prefix` = (ids [1, P], positions [1, P]): a prefix every row shares, computed once; the
+        rows (then their suffixes) attend to its keys and values, `mask` being [B, S, P+S]. `past`:
+        those keys and values per layer, already computed ([B or 1, KVH, P, D]; then `prefix` is unused)."""
+        if past is not None:
+            b = input_ids.shape[0]
+            past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in past]
+        elif prefix is not None:
+            _, shared = self.hidden(prefix[0], prefix[1])
+            b = input_ids.shape[0]
+            past = [(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in shared]
+        h, _ = self.hidden(input_ids, position_ids, mask, past)
         if b_idx is None:
             return self.lm_head(h).float()
         hs = h[b_idx, pred_idx]

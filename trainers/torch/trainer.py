@@ -21,7 +21,7 @@ from .distributed import Dist
 from .losses import policy_loss, sft_loss, token_terms
 from .model import Policy, PolicyConfig
 from .onnx_export import export_onnx
-from .packing import build_micro_batch, group_micro_batches
+from .packing import build_micro_batch, group_micro_batches, prefix_runs
 
 PROTOCOL_VERSION = 1
 MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -58,7 +58,8 @@ def load_policy(model_dir: str, value_head: bool = False) -> Policy:
 class Trainer:
     def __init__(self, model_dir: str, out_dir: str, lr: float = 1e-4, device: str = "cpu",
                  micro_batch_tokens: int = 8192, micro_batch_cells: int = 0, grad_clip: float = 1.0, value_head: bool = False,
-                 vf_coef: float = 0.5, seed: int = 0, dist: Optional[Dist] = None, policy: Optional[Policy] = None):
+                 vf_coef: float = 0.5, seed: int = 0, dist: Optional[Dist] = None, policy: Optional[Policy] = None,
+                 share_prefix: bool = True):
         torch.manual_seed(seed)
         self.model_dir, self.out_dir = os.path.abspath(model_dir), os.path.abspath(out_dir)
         os.makedirs(self.out_dir, exist_ok=True)
@@ -69,6 +70,8 @@ class Trainer:
         self.model = self.dist.wrap(self.policy)
         self.lr, self.grad_clip, self.vf_coef = lr, grad_clip, vf_coef
         self.micro_batch_tokens = micro_batch_tokens
+        # Compute a prefix all rows of a micro-batch share once (packing.py); exact up to float rounding.
+        self.share_prefix = share_prefix
         # Attention cells (rows × length²) per micro-batch: small on CPU, where big score
         # matrices cost more in memory traffic than they save in per-call overhead.
         self.micro_batch_cells = micro_batch_cells or (1 << 22 if self.device.type == "cpu" else 1 << 28)
@@ -95,9 +98,24 @@ class Trainer:
         return self.reference
 
     @staticmethod
-    def _select(model, mb, with_values: bool = False):
+    def _select(model, mb, with_values: bool = False, past=None):
         """Logits (and values) at the positions predicting each trained token."""
-        return model(mb.input_ids, mb.position_ids, mb.mask, mb.b_idx, mb.pred_idx, with_values)
+        return model(mb.input_ids, mb.position_ids, mb.mask, mb.b_idx, mb.pred_idx, with_values, mb.prefix, past)
+
+    def _prefix_kv(self, prefix):
+        """A run's shared prefix through the model once: its keys and values per layer (graph kept),
+        and detached leaf copies the run's micro-batches attend to and accumulate gradients in."""
+        _, outs = self.policy.hidden(prefix[0], prefix[1])
+        flat = [t for kv in outs for t in kv]
+        leaves = [t.detach().requires_grad_() for t in flat]
+        return {"outs": flat, "leaves": leaves, "past": [(leaves[2 * i], leaves[2 * i + 1]) for i in range(len(outs))]}
+
+    @staticmethod
+    def _finish_prefix(kv) -> None:
+        """Back-propagate what the run's micro-batches accumulated in the prefix's keys and values."""
+        pairs = [(o, l.grad) for o, l in zip(kv["outs"], kv["leaves"]) if l.grad is not None]
+        if pairs:
+            torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
 
     def _zero_grads(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -123,10 +141,15 @@ class Trainer:
         if req.get("algorithm"):
             alg.update(req["algorithm"])
         trained = assign_coefficients(batch, alg.get("lossAggregation", "token-mean"))
+        share = bool(req.get("sharePrefix", self.share_prefix))
         groups = group_micro_batches(batch.rows, int(req.get("microBatchTokens", self.micro_batch_tokens)),
-                                     int(req.get("microBatchCells", self.micro_batch_cells)))
+                                     int(req.get("microBatchCells", self.micro_batch_cells)), share)
         mine = groups[self.dist.rank::self.dist.world]
         rounds = self.dist.max_int(len(mine))
+        # One process: a prefix shared by consecutive micro-batches goes through the model once for
+        # all of them (ranks of a distributed run keep to one forward and backward per micro-batch).
+        runs = prefix_runs(mine) if share and self.dist.world == 1 else [(-1, 0)] * len(mine)
+        run_kv = None
         kl_coef = float(alg.get("klCoef", 0.0) or 0.0)
         use_values = objective == "rl" and alg.get("type") == "PPO"
         if use_values:
@@ -139,8 +162,17 @@ class Trainer:
             if i >= len(mine):
                 self.dist.dummy_backward(self.model, self.device)
                 continue
-            mb = build_micro_batch(mine[i], self.device)
-            logits, values = self._select(self.model, mb, use_values)
+            run, run_p = runs[i]
+            mb = build_micro_batch(mine[i], self.device, share, run_p if run >= 0 else None)
+            past = None
+            if run >= 0:
+                if run_kv is None or run_kv["run"] != run:
+                    run_kv = {"run": run, **self._prefix_kv(mb.prefix)}
+                else:  # counted once, with the run's first micro-batch
+                    mb.tokens -= run_p
+                    mb.padded -= run_p
+                past = run_kv["past"]
+            logits, values = self._select(self.model, mb, use_values, past)
             lp, ent = token_terms(logits, mb.target)
             if objective == "sft":
                 out = sft_loss(lp, mb)
@@ -167,6 +199,9 @@ class Trainer:
                                   "discarded, so the next optim_step has nothing to apply; check the batch's "
                                   "advantages and logprobs, and lower the learning rate if the weights diverged")
             (loss * self.dist.world).backward()
+            if run >= 0 and (i + 1 >= len(mine) or runs[i + 1][0] != run):
+                self._finish_prefix(run_kv)
+                run_kv = None
             sums["loss"] = sums.get("loss", 0.0) + value
             for k, v in out["stats"].items():
                 x = float(v)

@@ -158,6 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--micro-batch-cells", type=int, default=0,
                     help="attention cells (rows × length²) per micro-batch; 0 = 4M on CPU, 256M on CUDA")
     ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--no-share-prefix", action="store_true",
+                    help="compute every row's prefix itself, even when all rows of a micro-batch share it")
     ap.add_argument("--value-head", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
@@ -171,7 +173,8 @@ def main(argv=None) -> int:
         device = f"cuda:{dist.local_rank}"
     try:
         trainer = Trainer(a.model_dir, a.out_dir, lr=a.lr, device=device, micro_batch_tokens=a.micro_batch_tokens,
-                          micro_batch_cells=a.micro_batch_cells, grad_clip=a.grad_clip, value_head=a.value_head, seed=a.seed, dist=dist)
+                          micro_batch_cells=a.micro_batch_cells, grad_clip=a.grad_clip, value_head=a.value_head, seed=a.seed, dist=dist,
+                          share_prefix=not a.no_share_prefix)
     except BatchProblem as p:
         print(f"trainer worker: {p.message} ({p.code}); {p.hint}", file=sys.stderr)
         return 1

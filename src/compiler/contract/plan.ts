@@ -147,12 +147,12 @@ export interface ResolvedModel {
 /**
  * The inference engine. openai-compatible: `api` is vLLM/SGLang `/v1/completions` (default) or
  * llama-server `/completion`; `apiKeyEnv` names the variable holding the key. onnx: `modelPath`
- * is absolute.
+ * is absolute; `prefixCache` is present only when the spec turns it on (its limits filled).
  */
 export type ResolvedEngine =
   | { type: "scripted"; script: ScriptedTurn[] }
   | EngineOf<"openai-compatible">
-  | (Filled<EngineOf<"onnx">> & { modelPath: string });
+  | (Filled<Omit<EngineOf<"onnx">, "prefixCache">> & { modelPath: string; prefixCache?: { entries: number; maxMiB: number } });
 
 /**
  * One scripted model turn: rendered in the model's output format, then tokenized. `raw` is used

@@ -76,6 +76,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
             modelPath: abs(e.modelPath),
             threads: e.threads ?? 2,
             seed: e.seed ?? 0,
+            ...(e.prefixCache ? { prefixCache: { entries: e.prefixCache.entries ?? 8, maxMiB: e.prefixCache.maxMiB ?? 256 } } : {}),
           };
   const model: ResolvedModel = {
     name,

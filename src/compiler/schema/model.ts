@@ -36,6 +36,15 @@ export const EngineSpec = z
       modelPath: z.string().min(1).describe("ONNX causal LM (log-softmax output)."),
       threads: PositiveInt.optional(),
       seed: z.number().int().optional(),
+      prefixCache: z
+        .strictObject({
+          entries: PositiveInt.optional().describe("Token sequences kept (default 8): each rollout's latest prompt plus completion, and recent prompts."),
+          maxMiB: PositiveInt.optional().describe("KV bytes kept, in MiB (default 256); a sequence larger than this on its own is not kept."),
+        })
+        .optional()
+        .describe(
+          "Reuse the KV of the longest stored token prefix of each prompt (a harness's shared system prompt and tools across a step's rollouts; a call that extends the previous one), per weights version, least recently used evicted. Off when absent: a reused prefix equals a full prefill only up to float rounding, and which prompts hit depends on the order of concurrent calls.",
+        ),
     }),
   ])
   .describe("Inference engine: completion by token ids with logprobs.");

@@ -17,6 +17,11 @@
  * - Hot reload: `reload(version, path)` loads a new session, then swaps it in; a generation that
  *   already started finishes on the session it started with, and each result carries the version
  *   that produced it. A session is released when its last generation ends.
+ * - Prefix cache (`prefixCache`, off by default): each loaded version keeps the KV states of recent
+ *   prompts and completions (prefix-cache.ts); a prompt prefills only what follows its longest
+ *   stored prefix. Never shared across versions: the cache lives and dies with its session.
+ *   Reusing a prefix computes the same values as a full prefill up to float rounding (matrix
+ *   products of other shapes), and which prompts hit depends on the order of concurrent calls.
  */
 import * as ort from "onnxruntime-node";
 import type { ResolvedEngine } from "../../compiler/contract/plan.js";
@@ -24,6 +29,7 @@ import { createRng } from "../../compiler/contract/rng.js";
 import { seedOf } from "../../compiler/contract/hash.js";
 import { fileVersion, locateModel } from "../policy/model-dir.js";
 import { logSoftmax, sampleToken } from "../policy/sampler.js";
+import { PrefixCache, type PrefixCacheLimits, type PrefixCacheStats } from "./prefix-cache.js";
 import {
   EngineError,
   type Engine,
@@ -45,6 +51,7 @@ class LoadedModel {
   active = 0;
   retired = false;
   private released = false;
+  cache: PrefixCache | null = null;
   constructor(
     readonly session: ort.InferenceSession,
     readonly version: string,
@@ -54,6 +61,11 @@ class LoadedModel {
     readonly output: string,
     readonly maxContext: number,
   ) {}
+
+  retire(): void {
+    this.retired = true;
+    this.cache?.close();
+  }
 
   async releaseIfIdle(): Promise<void> {
     if (this.retired && this.active === 0 && !this.released) {
@@ -73,7 +85,7 @@ function onesMask(n: number): ort.Tensor {
   return new ort.Tensor("int64", ones.subarray(0, n), [1, n]);
 }
 
-async function loadModel(path: string, version: string | undefined, threads: number): Promise<LoadedModel> {
+async function loadModel(path: string, version: string | undefined, threads: number, prefixCache?: PrefixCacheLimits): Promise<LoadedModel> {
   const loc = locateModel(path);
   if (!loc) throw new EngineError(`no ONNX model at ${path} (expected a model directory with model.onnx, or an .onnx file)`);
   if (version && loc.readyVersion && loc.readyVersion !== version) {
@@ -108,7 +120,11 @@ async function loadModel(path: string, version: string | undefined, threads: num
     }
     kv = { layers, kvHeads, headDim };
   }
-  return new LoadedModel(
+  if (prefixCache && !kv) {
+    await session.release();
+    throw new EngineError(`${loc.onnxPath} has no KV-cache inputs (past_key_values.*), so its prompts cannot reuse a prefix: remove prefixCache or export the KV-cache graph`);
+  }
+  const loaded = new LoadedModel(
     session,
     version ?? loc.readyVersion ?? fileVersion(loc.onnxPath),
     kv,
@@ -117,6 +133,8 @@ async function loadModel(path: string, version: string | undefined, threads: num
     output,
     loc.config?.max_position_embeddings ?? Number.MAX_SAFE_INTEGER,
   );
+  if (prefixCache && kv) loaded.cache = new PrefixCache(prefixCache, kv);
+  return loaded;
 }
 
 export class OnnxEngine implements Engine {
@@ -125,7 +143,7 @@ export class OnnxEngine implements Engine {
   private closed = false;
 
   constructor(readonly spec: OnnxEngineSpec) {
-    this.current = loadModel(spec.modelPath, undefined, spec.threads);
+    this.current = loadModel(spec.modelPath, undefined, spec.threads, spec.prefixCache);
     this.current.catch(() => undefined); // reported on first use
   }
 
@@ -139,6 +157,12 @@ export class OnnxEngine implements Engine {
     return this.current.then((m) => m.version);
   }
 
+  /** The current version's prefix-cache counters (null when the cache is off). */
+  async prefixCacheStats(): Promise<(PrefixCacheStats & { version: string }) | null> {
+    const m = await this.current;
+    return m.cache ? { ...m.cache.snapshot(), version: m.version } : null;
+  }
+
   async generate(req: GenerateRequest): Promise<GenerateResult> {
     return this.run(req, undefined);
   }
@@ -149,11 +173,11 @@ export class OnnxEngine implements Engine {
 
   async reload(version: string, path: string): Promise<void> {
     if (this.closed) throw new EngineError("the onnx engine is closed");
-    const next = await loadModel(path, version, this.spec.threads);
+    const next = await loadModel(path, version, this.spec.threads, this.spec.prefixCache);
     const prev = await this.current.catch(() => null);
     this.current = Promise.resolve(next);
     if (prev) {
-      prev.retired = true;
+      prev.retire();
       await prev.releaseIfIdle();
     }
   }
@@ -162,7 +186,7 @@ export class OnnxEngine implements Engine {
     this.closed = true;
     const m = await this.current.catch(() => null);
     if (m) {
-      m.retired = true;
+      m.retire();
       await m.releaseIfIdle();
     }
   }
@@ -194,7 +218,25 @@ export class OnnxEngine implements Engine {
     let finish: GenerateResult["finish"] = "length";
     const budget = Math.min(sampling.maxTokens, m.maxContext - req.promptIds.length);
     let state = m.kv ? emptyPast(m.kv) : null;
-    let row = await this.step(m, req.promptIds, 0, state, (s) => (state = s));
+    let hit: { length: number; state: Record<string, ort.Tensor> | null } = { length: 0, state: null };
+    let row: Float32Array;
+    if (m.cache) {
+      // Wait (a few times at most) for prefills in flight that this prompt shares much of.
+      for (let w = 0, p = m.cache.better(req.promptIds); p && w < 4; w++, p = m.cache.better(req.promptIds)) await p;
+      if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
+      hit = m.cache.lookup(req.promptIds);
+      const end = m.cache.begin(req.promptIds);
+      try {
+        row = await this.step(m, req.promptIds.slice(hit.length), hit.length, hit.state ?? state, (s) => (state = s));
+        if (state) m.cache.insert(req.promptIds, state);
+      } finally {
+        end();
+      }
+    } else {
+      row = await this.step(m, req.promptIds, 0, state, (s) => (state = s));
+    }
+    // The ids whose KV `state` holds: the prompt, then each sampled token once it is fed back.
+    const fed = m.cache ? [...req.promptIds] : null;
     for (let t = 0; t < budget; t++) {
       if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
       const pick = sampleToken(row, sampling.temperature, sampling.topP, rng);
@@ -207,10 +249,12 @@ export class OnnxEngine implements Engine {
       }
       if (t + 1 >= budget) break;
       const total = req.promptIds.length + ids.length;
+      fed?.push(pick.id);
       row = m.kv
         ? await this.step(m, [pick.id], total - 1, state, (s) => (state = s))
         : await this.step(m, [...req.promptIds, ...ids], 0, null, () => undefined);
     }
+    if (fed && state && fed.length > req.promptIds.length) m.cache!.insert(fed, state);
     return { ids, logprobs, finish, weightsVersion: m.version };
   }
 

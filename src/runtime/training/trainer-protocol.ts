@@ -32,6 +32,8 @@ export interface ForwardBackwardOptions {
   /** Overrides of the batch's algorithm fields. */
   algorithm?: Partial<TrainingBatch["algorithm"]>;
   microBatchTokens?: number;
+  /** Compute a prefix all rows of a micro-batch share once (default true; exact up to float rounding). */
+  sharePrefix?: boolean;
 }
 
 export interface CorrectionMetrics {
