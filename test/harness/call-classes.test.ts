@@ -38,6 +38,13 @@ async function capture(harness: string, label: string, main: ScriptedTurn[], rou
   }
 }
 
+/**
+ * The subagent scenarios put back Claude Code's billing line (the shipped spec turns it off so that
+ * rollouts share their prompt prefix): its `cc_is_subagent=true` is how the scripted engine knows
+ * which script answers a request. The classification itself reads the subagent header only.
+ */
+const withBillingLine = (h: ResolvedHarness): ResolvedHarness => ({ ...h, env: { ...h.env, CLAUDE_CODE_ATTRIBUTION_HEADER: "1" } });
+
 /** Replaces text in the harness's home files, failing loudly when the text is not there. */
 function editHomeFiles(h: ResolvedHarness, edits: [string, string][]): ResolvedHarness {
   const all = h.homeFiles.map((f) => f.content).join("\n");
@@ -80,7 +87,7 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
         accepts: (p) => p.includes("cc_is_subagent=true"),
         script: [{ text: "Writing it.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt containing hi." }],
       };
-      c = await capture("claude-code", "classes-claude-subagent", main, [sub]);
+      c = await capture("claude-code", "classes-claude-subagent", main, [sub], withBillingLine);
     }, 300_000);
 
     it("runs the subagent's two calls between the two main calls, classed subagent", () => {
@@ -118,7 +125,7 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
         accepts: (p) => p.includes("cc_is_subagent=true"),
         script: [{ text: "Writing.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt." }],
       };
-      c = await capture("claude-code", "classes-claude-fork-subagent", main, [sub]);
+      c = await capture("claude-code", "classes-claude-fork-subagent", main, [sub], withBillingLine);
     }, 300_000);
 
     it("re-sends the main conversation under a subagent's first system line, so it branches at once and is classed subagent", () => {
@@ -144,7 +151,7 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
         accepts: (p) => p.includes("cc_is_subagent=true"),
         script: [{ text: "Writing.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt." }],
       };
-      c = await capture("claude-code", "classes-claude-background-subagent", main, [sub]);
+      c = await capture("claude-code", "classes-claude-background-subagent", main, [sub], withBillingLine);
     }, 300_000);
 
     it("the main thread answers while the subagent works, then again on its completion notice; the subagent's calls are classed subagent", () => {
