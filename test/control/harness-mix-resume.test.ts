@@ -66,7 +66,8 @@ describe.skipIf(skipHarness("claude-code"))(`reins run with Claude Code in the m
       });
     });
     await new Promise((res) => child.on("exit", res));
-    const before = jsonl(runDir, "rollouts.jsonl").map((r) => r.id);
+    const before = jsonl(runDir, "rollouts.jsonl").map((r) => r.id).filter((id: string) => !id.startsWith("sft-"));
+    expect(before.length).toBeGreaterThan(0);
 
     const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", runDir, "--json", "--quiet"], { encoding: "utf8", timeout: 900_000 });
     expect(resumed.status, resumed.stderr).toBe(0);
@@ -78,6 +79,8 @@ describe.skipIf(skipHarness("claude-code"))(`reins run with Claude Code in the m
     const results = jsonl(runDir, "rollouts.jsonl");
     const ids = results.map((r) => r.id).filter((id: string) => !id.startsWith("sft-")).sort();
     expect(ids).toEqual(planned); // every planned rollout, each once
+    const all = results.map((r) => r.id);
+    expect(new Set(all).size).toBe(all.length); // the SFT replays too
     expect(before.every((id: string) => ids.includes(id))).toBe(true);
     const harnesses = new Set(results.map((r) => r.harness));
     expect([...harnesses].sort()).toEqual(["claude-code", "reins-agent"]);
