@@ -43,7 +43,8 @@ export interface PodmanCli {
 export async function preparePodmanCli(binary: string, stateRoot: string, containersConf?: string): Promise<PodmanCli> {
   let conf = containersConf;
   if (!conf) {
-    conf = path.join(stateRoot, "containers.conf");
+    // Shared by every sandbox of this state root (a dot file, like the local provider's .host files).
+    conf = path.join(stateRoot, ".containers.conf");
     await writeFile(conf, CONTAINERS_CONF);
   }
   return {
