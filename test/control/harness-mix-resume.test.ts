@@ -4,13 +4,13 @@
  * sampled once, every call recorded once, every step trained once — and reports held-out results
  * per harness.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
 import { skipHarness, skipNote } from "../harness/scenario.js";
-import { editSpec, events, experiment, jsonl } from "./helpers.js";
+import { editSpec, events, experiment, jsonl, runKilledAfterFirstStep } from "./helpers.js";
 
 /** The quickstart family cut to 3 phrasings × 2 words (6 tasks: 4 for training, 2 held out). */
 const SMALL_MATRIX = `  matrix:
@@ -51,21 +51,7 @@ describe.skipIf(skipHarness("claude-code"))(`reins run with Claude Code in the m
     const runDir = join(dir, "run");
     const tmp = join(dir, "tmp");
     mkdirSync(tmp);
-    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", runDir, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (events(runDir).some((e) => e.type === "checkpoint" && e.phase === "step")) {
-          clearInterval(timer);
-          child.kill("SIGKILL");
-          resolve();
-        }
-      }, 100);
-      child.on("exit", () => {
-        clearInterval(timer);
-        reject(new Error("the run ended before it could be killed"));
-      });
-    });
-    await new Promise((res) => child.on("exit", res));
+    await runKilledAfterFirstStep(file, runDir, tmp);
     const before = jsonl(runDir, "rollouts.jsonl").map((r) => r.id).filter((id: string) => !id.startsWith("sft-"));
     expect(before.length).toBeGreaterThan(0);
 

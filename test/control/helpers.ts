@@ -1,4 +1,5 @@
 /** Helpers for the control-loop tests: a tiny copy of the quickstart experiment, the run's records. */
+import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -49,3 +50,26 @@ export function jsonl(runDir: string, name: string): any[] {
 
 /** A Python stack trace or a Node one in a command's stderr. */
 export const STACK_TRACE = /Traceback \(most recent call last\)|\n\s+at .+:\d+:\d+\)?\n/;
+
+/**
+ * `reins run FILE --out RUNDIR --quiet`, killed with SIGKILL as soon as its first trained step is
+ * checkpointed; resolves once it has exited. `tmp` becomes its TMPDIR (what a killed run cannot
+ * clean up stays there).
+ */
+export async function runKilledAfterFirstStep(file: string, runDir: string, tmp: string): Promise<void> {
+  const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", runDir, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (events(runDir).some((e) => e.type === "checkpoint" && e.phase === "step")) {
+        clearInterval(timer);
+        child.kill("SIGKILL");
+        resolve();
+      }
+    }, 100);
+    child.on("exit", () => {
+      clearInterval(timer);
+      reject(new Error("the run ended before it could be killed"));
+    });
+  });
+  await new Promise((res) => child.on("exit", res));
+}

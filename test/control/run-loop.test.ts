@@ -4,12 +4,12 @@
  * same run killed with SIGKILL during training and resumed reaches the same bookkeeping: every
  * step trained once, every rollout sampled once, one weights version per step.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
-import { events, experiment } from "./helpers.js";
+import { events, experiment, runKilledAfterFirstStep } from "./helpers.js";
 
 function results(runDir: string): any[] {
   return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -59,21 +59,7 @@ describe("reins run", () => {
     const b = join(dir, "b");
     const tmp = join(dir, "tmp");
     mkdirSync(tmp);
-    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", b, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (events(b).some((e) => e.type === "checkpoint" && e.phase === "step")) {
-          clearInterval(timer);
-          child.kill("SIGKILL");
-          resolve();
-        }
-      }, 100);
-      child.on("exit", () => {
-        clearInterval(timer);
-        reject(new Error("the run ended before it could be killed"));
-      });
-    });
-    await new Promise((res) => child.on("exit", res));
+    await runKilledAfterFirstStep(file, b, tmp);
     // Its trainer worker died with it.
     const deadline = Date.now() + 5_000;
     while (livingWith(b).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
