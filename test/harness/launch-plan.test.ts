@@ -30,7 +30,7 @@ describe("buildLaunchPlan", () => {
     process.env.REINS_TEST_HOST_SECRET = "do-not-leak";
     const plan = planFor("claude-code");
     expect(Object.keys(plan.env).sort()).toEqual(
-      ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_TELEMETRY", "HOME", "IS_SANDBOX", "LANG", "PATH"].sort(),
+      ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_ATTRIBUTION_HEADER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_TELEMETRY", "HOME", "IS_SANDBOX", "LANG", "PATH"].sort(),
     );
     expect(plan.env.ANTHROPIC_BASE_URL).toBe("http://127.0.0.1:4000/r/r-1");
     expect(plan.env.HOME).toBe("/w/home");
