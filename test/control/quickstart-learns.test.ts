@@ -29,11 +29,15 @@ describe("the quickstart", () => {
     expect(res.runDir).toBe(out);
     expect(existsSync(join(out, "reward-curve.svg"))).toBe(true);
     const [first, last] = [res.evaluations[0], res.evaluations[res.evaluations.length - 1]];
-    expect(res.heldOut).toEqual({ before: first.passRate, after: last.passRate });
+    expect(res.heldOut).toMatchObject({ before: first.passRate, after: last.passRate });
+    // One harness: its own figures are the run's, with the same gain in standard errors as below.
+    expect(Object.keys(res.heldOut.byHarness)).toEqual(["reins-agent"]);
+    expect(res.heldOut.byHarness["reins-agent"]).toMatchObject({ before: first.passRate, after: last.passRate, n: first.rollouts });
     expect(res.steps).toBe(last.trainedSteps);
     const se = Math.sqrt((first.passRate * (1 - first.passRate)) / first.rollouts + (last.passRate * (1 - last.passRate)) / last.rollouts);
     const gain = res.heldOut.after - res.heldOut.before;
     console.error(`quickstart held-out pass rate ${res.heldOut.before} → ${res.heldOut.after} (gain ${gain.toFixed(3)}, ${(gain / se).toFixed(1)} standard errors)`);
     expect(gain).toBeGreaterThan(3 * se);
+    expect(res.heldOut.byHarness["reins-agent"].gainStdErrors).toBeCloseTo(gain / se, 6);
   }, 1_500_000);
 });
