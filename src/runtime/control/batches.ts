@@ -37,20 +37,25 @@ export function buildStepBatch(
 }
 
 /**
- * Above this many tokens, an SFT batch's one prefix tree costs more than its rollouts apart: the
- * tree's attention is quadratic in its whole size, while rows share only their common prefix
- * (computed once by the trainer). Short harness prompts (reins-agent) stay one tree; a real
- * harness's thousand-token prompt makes one row per rollout.
+ * Above this many tokens, an SFT prefix tree costs more than its rollouts apart: the tree's
+ * attention is quadratic in its whole size, while rows share only their common prefix (computed once
+ * by the trainer). Short harness prompts (reins-agent) stay one tree; a real harness's thousand-token
+ * prompt makes one tree per harness while that fits, else one row per rollout.
  */
 export const SFT_TREE_MAX_TOKENS = 4096;
 
+/** The rollout id of the merged SFT tree of one harness's references. */
+export function sftTreeId(harness: string): string {
+  return `sft:${harness}`;
+}
+
 /**
  * SFT batch: the reference rollouts that passed, environment tokens masked, trained with objective
- * "sft". All in ONE prefix tree (their shared system prompt and tools processed once) while that
- * tree has at most SFT_TREE_MAX_TOKENS tokens; else one tree per rollout.
+ * "sft". The references of each harness share that harness's system prompt and tools, so each
+ * harness's references make ONE prefix tree (rollout `sft:<harness>`, the shared prompt processed
+ * once) while it has at most SFT_TREE_MAX_TOKENS tokens; else one tree per rollout.
  */
 export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly RolloutResult[], calls: readonly CallRecord[]): TrainingBatch {
-  const merged = mergeSftCalls(results, calls);
   const filters = sftFilters(algorithm);
   const sftAlgorithm: ResolvedAlgorithm = { ...algorithm, filters, advantage: { ...algorithm.advantage, normalizeStd: false, dropZeroVariance: false } };
   const sftBatch = (analyses: ReturnType<typeof analyzeRollout>[]) => {
@@ -60,20 +65,36 @@ export function buildSftBatch(algorithm: ResolvedAlgorithm, results: readonly Ro
     batch.algorithm = { ...batch.algorithm, klCoef: 0, entropyCoef: 0, correction: { type: "none" } };
     return batch;
   };
-  const one = sftBatch([analyzeRollout("sft", merged, filters)]);
-  if ((one.trees?.[0]?.tokens.length ?? 0) <= SFT_TREE_MAX_TOKENS) return one;
-  const passed = new Set(results.filter((r) => r.passed).map((r) => r.id));
-  return sftBatch([...callsByRollout(calls, passed)].map(([id, recs]) => analyzeRollout(id, recs, filters)));
+  const analyses: ReturnType<typeof analyzeRollout>[] = [];
+  for (const [harness, group] of sftGroups(results, calls)) {
+    const merged = analyzeRollout(sftTreeId(harness), group.merged, filters);
+    if (treeTokens(sftBatch([merged])) <= SFT_TREE_MAX_TOKENS) analyses.push(merged);
+    else for (const [id, recs] of group.byRollout) analyses.push(analyzeRollout(id, recs, filters));
+  }
+  return sftBatch(analyses);
 }
 
-/** The SFT rollout "sft": the calls of the passed reference rollouts, in rollout order, renumbered. */
-export function mergeSftCalls(results: readonly RolloutResult[], calls: readonly CallRecord[]): CallRecord[] {
+function treeTokens(batch: TrainingBatch): number {
+  return (batch.trees ?? []).reduce((n, t) => n + t.tokens.length, 0);
+}
+
+/**
+ * The passed reference rollouts per harness (in order of first appearance): their calls by rollout,
+ * and merged into one rollout (`sft:<harness>`, in rollout order, renumbered).
+ */
+export function sftGroups(results: readonly RolloutResult[], calls: readonly CallRecord[]): Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }> {
   const passed = results.filter((r) => r.passed);
   const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
-  let seq = 0;
-  const merged: CallRecord[] = [];
-  for (const recs of grouped.values()) for (const r of recs) merged.push({ ...r, rolloutId: "sft", try: 1, seq: seq++ });
-  return merged;
+  const out = new Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }>();
+  for (const r of passed) {
+    const recs = grouped.get(r.id);
+    if (!recs) continue;
+    let group = out.get(r.harness);
+    if (!group) out.set(r.harness, (group = { byRollout: new Map(), merged: [] }));
+    group.byRollout.set(r.id, recs);
+    for (const c of recs) group.merged.push({ ...c, rolloutId: sftTreeId(r.harness), try: 1, seq: group.merged.length });
+  }
+  return out;
 }
 
 /** The filters of the SFT tree: every sequence kept (no dead-leaf or branch limit), side classes dropped. */

@@ -21,7 +21,7 @@ import { readJsonl } from "../store/run-store.js";
 import { checkTrainedTokens, type BatchCheck, type TokenCheck } from "../trajectories/batch-check.js";
 import type { TrainingBatch } from "../trajectories/batch.js";
 import { summarizeFidelity, type FidelityReport } from "../trajectories/fidelity.js";
-import { buildStepBatch, callsByRollout, sftFilters } from "./batches.js";
+import { buildStepBatch, callsByRollout, sftFilters, sftGroups, sftTreeId } from "./batches.js";
 
 export interface TrainedTokensEvent {
   type: "trained-tokens";
@@ -37,17 +37,19 @@ export function checkStepBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatc
   return checkTrainedTokens(batch, { records: callsByRollout(calls, new Set(results.map((r) => r.id))), filters: algorithm.filters });
 }
 
-/** Check the SFT batch (one tree of the passed reference rollouts' calls, merged, or one tree each) against the calls, per harness. */
-export function checkSftBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatch, merged: readonly CallRecord[], results: readonly RolloutResult[], calls: readonly CallRecord[]): BatchCheck {
-  const passed = results.filter((r) => r.passed);
-  const harnessOf = new Map(passed.map((r) => [r.id, r.harness]));
-  const byRollout = callsByRollout(calls, new Set(harnessOf.keys()));
-  // A large SFT batch has one tree per reference rollout (buildSftBatch), checked against its own calls.
-  if (!batch.trees?.some((t) => t.rollout === "sft")) {
-    return checkTrainedTokens(batch, { records: byRollout, filters: sftFilters(algorithm), harnessOf: (r) => harnessOf.get(r) });
+/** Check the SFT batch (per harness one tree of its passed references' calls, merged, or one tree each) against the calls, per harness. */
+export function checkSftBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatch, results: readonly RolloutResult[], calls: readonly CallRecord[]): BatchCheck {
+  const records = new Map<string, CallRecord[]>();
+  const harnessOf = new Map<string, string>();
+  for (const [harness, group] of sftGroups(results, calls)) {
+    records.set(sftTreeId(harness), group.merged);
+    harnessOf.set(sftTreeId(harness), harness);
+    for (const [id, recs] of group.byRollout) {
+      records.set(id, recs);
+      harnessOf.set(id, harness);
+    }
   }
-  const origin = [...byRollout].flatMap(([id, recs]) => recs.map(() => harnessOf.get(id)!));
-  return checkTrainedTokens(batch, { records: new Map([["sft", merged]]), filters: sftFilters(algorithm), harnessOf: (_r, seq) => origin[seq] });
+  return checkTrainedTokens(batch, { records, filters: sftFilters(algorithm), harnessOf: (r) => harnessOf.get(r) });
 }
 
 /** Journal a batch's check (read back by runFidelity). */

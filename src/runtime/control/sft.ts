@@ -18,7 +18,7 @@ import type { RolloutResult } from "../records/index.js";
 import { RunStore } from "../store/run-store.js";
 import type { TrainerWorker } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
-import { buildSftBatch, mergeSftCalls } from "./batches.js";
+import { buildSftBatch } from "./batches.js";
 import { checkSftBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, trainedSteps } from "./policy.js";
@@ -153,7 +153,7 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   const sequences = trees.reduce((n, t) => n + (t.leaves ?? 0), 0);
   const treeTokens = trees.reduce((n, t) => n + t.tokens.length, 0);
   // Every SFT step trains a sample of this tree's sequences: checked once, token by token.
-  const check = checkSftBatch(plan.algorithm!, full, mergeSftCalls(passedResults, calls), passedResults, calls);
+  const check = checkSftBatch(plan.algorithm!, full, passedResults, calls);
   recordCheck(store, "sft", -1, check);
   const mismatch = describeMismatch(check, "SFT");
   if (mismatch) warn(mismatch);
