@@ -3,7 +3,7 @@
  * README's main command runs it (seed 7, its own policy directory), ends with a held-out pass rate
  * well above the one before RL: the gain must exceed three standard errors of the difference of
  * the two measured pass rates (each a binomial proportion over the held-out rollouts).
- * It takes about 10 minutes on 2 cores.
+ * It takes about 14 minutes alone on 2 cores, longer beside the rest of the suite.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,7 +23,7 @@ describe("the quickstart", () => {
   it("improves the held-out pass rate well beyond noise (fixed seed)", () => {
     const dir = tempDir("reins-quickstart-learns-");
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 1_200_000 });
+    const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 2_400_000 });
     expect(r.status, r.stderr).toBe(0);
     const res = JSON.parse(r.stdout);
     expect(res.runDir).toBe(out);
@@ -39,5 +39,5 @@ describe("the quickstart", () => {
     console.error(`quickstart held-out pass rate ${res.heldOut.before} → ${res.heldOut.after} (gain ${gain.toFixed(3)}, ${(gain / se).toFixed(1)} standard errors)`);
     expect(gain).toBeGreaterThan(3 * se);
     expect(res.heldOut.byHarness["reins-agent"].gainStdErrors).toBeCloseTo(gain / se, 6);
-  }, 1_500_000);
+  }, 2_700_000);
 });

@@ -56,4 +56,12 @@ describe("SFT batch", () => {
     const batch = buildSftBatch(algorithm, [...a.results, ...b.results], [...a.calls, ...b.calls]);
     expect(batch.trees!.map((t) => t.rollout)).toEqual(["sft:claude-code", "sft-0-openclaw", "sft-1-openclaw"]);
   });
+
+  it("merges references in the order of their calls, whatever order their results finished in", () => {
+    // The tree's token order decides the trainer's arithmetic, so a run is reproducible from its seed.
+    const { results, calls } = references(4, 100);
+    const inOrder = buildSftBatch(algorithm, results, calls);
+    const shuffled = buildSftBatch(algorithm, [results[2]!, results[0]!, results[3]!, results[1]!], calls);
+    expect(shuffled.trees![0]!.tokens).toEqual(inOrder.trees![0]!.tokens);
+  });
 });

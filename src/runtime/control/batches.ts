@@ -79,20 +79,21 @@ function treeTokens(batch: TrainingBatch): number {
 }
 
 /**
- * The passed reference rollouts per harness (in order of first appearance): their calls by rollout,
+ * The passed reference rollouts per harness (in the order of their first calls): their calls by rollout,
  * and merged into one rollout (`sft:<harness>`, in rollout order, renumbered).
  */
 export function sftGroups(results: readonly RolloutResult[], calls: readonly CallRecord[]): Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }> {
   const passed = results.filter((r) => r.passed);
   const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
   const out = new Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }>();
-  for (const r of passed) {
-    const recs = grouped.get(r.id);
-    if (!recs) continue;
-    let group = out.get(r.harness);
-    if (!group) out.set(r.harness, (group = { byRollout: new Map(), merged: [] }));
-    group.byRollout.set(r.id, recs);
-    for (const c of recs) group.merged.push({ ...c, rolloutId: sftTreeId(r.harness), try: 1, seq: group.merged.length });
+  const harnessOf = new Map(passed.map((r) => [r.id, r.harness]));
+  // In the order of the calls (the order the references were sampled), not of their results.
+  for (const [id, recs] of grouped) {
+    const harness = harnessOf.get(id)!;
+    let group = out.get(harness);
+    if (!group) out.set(harness, (group = { byRollout: new Map(), merged: [] }));
+    group.byRollout.set(id, recs);
+    for (const c of recs) group.merged.push({ ...c, rolloutId: sftTreeId(harness), try: 1, seq: group.merged.length });
   }
   return out;
 }

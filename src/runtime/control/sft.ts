@@ -125,7 +125,7 @@ export async function tokenizerCorpus(c: SftContext, policyDir: string, python: 
 }
 
 /** The SFT steps: replay the references, then `sft.steps` optimizer steps on the passing ones. Publishes nothing. */
-export async function runSft(c: SftContext, store: RunStore, worker: TrainerWorker, serving: string): Promise<SftOutcome> {
+export async function runSft(c: SftContext, store: RunStore, worker: TrainerWorker, serving: string): Promise<SftOutcome | null> {
   const { plan, log, warn } = c;
   const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
   const sft = plan.sft!;
@@ -143,6 +143,8 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   } finally {
     await exec.close();
   }
+  // Interrupted while replaying: nothing to conclude from the replays that did not run.
+  if (c.signal?.aborted) return null;
   const passedResults = results.filter((r) => r.passed);
   const passed = passedResults.length;
   if (passed === 0) throw new LoopError("NoSftData", "No reference rollout passed its verifier, so there is nothing to fine-tune on.", "Check the tasks' reference solutions with reins eval.");
@@ -181,6 +183,7 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
     const every = Math.max(1, Math.floor(sft.steps / 5));
     if ((s + 1) % every === 0 && s + 1 < sft.steps) log(`SFT step ${s + 1}/${sft.steps}: loss ${Number(applied.fb.loss).toFixed(4)}`);
   }
+  if (c.signal?.aborted) return null; // an unfinished SFT is redone on resume: no sft event
   store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
 }
