@@ -3,13 +3,17 @@
  * same rollouts (CPU, the reference torch worker, the default small policy model).
  *
  *   node --import tsx bench/trainer.ts [--rollouts 8] [--threads 1] [--repeats 2]
+ *   node --import tsx bench/trainer.ts --long 4096,16384,65536 [--threads 2]
  *
  * Rollouts are synthetic agent-like trees: a shared prompt, then turns (generated call, context
  * tool result) with occasional branches (retries, subagents), so paths share long prefixes.
  * Reported: tokens through the model, seconds (median), trained tokens per second, and the ratio.
+ * `--long`: one rollout of about each many tokens (a long agent context with three retries), one
+ * forward_backward per layout, each in a fresh worker: seconds and the worker's peak resident
+ * memory (VmHWM), tree-packed against per-path.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRng } from "../src/compiler/contract/rng.js";
@@ -54,6 +58,98 @@ function agentTree(seed: number, rollout: string, vocab: number, turns: number, 
   return t;
 }
 
+/** One long agent rollout of about `tokens` tokens whose path forks `forks` times (a retried call). */
+function longTree(seed: number, tokens: number, forks: number, vocab: number): PackedTree {
+  const rng = createRng(seed);
+  const t: PackedTree = { rollout: `long-${tokens}`, task: "bench", harness: "bench", tokens: [], parent: [], position: [], lossMask: [], rolloutLogprobs: [], advantages: [], branch: [] };
+  const seg = (prev: number, n: number, gen: boolean): number => {
+    for (let k = 0; k < n; k++) {
+      const i = t.tokens.length;
+      t.tokens.push(Math.floor(rng.next() * vocab));
+      t.parent.push(prev);
+      t.position.push(prev < 0 ? 0 : t.position[prev] + 1);
+      t.lossMask.push(gen ? 1 : 0);
+      t.rolloutLogprobs.push(gen ? -1 - rng.next() : 0);
+      t.advantages.push(gen ? 0.5 : 0);
+      t.branch.push(-1);
+      prev = i;
+    }
+    return prev;
+  };
+  // Depth-first: each retry's short continuation is packed before the main path goes on.
+  const forkAt = Array.from({ length: forks }, (_, k) => Math.floor(((k + 1) * tokens) / (forks + 1)));
+  let end = seg(-1, Math.min(1000, tokens >> 2), false);
+  while (t.tokens.length < tokens) {
+    if (forkAt.length > 0 && t.tokens.length >= forkAt[0]!) {
+      forkAt.shift();
+      seg(seg(end, 40, true), 200, false);
+    }
+    end = seg(seg(end, 20 + Math.floor(rng.next() * 30), true), 30 + Math.floor(rng.next() * 50), false);
+  }
+  return t;
+}
+
+/** The process's peak resident memory in MiB (VmHWM), or NaN where /proc is not there. */
+function peakMiB(pid: number | undefined): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const algorithm: TrainingBatch["algorithm"] = {
+  type: "GRPO",
+  clip: { low: 0.2, high: 0.28 },
+  klCoef: 0,
+  entropyCoef: 0,
+  correction: { type: "TIS", level: "token", cap: 2 },
+  lossAggregation: "token-mean",
+};
+const longArg = process.argv.indexOf("--long");
+if (longArg > 0) {
+  await benchLong(process.argv[longArg + 1]!.split(",").map(Number));
+  process.exit(0);
+}
+
+async function benchLong(sizes: number[]): Promise<void> {
+  const threads = arg("threads", 2);
+  const root = mkdtempSync(join(tmpdir(), "reins-bench-trainer-"));
+  const modelDir = join(root, "model");
+  const info = JSON.parse(
+    execFileSync("/usr/bin/python3", ["-m", "trainers.torch.init_model", "--out", modelDir, "--seed", "0", "--no-onnx", "--max-len", String(Math.max(...sizes) * 2)], {
+      cwd: trainerRoot(),
+      env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" },
+      encoding: "utf8",
+    }),
+  ) as { vocabSize: number; parameters: number };
+  console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize}; one rollout with 3 retries per size; torch threads ${threads}`);
+  console.log("| tokens in the tree | layout | rows | tokens through the model | seconds | peak memory (MiB) | idle worker (MiB) |");
+  console.log("|---|---|---|---|---|---|---|");
+  try {
+    for (const size of sizes) {
+      const tree = longTree(size, size, 3, info.vocabSize);
+      const out: Record<string, { seconds: number; peak: number }> = {};
+      for (const layout of ["tree", "paths"] as const) {
+        const rows = layout === "tree" ? [tree] : unpackPaths(tree);
+        const worker = await TrainerWorker.start({ modelDir, outDir: join(root, `out-${size}-${layout}`), threads, microBatchTokens: 8192 });
+        try {
+          const idle = peakMiB(worker.pid);
+          const m = await worker.client.forwardBackward({ formatVersion: 1, step: 0, layout, algorithm, composition: { pairs: [], harnesses: {} }, ...(layout === "tree" ? { trees: rows } : { paths: rows }) } as TrainingBatch);
+          out[layout] = { seconds: m.seconds, peak: peakMiB(worker.pid) };
+          console.log(`| ${tree.tokens.length} | ${layout} | ${rows.length} | ${m.tokensProcessed} | ${m.seconds.toFixed(1)} | ${out[layout].peak.toFixed(0)} | ${idle.toFixed(0)} |`);
+        } finally {
+          await worker.stop();
+        }
+      }
+      console.log(`| ${tree.tokens.length} | tree vs per-path | | | ${(out.paths!.seconds / out.tree!.seconds).toFixed(2)}x faster | ${(out.paths!.peak / out.tree!.peak).toFixed(2)}x less | |`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 const rollouts = arg("rollouts", 8);
 const threads = arg("threads", 1);
 const repeats = arg("repeats", 2);
@@ -67,14 +163,6 @@ const info = JSON.parse(
   }),
 ) as { vocabSize: number; parameters: number };
 const trees = Array.from({ length: rollouts }, (_, k) => agentTree(100 + k, `r${k}`, info.vocabSize, 6, 0.35));
-const algorithm: TrainingBatch["algorithm"] = {
-  type: "GRPO",
-  clip: { low: 0.2, high: 0.28 },
-  klCoef: 0,
-  entropyCoef: 0,
-  correction: { type: "TIS", level: "token", cap: 2 },
-  lossAggregation: "token-mean",
-};
 const batch = (layout: "tree" | "paths"): TrainingBatch => ({
   formatVersion: 1,
   step: 0,

@@ -162,6 +162,17 @@ describe("trainer worker", () => {
     expect(none.workerCode).toBe("NoGradients");
   });
 
+  it("refuses a tree whose tokens are not depth-first, in plain words", async () => {
+    // Token 3 hangs under token 1, but token 2 (a child of the root) already closed 1's subtree:
+    // the O(S) tree mask needs each subtree contiguous, so such a packing is refused, not misread.
+    const tree = { rollout: "r0", task: "t", harness: "h", tokens: [1, 2, 3, 4], parent: [-1, 0, 0, 1], position: [0, 1, 1, 2],
+      lossMask: [0, 1, 1, 1], rolloutLogprobs: [0, -1, -1, -1], advantages: [0, 1, 1, 1], branch: [-1, -1, -1, -1] };
+    const e = await refusal(worker.client.forwardBackward(treeBatch([tree])));
+    expect(e.workerCode).toBe("BadBatch");
+    expect(e.message).toMatch(/not in depth-first order: token 3 hangs under token 1/);
+    expect((await worker.client.health()).pendingTokens).toBe(0);
+  });
+
   it("refuses a step whose loss overflows, and discards the gradients", async () => {
     const good = randomTrees(23, 2, model.vocabSize);
     await worker.client.forwardBackward(treeBatch(good));

@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .attention import NotDepthFirst, subtree_ends
+
 
 class BatchProblem(Exception):
     """A batch the worker refuses; `code` is permanent, message and hint are plain words."""
@@ -40,6 +42,7 @@ class Row:
     seq: np.ndarray  # int64 [n]: batch-wide sequence id of each trained token, -1 elsewhere
     group: int  # rollout index (micro-batches never split a rollout)
     coef: Optional[np.ndarray] = None  # float32 [n] aggregation coefficient per trained token
+    end: Optional[np.ndarray] = None  # int64 [n] for trees: the last index of each token's subtree
 
 
 @dataclass
@@ -166,6 +169,12 @@ def parse_batch(raw: Dict[str, Any], vocab_size: int) -> Batch:
             if np.any(parent >= idx) or np.any(parent < -1):
                 raise BatchProblem("BadBatch", f"{where}: a parent pointer does not point to an earlier token",
                                    "tokens must be in DFS order with parent < index (or -1 for a root)")
+            try:
+                end = subtree_ends(parent)
+            except NotDepthFirst as e:
+                raise BatchProblem("BadBatch", f"{where}: the tokens are not in depth-first order: {e}",
+                                   "pack each tree depth-first, a node's whole subtree before its next sibling "
+                                   "(the trajectories exporter does)") from None
             expect = np.where(parent >= 0, position[np.maximum(parent, 0)] + 1, 0)
             if np.any(position != expect):
                 i = int(np.flatnonzero(position != expect)[0])
@@ -177,7 +186,7 @@ def parse_batch(raw: Dict[str, Any], vocab_size: int) -> Batch:
                 owner = owner_leaves(parent)
             keys = owner
         else:
-            parent = None
+            parent = end = None
             position = np.arange(n, dtype=np.int64)
             pred = np.arange(n, dtype=np.int64) - 1
             keys = np.full(n, int(item.get("leaf", k)), dtype=np.int64)
@@ -188,7 +197,7 @@ def parse_batch(raw: Dict[str, Any], vocab_size: int) -> Batch:
         seq = np.full(n, -1, dtype=np.int64)
         for i in np.flatnonzero(mask):
             seq[i] = seq_of.setdefault((rollout, int(keys[i])), len(seq_of))
-        rows.append(Row(rollout, tokens, position, parent, pred, mask, rlp, adv, ret, seq, group))
+        rows.append(Row(rollout, tokens, position, parent, pred, mask, rlp, adv, ret, seq, group, end=end))
     alg = raw.get("algorithm") or {}
     return Batch(int(raw.get("step", 0)), layout, alg, rows, max(len(seq_of), 1), len(group_of))
 

@@ -92,7 +92,7 @@ def check_prefix_sharing(req: Dict[str, Any]) -> Dict[str, Any]:
 
 def check_chunked_attention(req: Dict[str, Any]) -> Dict[str, Any]:
     """Each case's gradients with attention in small query chunks against the whole score matrix."""
-    from . import model as model_module
+    from . import attention as model_module
     from .trainer import Trainer
 
     torch.set_num_threads(int(req.get("threads", 1)))
@@ -104,7 +104,7 @@ def check_chunked_attention(req: Dict[str, Any]) -> Dict[str, Any]:
             for batch in req["cases"]:
                 model_module.ATTENTION_CHUNK_CELLS = int(req.get("chunkCells", 4096))
                 a = gradients(t, batch)
-                model_module.ATTENTION_CHUNK_CELLS = 0
+                model_module.ATTENTION_CHUNK_CELLS = 1 << 62
                 b = gradients(t, batch)
                 diff = max(float((g - b["grads"][n]).abs().max()) for n, g in a["grads"].items())
                 scale = max(float(g.abs().max()) for g in a["grads"].values())

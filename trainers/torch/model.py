@@ -6,9 +6,10 @@ so the same class builds the project's tiny CPU policy and a Qwen3-0.6B-shaped m
 and a saved safetensors file loads in tools that know Qwen3.
 
 `forward` serves three callers:
-  * training on tree-packed rows: `mask` is a bool [B, S, S] (True = may attend), built from parent
-    pointers so that each token sees its ancestors only; `position_ids` come from the batch;
-  * training on per-path rows: `mask=None` gives the plain causal mask;
+  * training on tree-packed rows: `mask` is a TreeMask (attention.py: one integer per key, the end
+    of its subtree, so each token sees its ancestors only, in O(S) mask memory); `position_ids`
+    come from the batch;
+  * training on per-path rows: `mask=None` gives the plain causal mask (the TreeMask of a chain);
   * ONNX generation with a KV cache: `past` holds (key, value) per layer; `attention_mask` [B, P+S]
     masks padding keys.
 """
@@ -22,32 +23,8 @@ from typing import List, Optional, Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
 
-# Training attention on CPU whose score matrix (rows × heads × queries × keys) exceeds this many cells
-# runs in query chunks of about this size, each recomputed in backward (checkpointed), so the scores
-# of a long row are never all held at once; the mask stays boolean. The default (64M cells: beyond a
-# 4K-token row with 4 heads) trades time for memory only where memory is the limit: one 8K-token
-# row of the small policy peaks at 1.6 GB instead of 6.7 GB, and takes 2.1x longer. 0: off.
-ATTENTION_CHUNK_CELLS = 1 << 26
-
-
-def masked_attention(q, k, v, mask, scale: float):
-    """softmax(q·kᵀ·scale, masked) · v with a bool mask [B or 1, 1, S, T] (True = may attend):
-    the same values as adding the mask's additive form (0 / finfo.min/2), which the full path uses."""
-    scores = torch.matmul(q * scale, k.transpose(-1, -2))
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min / 2)
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
-
-
-def chunked_attention(q, k, v, mask, scale: float, cells: int):
-    b, h, s, d = q.shape
-    t = k.shape[2]
-    c = max(1, cells // max(1, b * h * t))
-    outs = [checkpoint(masked_attention, q[:, :, i:i + c], k, v, mask[:, :, i:i + c], scale, use_reentrant=False)
-            for i in range(0, s, c)]
-    return torch.cat(outs, dim=2)
-
+from .attention import TreeMask, causal_tree_mask, tree_attention
 
 @dataclass
 class PolicyConfig:
@@ -141,11 +118,11 @@ class Attention(nn.Module):
             t = k.shape[2]
             k = k[:, :, None].expand(b, self.kvh, rep, t, self.d).reshape(b, self.h, t, self.d)
             v = v[:, :, None].expand(b, self.kvh, rep, t, self.d).reshape(b, self.h, t, self.d)
-        # `bias` is the additive mask (0 where allowed, a large negative number elsewhere), or the
-        # bool mask itself when the scores are too big to hold at once (chunked, training only).
+        # `bias` is a TreeMask (training and scoring: attention.py, O(S) mask memory) or the dense
+        # additive mask (0 where allowed, a large negative number elsewhere) of generation.
         sdpa = getattr(F, "scaled_dot_product_attention", None)
-        if bias.dtype == torch.bool:
-            out = chunked_attention(q, k, v, bias, 1.0 / math.sqrt(self.d), ATTENTION_CHUNK_CELLS)
+        if isinstance(bias, TreeMask):
+            out = tree_attention(q, k, v, bias, 1.0 / math.sqrt(self.d))
         elif sdpa is not None and not torch.onnx.is_in_onnx_export():
             out = sdpa(q, k, v, attn_mask=bias)
         else:
@@ -227,23 +204,18 @@ class Policy(nn.Module):
                     p.copy_(torch.randn(p.shape, generator=g) * std)
 
     def hidden(self, input_ids, position_ids, mask=None, past=None, attention_mask=None):
+        """`mask`: a TreeMask (attention.py) or None for the plain causal mask. Generation (ONNX
+        export, or padding keys given by `attention_mask`) uses the dense additive mask instead."""
         x = self.model.embed_tokens(input_ids)
         cos, sin = self.rotary(position_ids, x.dtype)
-        s = input_ids.shape[1]
+        b, s = input_ids.shape
         past_len = past[0][0].shape[2] if past is not None else 0
-        if mask is None:
-            mask = causal_mask(s, past_len, input_ids.device, attention_mask)
-        elif mask.dim() == 3:
-            mask = mask[:, None]
-        # One additive mask for all layers; half the dtype's minimum so that adding scores cannot overflow.
-        # Training with scores over ATTENTION_CHUNK_CELLS keeps the bool mask (chunked attention).
-        chunked = (ATTENTION_CHUNK_CELLS > 0 and self.training and torch.is_grad_enabled() and x.device.type == "cpu"
-                   and not torch.onnx.is_in_onnx_export()
-                   and x.shape[0] * self.config.num_attention_heads * s * (past_len + s) > ATTENTION_CHUNK_CELLS)
-        if chunked:
-            bias = mask.expand(mask.shape[0], 1, s, past_len + s)
+        if torch.onnx.is_in_onnx_export() or attention_mask is not None:
+            # Half the dtype's minimum, so that adding scores cannot overflow.
+            m = causal_mask(s, past_len, input_ids.device, attention_mask)
+            bias = torch.zeros(m.shape, dtype=x.dtype, device=x.device).masked_fill(~m, torch.finfo(x.dtype).min / 2)
         else:
-            bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, torch.finfo(x.dtype).min / 2)
+            bias = mask if mask is not None else causal_tree_mask(b, s, past_len, input_ids.device)
         presents: List[Tuple[torch.Tensor, torch.Tensor]] = []
         for i, layer in enumerate(self.model.layers):
             x, present = layer(x, cos, sin, bias, past[i] if past is not None else None)
@@ -257,7 +229,7 @@ class Policy(nn.Module):
         wrapped (FSDP) module gathers its parameters for every use.
 
         `prefix` = (ids [1, P], positions [1, P]): a prefix every row shares, computed once; the
-        rows (then their suffixes) attend to its keys and values, `mask` being [B, S, P+S]. `past`:
+        rows (then their suffixes) attend to its keys and values, `mask` covering P+S keys. `past`:
         those keys and values per layer, already computed ([B or 1, KVH, P, D]; then `prefix` is unused)."""
         if past is not None:
             b = input_ids.shape[0]

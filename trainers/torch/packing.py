@@ -1,9 +1,10 @@
 """Rows → padded micro-batch tensors.
 
-Tree rows get an explicit attention mask: token i may attend to token j iff j is i or an ancestor
-of i (built from parent pointers; tokens are in DFS order so a parent precedes its children).
-Path rows use the plain causal mask. Micro-batches never split a rollout, so sequence-level
-corrections see all of a sequence's trained tokens at once.
+Every micro-batch carries a TreeMask (attention.py): per key, the last index of its subtree, so
+token i attends to token j iff j is i or an ancestor of i (tokens are in depth-first pre-order);
+a path row is a chain, a padding position ends at itself. Its memory is O(tokens), never a dense
+S×S mask. Micro-batches never split a rollout, so sequence-level corrections see all of a
+sequence's trained tokens at once.
 
 Shared prefix: when every row of a micro-batch starts with the same chain of tokens (same ids,
 positions 0..P-1, each the parent of the next: a harness's system prompt and tools across a
@@ -20,18 +21,8 @@ from typing import List, Optional
 import numpy as np
 import torch
 
+from .attention import TreeMask
 from .batch import Row
-
-
-def ancestor_mask(parent: np.ndarray) -> np.ndarray:
-    n = parent.shape[0]
-    m = np.zeros((n, n), dtype=bool)
-    for i in range(n):
-        p = parent[i]
-        if p >= 0:
-            m[i, : p + 1] = m[p, : p + 1]
-        m[i, i] = True
-    return m
 
 
 # Shorter common prefixes are not worth a separate forward.
@@ -42,7 +33,7 @@ MIN_SHARED_PREFIX = 32
 class MicroBatch:
     input_ids: torch.Tensor  # [B, S] (the suffixes, when a prefix is shared)
     position_ids: torch.Tensor  # [B, S]
-    mask: Optional[torch.Tensor]  # [B, S, P+S] bool or None (causal)
+    mask: TreeMask  # key_end [B, P+S]: who may attend to whom
     # Flat indices of trained tokens (row b, predicting position, token id) and their per-token data.
     b_idx: torch.Tensor
     pred_idx: torch.Tensor
@@ -173,18 +164,14 @@ def build_micro_batch(rows: List[Row], device: torch.device, share: bool = True,
     s = max(r.tokens.shape[0] for r in rows) - p
     ids = np.zeros((b, s), dtype=np.int64)
     pos = np.zeros((b, s), dtype=np.int64)
-    tree = rows[0].parent is not None
-    mask = np.zeros((b, s, p + s), dtype=bool) if tree else None
+    key_end = np.tile(np.arange(p + s, dtype=np.int64), (b, 1))  # padding: each position ends at itself
     bi, pi, tg, sq, rl, ad, cf, rt = [], [], [], [], [], [], [], []
     has_ret = any(r.returns is not None for r in rows)
     for k, r in enumerate(rows):
         n = r.tokens.shape[0] - p
         ids[k, :n] = r.tokens[p:]
         pos[k, :n] = r.position[p:]
-        if tree:
-            mask[k, :n, : p + n] = ancestor_mask(r.parent)[p:]
-            idx = np.arange(n, s)
-            mask[k, idx, p + idx] = True  # padding attends to itself only (no empty softmax rows)
+        key_end[k, : p + n] = r.end if r.end is not None else p + n - 1
         sel = np.flatnonzero(r.loss_mask)
         bi.append(np.full(sel.shape[0], k))
         pi.append(r.pred[sel] - p)
@@ -201,7 +188,7 @@ def build_micro_batch(rows: List[Row], device: torch.device, share: bool = True,
 
     return MicroBatch(
         input_ids=torch.from_numpy(ids).to(device), position_ids=torch.from_numpy(pos).to(device),
-        mask=torch.from_numpy(mask).to(device) if tree else None,
+        mask=TreeMask(torch.from_numpy(key_end).to(device), p),
         b_idx=t(bi, np.int64), pred_idx=t(pi, np.int64), target=t(tg, np.int64), seq=t(sq, np.int64),
         rollout_lp=t(rl, np.float32), adv=t(ad, np.float32), coef=t(cf, np.float32),
         returns=t(rt, np.float32) if has_ret else None,
