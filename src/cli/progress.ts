@@ -1,6 +1,6 @@
 /**
  * Progress on stderr: a live line on a terminal (rollouts done, running, failed, pass rate so far),
- * plain lines otherwise (every 10% or 10 s). Off with --json --quiet.
+ * plain lines otherwise (every 10% or 10 s). Off with --quiet; --json changes stdout only.
  */
 export class Progress {
   private done = 0;

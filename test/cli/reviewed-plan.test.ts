@@ -61,8 +61,10 @@ describe("reins plan --out, then reins eval plan.json", () => {
     const plan = JSON.parse(readFileSync(join(dir, "plan.json"), "utf8"));
     expect(JSON.parse(planned.stdout).hash).toBe(plan.hash);
 
-    const r = reins("eval", "plan.json", "--out", "run", "--json", "--quiet");
+    const r = reins("eval", "plan.json", "--out", "run", "--json");
     expect(r.code, r.stderr).toBe(0);
+    // --json keeps stdout for the outcome alone; the progress still goes to stderr.
+    expect(r.stderr).toMatch(/4\/4 done, 0 running/);
     const summary = JSON.parse(r.stdout);
     expect(summary.planHash).toBe(plan.hash);
     const plannedIds = plan.steps.flatMap((s: { rollouts: { id: string }[] }) => s.rollouts.map((x) => x.id)).sort();

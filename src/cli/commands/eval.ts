@@ -23,7 +23,7 @@ export function register(program: Command): void {
       if (!opened) return;
       const { plan, store } = opened;
       const ac = interruptible();
-      const progress = new Progress(!opts.json && !opts.quiet);
+      const progress = new Progress(!opts.quiet); // on stderr, with or without --json
       let outcome;
       try {
         outcome = await runEvaluation({

@@ -25,7 +25,7 @@ export function register(program: Command): void {
       if (!opened) return;
       const { plan, store } = opened;
       const ac = interruptible();
-      const quiet = Boolean(opts.json || opts.quiet);
+      const quiet = Boolean(opts.quiet); // --json keeps stdout for data; the talk stays on stderr
       const progress = new Progress(false);
       const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
       const started = Date.now();
