@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { ReinsError } from "../../src/compiler/contract/problem.js";
 import type { EngineInfo } from "../../src/runtime/engines/engine.js";
-import { checkSamplingFidelity, requireSamplingFidelity } from "../../src/runtime/engines/fidelity.js";
+import { checkSamplingFidelity, requireSamplingFidelity, requireTrainable } from "../../src/runtime/engines/fidelity.js";
 
 const probe = (server: EngineInfo["server"], logprobsMode: EngineInfo["logprobsMode"], from: EngineInfo["logprobsModeFrom"] = "default"): EngineInfo => ({
   type: server === "llama.cpp" ? "llama-cpp" : server,
@@ -60,5 +60,12 @@ describe("checkSamplingFidelity", () => {
     expect(err).toMatchObject({ code: "SamplingUnfaithful", message: expect.stringMatching(/^Cannot train through this engine: vllm returns raw logprobs/) });
     expect(() => requireSamplingFidelity(probe("sglang", "temperature"), { temperature: 0.7, topP: 1 })).not.toThrow();
     expect(() => requireSamplingFidelity(undefined, { temperature: 0.7, topP: 0.9 })).not.toThrow();
+  });
+
+  it("training also needs a reload route: a vLLM without dev routes is refused before any rollout, with the flag that adds them", () => {
+    const noRoutes = probe("vllm", "raw", "server");
+    expect(() => requireTrainable(noRoutes, { temperature: 1, topP: 1 })).toThrow(expect.objectContaining({ code: "EngineNotTrainable", hint: expect.stringMatching(/VLLM_SERVER_DEV_MODE=1/) }));
+    expect(() => requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 1, topP: 1 })).not.toThrow();
+    expect(() => requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 0.6, topP: 1 })).toThrow(expect.objectContaining({ code: "SamplingUnfaithful" }));
   });
 });

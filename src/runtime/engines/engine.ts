@@ -63,6 +63,13 @@ export interface EngineInfo {
 
 export type LogprobsMode = "raw" | "temperature" | "processed" | "logits";
 
+/** What `reins eval --json` and `reins run --json` report of the engine: `engine: {type, server, version, logprobsMode}`. */
+export type EngineSummary = Pick<EngineInfo, "type" | "server" | "version" | "logprobsMode">;
+
+export function summarizeEngine(info: EngineInfo): EngineSummary {
+  return { type: info.type, server: info.server, version: info.version, logprobsMode: info.logprobsMode };
+}
+
 export interface Engine {
   readonly type: string;
   /** The capability probe's result, for engines behind a probed server. */

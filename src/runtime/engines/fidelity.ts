@@ -45,3 +45,21 @@ export function requireSamplingFidelity(probe: EngineInfo | undefined, sampling:
   const verdict = checkSamplingFidelity(probe, sampling);
   if (!verdict.ok) throw new ReinsError("SamplingUnfaithful", `Cannot train through this engine: ${verdict.message}`, verdict.hint);
 }
+
+/**
+ * Everything a training run needs of a probed engine, checked before the first rollout: faithful
+ * logprobs (SamplingUnfaithful) and a weight-reload route (EngineNotTrainable).
+ */
+export function requireTrainable(probe: EngineInfo | undefined, sampling: { temperature: number; topP: number }): void {
+  if (!probe) return;
+  requireSamplingFidelity(probe, sampling);
+  if (!probe.routes.reload) {
+    const hint =
+      probe.server === "vllm"
+        ? "Start vLLM with VLLM_SERVER_DEV_MODE=1, which serves /pause, /collective_rpc and /resume (reins reloads the trainer's weights through them)."
+        : probe.server === "sglang"
+          ? "Use an SGLang version that serves /update_weights_from_disk."
+          : "Train through a vllm or sglang engine; llama-cpp serves evaluations only.";
+    throw new ReinsError("EngineNotTrainable", `Cannot train through this engine: the ${probe.server}${probe.version ? ` ${probe.version}` : ""} server offers no route to load new weights.`, hint);
+  }
+}
