@@ -21,7 +21,7 @@ export interface Replay {
   url: string;
   seen: Seen[];
   /** POST answers: by path (with query), then by the request body. */
-  answer: (path: string, body: any) => Reply | undefined;
+  answer: (path: string, body: any) => Reply | undefined | Promise<Reply | undefined>;
   close(): Promise<void>;
 }
 
@@ -34,12 +34,12 @@ export async function startReplay(probe: Record<string, unknown>): Promise<Repla
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    req.on("end", async () => {
       const text = Buffer.concat(chunks).toString("utf8");
       const body = text ? JSON.parse(text) : undefined;
       const path = req.url ?? "/";
       replay.seen.push({ method: req.method ?? "", path, body, ...(req.headers.authorization ? { auth: req.headers.authorization } : {}) });
-      const reply: Reply | undefined = req.method === "GET" ? (path in probe ? { json: probe[path] } : undefined) : replay.answer(path, body);
+      const reply: Reply | undefined = req.method === "GET" ? (path in probe ? { json: probe[path] } : undefined) : await replay.answer(path, body);
       if (!reply) {
         res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ detail: "Not Found" }));
         return;

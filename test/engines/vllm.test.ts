@@ -102,6 +102,27 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
     expect((await engine.generate(req({}))).weightsVersion).toBe("step-1");
   });
 
+  it("a call made while a reload is under way waits for it and carries the new version", async () => {
+    const r = await serve();
+    const engine = await createEngine(spec(r.url), noCtx);
+    const answer = r.answer;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    r.answer = async (path, body) => {
+      if (path === "/collective_rpc") await held;
+      return answer(path, body);
+    };
+    const reloading = engine.reload!("step-1", "/weights/step-1");
+    while (!posts(r).some((p) => p.path === "/collective_rpc")) await new Promise((t) => setTimeout(t, 5));
+    const during = engine.generate(req({}));
+    await new Promise((t) => setTimeout(t, 50));
+    expect(posts(r).map((p) => p.path)).toEqual(["/pause?mode=wait", "/collective_rpc"]);
+    release();
+    await reloading;
+    expect((await during).weightsVersion).toBe("step-1");
+    expect(posts(r).map((p) => p.path)).toEqual(["/pause?mode=wait", "/collective_rpc", "/reset_prefix_cache", "/update_weight_version", "/resume", "/v1/completions"]);
+  });
+
   it("a failed reload still resumes the server, fails with the server's answer, and keeps the old version", async () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);

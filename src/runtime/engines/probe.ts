@@ -21,8 +21,12 @@ const SERVER_NAME = { vllm: "vllm", sglang: "sglang", "llama-cpp": "llama.cpp" }
 /** What each server returns when nothing says otherwise (llama.cpp: reins asks for post-sampling probabilities). */
 const DEFAULT_MODE: Record<ServerType, LogprobsMode> = { vllm: "raw", sglang: "temperature", "llama-cpp": "processed" };
 
-/** GET every probe route of the server at `baseUrl`; unreachable is an EngineError with a hint. */
-export async function probeServer(baseUrl: string, apiKeyEnv: string | undefined, timeoutMs = 10_000): Promise<ProbeAnswers> {
+/**
+ * GET every probe route of the server at `baseUrl` at once; a route that fails or is slower than
+ * `timeoutMs` (vLLM's /server_info collects its environment on the first call) counts as absent.
+ * A server that answers none is unreachable (an EngineError whose code carries the hint).
+ */
+export async function probeServer(baseUrl: string, apiKeyEnv: string | undefined, timeoutMs = 30_000): Promise<ProbeAnswers> {
   const root = serverRoot(baseUrl);
   const headers = buildHeaders(apiKeyEnv);
   delete headers["content-type"];
