@@ -20,7 +20,8 @@ export type { FidelityReport, HarnessFidelity } from "./trajectories/fidelity.js
 // `reins run`: the training loop, the sandbox provider it runs in, and the ways it stops.
 export { LoopError, runExperiment, type LoopOptions, type RunOutcome } from "./control/loop.js";
 export { createProvider } from "./executor/providers.js";
-export { EngineError } from "./engines/engine.js";
+export { EngineError, summarizeEngine, type EngineInfo, type EngineSummary } from "./engines/engine.js";
+export { checkSamplingFidelity, requireSamplingFidelity, requireTrainable } from "./engines/fidelity.js";
 export { TrainerError } from "./training/trainer-error.js";
 
 // `reins proxy`: the serving proxy alone.

@@ -144,6 +144,12 @@ describe("trainer Job", () => {
     expect(JSON.parse(custom.job.metadata.annotations!["reins.dev/engine-reload"]!).url).toBe("http://vllm.reins.svc:8000/load_checkpoint");
     expect(custom.claim.metadata.name).toBe("shared-weights");
 
+    // SGLang reloads from disk in one call; vLLM's reload is a sequence of calls the engine makes, not one URL.
+    const sglang = buildTrainerObjects({ ...plan, model: { ...plan.model!, engine: { type: "sglang", baseUrl: "http://sglang.reins.svc:30000", model: "m" } } })!;
+    expect(JSON.parse(sglang.job.metadata.annotations!["reins.dev/engine-reload"]!).url).toBe("http://sglang.reins.svc:30000/update_weights_from_disk");
+    const vllm = buildTrainerObjects({ ...plan, model: { ...plan.model!, engine: { type: "vllm", baseUrl: "http://vllm.reins.svc:8000", model: "m" } } })!;
+    expect(vllm.job.metadata.annotations!["reins.dev/engine-reload"]).toBeUndefined();
+
     const scripted = buildTrainerObjects({ ...plan, model: { ...plan.model!, engine: { type: "scripted", script: [] } } })!;
     expect(scripted.job.metadata.annotations!["reins.dev/engine-reload"]).toBeUndefined();
     expect(trainerContainer(scripted).env.map((e: Obj) => e.name)).not.toContain("REINS_ENGINE_RELOAD_URL");

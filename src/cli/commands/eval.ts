@@ -45,7 +45,10 @@ export function register(program: Command): void {
         return;
       }
       if (opts.json) printJson(summary);
-      else process.stdout.write(`${renderEvalTable(summary)}\n${renderFidelityTable(summary.fidelity)}\nrun directory: ${store.dir}\n`);
+      else {
+        const engine = summary.engine ? `engine: ${summary.engine.server} ${summary.engine.version ?? "(version unknown)"}, ${summary.engine.logprobsMode} logprobs\n` : "";
+        process.stdout.write(`${renderEvalTable(summary)}\n${renderFidelityTable(summary.fidelity)}\n${engine}run directory: ${store.dir}\n`);
+      }
       process.exitCode = EXIT.ok;
     });
 }

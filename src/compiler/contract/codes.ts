@@ -68,6 +68,7 @@ export const CODES = {
   // ── compiler: semantic checks ──
   GroupSizeTooSmall: "GRPO normalizes rewards within a group; use groupSize 2 or more.",
   UnsupportedDialect: "Use one of the dialects the proxy speaks: anthropic-messages, openai-chat, openai-responses.",
+  EngineCannotTrain: "Use a vllm or sglang engine to train (they reload the trainer's weights); llama-cpp serves evaluations (reins eval) only.",
   ModelRequired: "Harnesses that call a model need a `model` in the Experiment or Evaluation.",
   NoTasksSelected: "Select at least one task: by name, by family, or by labels.",
   PlanTooLarge: "Use fewer steps, tasks per step, a smaller group size or fewer attempts, or split the run.",
@@ -136,6 +137,8 @@ export const CODES = {
   EngineBadResponse: "The inference server answered in a form reins does not understand; check that it serves completions by token ids with logprobs.",
   EngineStreamCut: "The engine's token stream broke mid-completion; the rollout is retried as an infrastructure failure. Check the inference server's logs.",
   EngineNotTrainable: "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.",
+  EngineMismatch: "Point the engine's baseUrl at a server of the kind its type names (vllm, sglang or llama-cpp), or change the type to the server that runs there.",
+  SamplingUnfaithful: "Train with sampling settings whose logprobs the engine returns (temperature 1 and topP 1 for raw logprobs), or run the server in a mode that returns the logprobs it samples from.",
   EngineLoadFailed: "Check the weights directory, or start a new run.",
   EngineReloadFailed: "Fix the cause (a full disk? a damaged file?), then resume with --resume DIR.",
 

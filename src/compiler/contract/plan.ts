@@ -148,10 +148,14 @@ export interface ResolvedModel {
  * The inference engine. openai-compatible: `api` is vLLM/SGLang `/v1/completions` (default) or
  * llama-server `/completion`; `apiKeyEnv` names the variable holding the key. onnx: `modelPath`
  * is absolute; `prefixCache` is present only when the spec turns it on (its limits filled).
+ * vllm, sglang, llama-cpp: a probed server of that kind (src/runtime/engines/probe.ts), as written.
  */
 export type ResolvedEngine =
   | { type: "scripted"; script: ScriptedTurn[] }
   | EngineOf<"openai-compatible">
+  | EngineOf<"vllm">
+  | EngineOf<"sglang">
+  | EngineOf<"llama-cpp">
   | (Filled<Omit<EngineOf<"onnx">, "prefixCache">> & { modelPath: string; prefixCache?: { entries: number; maxMiB: number } });
 
 /**

@@ -75,7 +75,14 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     if (!m) {
       const guess = suggest(spec.model.name, [...world.models.keys()]);
       diagnostics.push(makeDiagnostic("UnknownReference", at("model", "name"), `No Model named "${spec.model.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
-    } else model = m.value;
+    } else {
+      model = m.value;
+      if (isExperiment && model.engine.type === "llama-cpp") {
+        const p = positionAt(m.doc.source, ["spec", "engine", "type"]);
+        const message = `The Model "${spec.model.name}" is served by llama.cpp, which cannot load the weights training writes: an Experiment trains through an engine that reloads them.`;
+        diagnostics.push(makeDiagnostic("EngineCannotTrain", at("model", "name"), message, CODES.EngineCannotTrain, "error", [`engine type set at ${p.file}:${p.line}:${p.column}`]));
+      }
+    }
   }
   const needsModel = harnesses.find((h) => h.harness?.dialect);
   if (needsModel && !spec.model) {

@@ -71,7 +71,9 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
       ? { type: "scripted", script: e.script.map((t) => ({ ...t }) as ScriptedTurn) }
       : e.type === "openai-compatible"
         ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}), ...(e.api ? { api: e.api } : {}) }
-        : {
+        : e.type === "vllm" || e.type === "sglang" || e.type === "llama-cpp"
+          ? { ...e }
+          : {
             type: "onnx",
             modelPath: abs(e.modelPath),
             threads: e.threads ?? 2,

@@ -18,6 +18,8 @@ export const ScriptedTurnSpec = z
   })
   .describe("One scripted model turn.");
 
+const LogprobsMode = z.enum(["raw", "temperature", "processed"]);
+
 export const EngineSpec = z
   .discriminatedUnion("type", [
     z.strictObject({
@@ -30,6 +32,30 @@ export const EngineSpec = z
       apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
       model: z.string().min(1),
       api: z.enum(["completions", "llama-server"]).optional().describe("completions: vLLM/SGLang /v1/completions with token ids (default); llama-server: its /completion endpoint."),
+    }),
+    z.strictObject({
+      type: z.literal("vllm"),
+      baseUrl: z.string().min(1).describe("The vLLM server, e.g. http://vllm:8000 (a trailing /v1 is allowed)."),
+      model: z.string().min(1).describe("The served model name (its --served-model-name or --model)."),
+      apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
+      logprobsMode: LogprobsMode.optional().describe(
+        "The logprobs the server returns, where its /server_info (VLLM_SERVER_DEV_MODE=1) does not say: raw (default, vLLM's raw_logprobs) or processed (--logprobs-mode processed_logprobs). A server that says otherwise is an error.",
+      ),
+    }),
+    z.strictObject({
+      type: z.literal("sglang"),
+      baseUrl: z.string().min(1).describe("The SGLang server, e.g. http://sglang:30000."),
+      model: z.string().min(1).describe("The served model name (labels the first weights version)."),
+      apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
+      logprobsMode: LogprobsMode.optional().describe(
+        "The logprobs the server returns: temperature (default: SGLang's, after temperature, before top-p), raw (SGLANG_RETURN_ORIGINAL_LOGPROB=1) or processed.",
+      ),
+    }),
+    z.strictObject({
+      type: z.literal("llama-cpp"),
+      baseUrl: z.string().min(1).describe("The llama.cpp server (llama-server), e.g. http://localhost:8080. Evaluation only: it cannot load new weights."),
+      model: z.string().min(1).optional().describe("A label for the weights it serves (default: llama.cpp)."),
+      apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
     }),
     z.strictObject({
       type: z.literal("onnx"),

@@ -4,6 +4,7 @@
  * Resumable through the run store: finished rollouts are not run again.
  */
 import type { Plan, PlanRollout } from "../../compiler/index.js";
+import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
 import type { EvalSummary } from "../eval/index.js";
 import { createExecutor } from "../executor/executor.js";
 import { createJudges } from "../executor/judge.js";
@@ -34,6 +35,8 @@ export interface EvaluationOutcome extends EvalSummary {
   fidelity: FidelityReport;
   /** True when `signal` stopped the run before every rollout finished (no summary.json then). */
   interrupted: boolean;
+  /** The policy's engine, when it is a probed server (vllm, sglang, llama-cpp); also in manifest.json. */
+  engine?: EngineSummary;
 }
 
 /** The rollouts `reins eval` runs for a plan: every eval step of an Evaluation, an Experiment's first. */
@@ -59,6 +62,8 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    const engineInfo = executor.proxy?.engineInfo;
+    if (engineInfo) store.recordEngine(engineInfo);
     opts.onStart?.(rollouts.length, store.finishedIds().size);
     let results;
     try {
@@ -77,6 +82,7 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       planHash: plan.hash,
       fidelity: evalFidelity(plan, results, store.calls()),
       interrupted: opts.signal?.aborted ?? false,
+      ...(engineInfo ? { engine: summarizeEngine(engineInfo) } : {}),
     };
     if (!outcome.interrupted) {
       const { interrupted: _i, ...written } = outcome;

@@ -1,6 +1,6 @@
 /**
  * The inference engine interface: completion by token ids, with logprobs.
- * Implementations register by `type` (scripted, openai-compatible, onnx), one file each; each
+ * Implementations register by `type` (scripted, openai-compatible, onnx, vllm, sglang, llama-cpp), one file each; each
  * exports an EngineFactory, which the registry loads on demand.
  */
 import type { Code } from "../../compiler/contract/codes.js";
@@ -43,8 +43,37 @@ export interface GenerateChunk {
   logprobs: number[];
 }
 
+/**
+ * What a server-backed engine found when it started (its capability probe): which server runs
+ * there, its version, the kind of logprobs it returns (and whether the server said so or the
+ * spec/default assumed it), the routes that matter and the context length it serves.
+ * logprobsMode — raw: log-softmax of the model's logits, before temperature and top-p;
+ * temperature: after temperature, before top-k/top-p truncation; processed: the distribution
+ * the token was sampled from; logits: not logprobs at all.
+ */
+export interface EngineInfo {
+  type: string;
+  server: "vllm" | "sglang" | "llama.cpp";
+  version: string | null;
+  logprobsMode: LogprobsMode;
+  logprobsModeFrom: "server" | "spec" | "default";
+  routes: { generate: string; reload?: string; pause?: string; resume?: string; resetCache?: string; updateVersion?: string };
+  maxModelLen?: number;
+}
+
+export type LogprobsMode = "raw" | "temperature" | "processed" | "logits";
+
+/** What `reins eval --json` and `reins run --json` report of the engine: `engine: {type, server, version, logprobsMode}`. */
+export type EngineSummary = Pick<EngineInfo, "type" | "server" | "version" | "logprobsMode">;
+
+export function summarizeEngine(info: EngineInfo): EngineSummary {
+  return { type: info.type, server: info.server, version: info.version, logprobsMode: info.logprobsMode };
+}
+
 export interface Engine {
   readonly type: string;
+  /** The capability probe's result, for engines behind a probed server. */
+  info?(): EngineInfo;
   generate(req: GenerateRequest): Promise<GenerateResult>;
   /** Stream tokens as they are produced; resolves with the same result `generate` would give. */
   generateStream?(req: GenerateRequest, onChunk: (c: GenerateChunk) => void): Promise<GenerateResult>;

@@ -9,63 +9,27 @@
  * (logprob 0), so the raw completion always ends the way the model ended it.
  */
 import type { ResolvedEngine } from "../../compiler/contract/plan.js";
-import { type Engine, EngineError, type EngineFactory, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
+import { EngineError, type EngineFactory, type GenerateRequest } from "./engine.js";
+import { HttpEngine, type Piece } from "./http.js";
 
 type Spec = Extract<ResolvedEngine, { type: "openai-compatible" }>;
 
 export const createOpenAICompatibleEngine: EngineFactory<Spec> = async (spec) => new OpenAICompatibleEngine(spec);
 
-interface Piece {
-  ids: number[];
-  logprobs: number[];
-  finish?: "stop" | "length";
-  stopId?: number;
-}
-
-export class OpenAICompatibleEngine implements Engine {
+export class OpenAICompatibleEngine extends HttpEngine {
   readonly type = "openai-compatible";
-  private weightsVersion: string;
 
   constructor(private readonly spec: Spec) {
-    this.weightsVersion = spec.model;
-  }
-
-  async generate(req: GenerateRequest): Promise<GenerateResult> {
-    const res = await this.post(req, false);
-    let json: unknown;
-    try {
-      json = await res.json();
-    } catch {
-      throw new EngineError(`${this.endpoint()} answered with a body that is not JSON`, "bad-response");
-    }
-    const piece = this.api() === "llama-server" ? readLlamaServer(json) : readCompletions(json);
-    if (!piece) throw new EngineError(`${this.endpoint()} answered without token ids and logprobs`, "bad-response");
-    return this.finish([piece], req);
-  }
-
-  async generateStream(req: GenerateRequest, onChunk: (c: GenerateChunk) => void): Promise<GenerateResult> {
-    const res = await this.post(req, true);
-    const pieces: Piece[] = [];
-    const read = this.api() === "llama-server" ? readLlamaServer : readCompletions;
-    for await (const data of sseData(res, req.signal)) {
-      if (data === "[DONE]") break;
-      let json: unknown;
-      try {
-        json = JSON.parse(data);
-      } catch {
-        throw new EngineError(`${this.endpoint()} streamed an event that is not JSON`, "bad-response");
-      }
-      const piece = read(json);
-      if (!piece) continue;
-      pieces.push(piece);
-      if (piece.ids.length > 0) onChunk({ ids: piece.ids, logprobs: piece.logprobs });
-    }
-    return this.finish(pieces, req);
+    super(spec.baseUrl, spec.apiKeyEnv, spec.model);
   }
 
   async reload(version: string): Promise<void> {
     // The server reloads its own weights; the engine only labels later completions.
     this.weightsVersion = version;
+  }
+
+  protected readPiece(json: unknown): Piece | undefined {
+    return this.api() === "llama-server" ? readLlamaServer(json) : readCompletions(json);
   }
 
   private api(): "completions" | "llama-server" {
@@ -78,7 +42,7 @@ export class OpenAICompatibleEngine implements Engine {
     return /\/v1$/.test(base) ? `${base}/completions` : `${base}/v1/completions`;
   }
 
-  private async post(req: GenerateRequest, stream: boolean): Promise<Response> {
+  protected buildRequest(req: GenerateRequest, stream: boolean): { url: string; body: unknown } {
     const s = req.sampling;
     const body =
       this.api() === "llama-server"
@@ -107,43 +71,7 @@ export class OpenAICompatibleEngine implements Engine {
             stream,
             ...(s.seed !== undefined ? { seed: s.seed } : {}),
           };
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    const key = this.spec.apiKeyEnv ? process.env[this.spec.apiKeyEnv] : undefined;
-    if (key) headers.authorization = `Bearer ${key}`;
-    let res: Response;
-    try {
-      res = await fetch(this.endpoint(), { method: "POST", headers, body: JSON.stringify(body), ...(req.signal ? { signal: req.signal } : {}) });
-    } catch (err) {
-      if (req.signal?.aborted) throw new EngineError("generation aborted", "failed");
-      throw new EngineError(`cannot reach ${this.endpoint()}: ${(err as Error).message}`, "unreachable");
-    }
-    if (!res.ok) {
-      const text = await res.text().catch(() => "");
-      throw new EngineError(`${this.endpoint()} answered HTTP ${res.status}: ${text.slice(0, 300)}`, "failed");
-    }
-    return res;
-  }
-
-  private finish(pieces: Piece[], req: GenerateRequest): GenerateResult {
-    const ids: number[] = [];
-    const logprobs: number[] = [];
-    let finish: "stop" | "length" = "stop";
-    let stopId: number | undefined;
-    for (const p of pieces) {
-      for (let i = 0; i < p.ids.length; i++) {
-        ids.push(p.ids[i]!);
-        logprobs.push(p.logprobs[i] ?? 0);
-      }
-      if (p.finish) finish = p.finish;
-      if (p.stopId !== undefined) stopId = p.stopId;
-    }
-    const stops = req.sampling.stopIds;
-    const last = ids[ids.length - 1];
-    if (finish === "stop" && stops.length > 0 && (last === undefined || !stops.includes(last))) {
-      ids.push(stopId !== undefined && stops.includes(stopId) ? stopId : stops[0]!);
-      logprobs.push(0);
-    }
-    return { ids, logprobs, finish, weightsVersion: this.weightsVersion };
+    return { url: this.endpoint(), body };
   }
 }
 
@@ -189,36 +117,4 @@ export function readLlamaServer(json: unknown): Piece | undefined {
     else if (o.stop === true || o.stop_type === "eos" || o.stop_type === "word") piece.finish = "stop";
   }
   return ids.length > 0 || piece.finish ? piece : undefined;
-}
-
-/** The `data:` payloads of a server-sent-event response body. */
-async function* sseData(res: Response, signal?: AbortSignal): AsyncGenerator<string> {
-  if (!res.body) return;
-  const decoder = new TextDecoder();
-  let buffer = "";
-  const reader = res.body.getReader();
-  try {
-    for (;;) {
-      if (signal?.aborted) throw new EngineError("generation aborted", "failed");
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let cut: number;
-      while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
-        const data = block
-          .split(/\r?\n/)
-          .filter((l) => l.startsWith("data:"))
-          .map((l) => l.slice(5).replace(/^ /, ""))
-          .join("\n");
-        if (data) yield data;
-      }
-    }
-  } catch (err) {
-    if (err instanceof EngineError) throw err;
-    throw new EngineError(`stream from the engine broke: ${(err as Error).message}`, "failed");
-  } finally {
-    reader.releaseLock();
-  }
 }

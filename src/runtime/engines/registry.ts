@@ -12,6 +12,9 @@ type Loaders = { [T in ResolvedEngine["type"]]: () => Promise<EngineFactory<Extr
 const loaders: Loaders = {
   scripted: async () => (await import("./scripted.js")).createScriptedEngine,
   "openai-compatible": async () => (await import("./openai-compatible.js")).createOpenAICompatibleEngine,
+  vllm: async () => (await import("./vllm.js")).createVllmEngine,
+  sglang: async () => (await import("./sglang.js")).createSglangEngine,
+  "llama-cpp": async () => (await import("./llama-cpp.js")).createLlamaCppEngine,
   onnx: async () => {
     const { createOnnxEngine } = await import("./onnx.js");
     return async (spec) => createOnnxEngine(spec);

@@ -106,10 +106,14 @@ export function processesPerNode(trainer: Pick<ResolvedTrainer, "device" | "gpus
   return trainer.device === "cuda" ? Math.max(1, trainer.gpus) : 1;
 }
 
-/** The engine's reload URL: the openai-compatible base URL without its `/v1`, plus the reload path. */
+/**
+ * The engine's reload URL: the openai-compatible or sglang base URL without its `/v1`, plus the
+ * reload path (SGLang's /update_weights_from_disk by default). vLLM reloads in several calls
+ * (engines/vllm.ts), which one URL cannot express.
+ */
 export function engineReloadUrl(plan: Pick<Plan, "model">, reloadPath = "/update_weights_from_disk"): string | undefined {
   const engine = plan.model?.engine;
-  if (!engine || engine.type !== "openai-compatible") return undefined;
+  if (!engine || (engine.type !== "openai-compatible" && engine.type !== "sglang")) return undefined;
   const root = engine.baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "");
   return `${root}${reloadPath.startsWith("/") ? "" : "/"}${reloadPath}`;
 }

@@ -3,7 +3,7 @@
  * Implemented in ./server.ts as `startProxy(options)`.
  */
 import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/contract/plan.js";
-import type { Engine } from "../engines/engine.js";
+import type { Engine, EngineInfo } from "../engines/engine.js";
 import type { CallRecord } from "../records/index.js";
 import type { ProxyLimits } from "./limits.js";
 
@@ -62,5 +62,7 @@ export interface ProxyHandle {
   unregisterRollout(path: string): CallRecord[];
   /** The records of one path, or of all. */
   records(path?: string): CallRecord[];
+  /** The engine's capability probe, for engines behind a probed server (vllm, sglang, llama-cpp). */
+  readonly engineInfo?: EngineInfo;
   close(): Promise<void>;
 }

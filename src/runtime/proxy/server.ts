@@ -116,6 +116,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
     },
     unregisterRollout: (path) => table.unregister(path),
     records: (path) => table.records(path),
+    ...(engine.info ? { engineInfo: engine.info() } : {}),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -18,6 +18,7 @@ import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, 
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
 import { ReinsError, type Problem } from "../../compiler/contract/problem.js";
+import type { EngineInfo } from "../engines/engine.js";
 import { lockRun, type RunLock } from "./run-lock.js";
 import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
 
@@ -144,6 +145,13 @@ export class RunStore {
       const dropped = output[`${stream}Truncated`] ? `[reins: earlier output dropped; the last ${HARNESS_OUTPUT_BYTES / 1024} KiB follow]\n` : "";
       writeAtomic(join(dir, `${tryId}.${stream}`), dropped + output[stream]);
     }
+  }
+
+  /** Add what the engine's probe found to manifest.json (`engine`), replacing an earlier one. */
+  recordEngine(info: EngineInfo): void {
+    const file = join(this.dir, "manifest.json");
+    const manifest = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    writeAtomic(file, `${JSON.stringify({ ...manifest, engine: info }, null, 2)}\n`);
   }
 
   writeJson(name: string, value: unknown): void {

@@ -1,0 +1,75 @@
+/**
+ * What a researcher sees when the Model's engine does not match its server: `reins eval` stops
+ * before any rollout with `error[Code]`, the message and a hint, exit 1, no stack trace.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
+import { readFixture, startReplay, type Replay } from "./replay.js";
+
+function evaluation(engine: string): string {
+  return `apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: t}
+spec:
+  model: {name: m}
+  tasks: [{labels: {suite: t}}]
+  harnesses: [{name: h}]
+  sandbox: {provider: local, concurrency: 1, retries: 0}
+---
+apiVersion: reins/v1alpha1
+kind: Harness
+metadata: {name: h}
+spec:
+  dialect: openai-chat
+  command: [node, "{{reinsAgent}}", "{{instruction}}"]
+  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}
+---
+apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: m}
+spec:
+  tokenizer: {type: qwen3}
+  engine: ${engine}
+---
+${taskYaml("t1")}`;
+}
+
+function reinsEval(file: string, out: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--quiet"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d));
+    child.stderr.on("data", (d: Buffer) => (stderr += d));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+let replay: Replay | undefined;
+afterEach(async () => {
+  await replay?.close();
+  replay = undefined;
+});
+
+describe("reins eval with a mismatched or absent engine server", () => {
+  it("a Model that says vllm where SGLang answers: EngineMismatch with the type to use", async () => {
+    replay = await startReplay(readFixture("sglang/sglang-0.5-documented.json").probe);
+    const dir = tempDir();
+    const r = await reinsEval(writeSpecs(dir, evaluation(`{type: vllm, baseUrl: "${replay.url}", model: m}`)), join(dir, "run"));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error[EngineMismatch]: The Model's engine is vllm, but a sglang server answers there.");
+    expect(r.stderr).toContain("hint: Set the engine's type to sglang, or point baseUrl at a vllm server.");
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(replay.seen.filter((s) => s.method === "POST")).toEqual([]);
+  }, 60_000);
+
+  it("nothing listening at baseUrl: EngineUnreachable, told to start the server", async () => {
+    const dir = tempDir();
+    const r = await reinsEval(writeSpecs(dir, evaluation(`{type: sglang, baseUrl: "http://127.0.0.1:9", model: m}`)), join(dir, "run"));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error[EngineUnreachable]: cannot reach the inference server at http://127.0.0.1:9");
+    expect(r.stderr).toMatch(/hint: Check that the inference server is running/);
+  }, 60_000);
+});
