@@ -48,11 +48,12 @@ function agentTree(seed: number, rollout: string, vocab: number, turns: number, 
   const turn = (prev: number, left: number): void => {
     if (left === 0) return;
     const end = seg(seg(prev, 20 + Math.floor(rng.next() * 30), true), 30 + Math.floor(rng.next() * 50), false);
-    if (rng.next() < fork) {
+    const forked = rng.next() < fork;
+    turn(end, left - 1); // depth-first: the path goes on before its sibling is packed
+    if (forked) {
       const retry = seg(prev, 20 + Math.floor(rng.next() * 30), true); // a sibling completion (retry/subagent)
       turn(retry, Math.min(2, left - 1));
     }
-    turn(end, left - 1);
   };
   turn(seg(-1, 150, false), turns);
   return t;

@@ -12,10 +12,17 @@ looks only at keys up to its last query (later keys are never ancestors). Under 
 is checkpointed, so its scores are recomputed in backward instead of kept. Memory: Q, K, V and
 `key_end` (O(S)) plus one chunk's scores; time: the causal half of the dense scores, once more in
 backward. The ONNX export and generation with a KV cache keep the dense additive mask (model.py).
+
+On CUDA with torch >= 2.5, `flex_attention` takes the same rule as a mask_mod and builds a block
+mask from it (blocks no query can see are skipped; memory O(S) too); it has no backward on CPU, so
+CPU training keeps the chunks. REINS_FLEX_ATTENTION=0 turns it off, =1 also uses it without a GPU
+(forward only: how its agreement with the chunks is tested on CPU).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import os
 
 import numpy as np
 import torch
@@ -61,6 +68,7 @@ class TreeMask:
     """key_end [B, P+S] int64; `offset` = P, the absolute index of each row's query 0."""
     key_end: torch.Tensor
     offset: int = 0
+    block_mask: object = None  # flex_attention's, built once for all layers
 
 
 def causal_tree_mask(b: int, s: int, offset: int, device) -> TreeMask:
@@ -87,8 +95,49 @@ def _chunk(q, k, v, key_end, q0: int, offset: int, scale: float):
     return masked_attention(q, k, v, visible(key_end, q0, q0 + q.shape[2], offset, k.shape[2]), scale)
 
 
+_FLEX = None
+
+
+def _flex():
+    """(flex_attention compiled, create_block_mask), or None where it cannot train here."""
+    global _FLEX
+    if _FLEX is None:
+        _FLEX = False
+        try:
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+            _FLEX = (torch.compile(flex_attention, dynamic=False), create_block_mask)
+        except Exception:  # torch < 2.5
+            pass
+    return _FLEX or None
+
+
+def use_flex(q: torch.Tensor) -> bool:
+    flag = os.environ.get("REINS_FLEX_ATTENTION", "")
+    if flag == "0" or (not q.is_cuda and flag != "1"):
+        return False
+    return _flex() is not None
+
+
+def flex_tree_attention(q, k, v, mask: TreeMask, scale: float):
+    flex, create_block_mask = _flex()
+    b, _, s, _ = q.shape
+    t = k.shape[2]
+    if mask.block_mask is None:
+        key_end, offset = mask.key_end, mask.offset
+
+        def visible_mod(bi, hi, qi, kj):
+            a = qi + offset
+            return (kj <= a) & (a <= key_end[bi, kj])
+
+        mask.block_mask = create_block_mask(visible_mod, b, None, s, t, device=q.device)
+    return flex(q, k, v, block_mask=mask.block_mask, scale=scale)
+
+
 def tree_attention(q, k, v, mask: TreeMask, scale: float, cells: int = 0):
     """q [B, H, S, D]; k, v [B, H, P+S, D] (P = mask.offset keys of a shared prefix first)."""
+    if use_flex(q):
+        return flex_tree_attention(q, k, v, mask, scale)
     b, h, s, _ = q.shape
     t = k.shape[2]
     budget = cells or ATTENTION_CHUNK_CELLS

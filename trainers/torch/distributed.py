@@ -1,7 +1,7 @@
 """One process, or several ranks under torchrun with FSDP (CUDA only).
 
 `Dist.single()` is the CPU path used here. `Dist.from_env()` turns on when torchrun's WORLD_SIZE > 1
-and CUDA is available: NCCL process group, the policy wrapped in FullyShardedDataParallel (one unit
+(or REINS_FSDP=1 under torchrun with one process: FSDP on one GPU) and CUDA is available: NCCL process group, the policy wrapped in FullyShardedDataParallel (one unit
 per decoder layer where the torch version supports it), micro-batches split across ranks, losses
 and metrics summed over ranks. FSDP is imported only on that path (Debian's torch 1.13 on Python
 3.11 cannot even import it). The multi-rank path has not been run on this project's machines.
@@ -9,14 +9,16 @@ and metrics summed over ranks. FSDP is imported only on that path (Debian's torc
 from __future__ import annotations
 
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import torch
 
 
 class Dist:
-    def __init__(self, rank: int = 0, world: int = 1, local_rank: int = 0):
+    def __init__(self, rank: int = 0, world: int = 1, local_rank: int = 0, sharded: Optional[bool] = None):
         self.rank, self.world, self.local_rank = rank, world, local_rank
+        # FSDP: always with several ranks; with one, when asked (REINS_FSDP=1: a one-GPU check of the path).
+        self.sharded = world > 1 if sharded is None else sharded
 
     @property
     def is_main(self) -> bool:
@@ -29,20 +31,20 @@ class Dist:
     @staticmethod
     def from_env() -> "Dist":
         world = int(os.environ.get("WORLD_SIZE", "1"))
-        if world <= 1:
+        if world <= 1 and os.environ.get("REINS_FSDP") != "1":
             return Dist.single()
         if not torch.cuda.is_available():
-            raise SystemExit("WORLD_SIZE > 1 needs CUDA: the multi-rank (FSDP) trainer runs on GPUs only")
+            raise SystemExit("WORLD_SIZE > 1 or REINS_FSDP=1 needs CUDA: the FSDP trainer runs on GPUs only")
         import torch.distributed as td
 
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         td.init_process_group("nccl")
-        return Dist(td.get_rank(), td.get_world_size(), local)
+        return Dist(td.get_rank(), td.get_world_size(), local, sharded=True)
 
     # ---- model ---------------------------------------------------------------------------
     def wrap(self, policy: torch.nn.Module) -> torch.nn.Module:
-        if self.world == 1:
+        if not self.sharded:
             return policy
         import functools
 
@@ -59,12 +61,12 @@ class Dist:
             return FSDP(policy, device_id=torch.cuda.current_device())
 
     def clip_grad_norm(self, model: torch.nn.Module, max_norm: float) -> torch.Tensor:
-        if self.world > 1:
+        if self.sharded:
             return model.clip_grad_norm_(max_norm)
         return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
 
     def full_state_dict(self, model: torch.nn.Module, policy) -> Dict[str, torch.Tensor]:
-        if self.world == 1:
+        if not self.sharded:
             return policy.policy_state_dict()
         from torch.distributed.fsdp import FullStateDictConfig, StateDictType
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -79,7 +81,7 @@ class Dist:
         return sd
 
     def checkpoint_state(self, model, policy, optimizer) -> Dict[str, Any]:
-        if self.world == 1:
+        if not self.sharded:
             return {"model": policy.state_dict(), "optimizer": optimizer.state_dict()}
         from torch.distributed.fsdp import FullStateDictConfig, StateDictType
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -89,7 +91,7 @@ class Dist:
             return {"model": model.state_dict(), "optimizer": FSDP.full_optim_state_dict(model, optimizer)}
 
     def load_checkpoint_state(self, model, policy, optimizer, state: Dict[str, Any]) -> None:
-        if self.world == 1:
+        if not self.sharded:
             policy.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             return

@@ -1,7 +1,7 @@
 """GPU check: forward_backward throughput on tree-packed against per-path batches of the same
 rollouts, on a Qwen3-0.6B-shaped policy with random weights, and agreement of their gradients.
 
-  python3 -m trainers.torch.gpu_check [--rollouts 8] [--turns 6] [--repeats 3]
+  python3 -m trainers.torch.gpu_check [--rollouts 8] [--turns 6] [--repeats 3] [--long 32768]
 
 Nothing is downloaded. The model is this project's Policy class with Qwen3-0.6B's shapes (28
 layers, d=1024, 16 query / 8 KV heads of 128, SwiGLU 3072, vocab 151936, tied embeddings). When
@@ -10,14 +10,18 @@ logits are compared with the Policy's (the layouts are meant to be identical).
 
 Steps: (1) architecture check against transformers (optional); (2) gradient agreement, tree vs
 paths, in float32 with TF32 off on two rollouts; (3) throughput in bfloat16, tree vs paths, median
-of --repeats after a warm-up. Prints a table and a final JSON line. Sized for well under 5 minutes
-on one H200.
+of --repeats after a warm-up; (4) one long rollout (--long tokens, three retries) in bfloat16:
+seconds and peak memory with flex_attention's block mask and with the checkpointed query chunks
+(attention.py), and their losses; (5) FSDP on one GPU (a process group of one): the loss and the
+weights after one optimizer step against the unwrapped trainer. Prints a table and a final JSON
+line. Sized for well under 5 minutes on one H200.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import tempfile
@@ -60,9 +64,10 @@ def agent_tree(rng: random.Random, rollout: str, vocab: int, turns: int, fork: f
             return
         n = lambda lo, hi: max(1, int(rng.randint(lo, hi) * scale))  # noqa: E731
         end = seg(seg(prev, n(100, 300), True), n(150, 500), False)
-        if rng.random() < fork:
+        forked = rng.random() < fork
+        turn(end, left - 1)  # depth-first: the path goes on before its sibling is packed
+        if forked:
             turn(seg(prev, n(100, 300), True), min(2, left - 1))
-        turn(end, left - 1)
 
     turn(seg(-1, max(1, int(1200 * scale)), False), turns)
     n = len(t["tokens"])
@@ -142,6 +147,94 @@ def check_transformers(policy: Policy, shape: Dict[str, Any], device: str) -> Di
             "logitScale": float(b.abs().max())}
 
 
+def long_tree(rng: random.Random, tokens: int, vocab: int) -> Dict[str, Any]:
+    """One rollout of about `tokens` tokens: a long context whose path forks three times (retries)."""
+    t = agent_tree(rng, "long", vocab, 1, 0.0)
+    parent, n = t["parent"], len(t["tokens"])
+    forks = {int(tokens * k / 4) for k in (1, 2, 3)}
+
+    def add(prev: int, gen: bool) -> int:
+        t["tokens"].append(rng.randrange(vocab))
+        t["parent"].append(prev)
+        t["position"].append(t["position"][prev] + 1)
+        t["lossMask"].append(1 if gen else 0)
+        t["rolloutLogprobs"].append(-math.log(vocab) if gen else 0.0)
+        t["advantages"].append(0.5 if gen else 0.0)
+        t["branch"].append(-1)
+        return len(t["tokens"]) - 1
+
+    end = n - 1
+    while len(t["tokens"]) < tokens:
+        if forks and len(t["tokens"]) >= min(forks):
+            forks.discard(min(forks))
+            b = end
+            for k in range(240):  # a retried call and its result, packed before the path goes on
+                b = add(b, k < 40)
+        for k in range(rng.randint(50, 130)):
+            end = add(end, k < 30)
+    assert len(parent) == len(t["tokens"])
+    return t
+
+
+def long_rows(shape: Dict[str, Any], device: str, seed: int, tokens: int) -> Dict[str, Any]:
+    """(4): one long rollout, flex block mask against query chunks."""
+    from . import attention
+
+    rng = random.Random(seed + 1)
+    tree = long_tree(rng, tokens, shape["vocab_size"])
+    batch, _ = batches([tree])
+    out: Dict[str, Any] = {"tokens": len(tree["tokens"]), "flexAvailable": attention._flex() is not None}
+    for name, flag in (("flex", "1"), ("chunks", "0")):
+        if name == "flex" and not out["flexAvailable"]:
+            continue
+        os.environ["REINS_FLEX_ATTENTION"] = flag
+        policy = build_policy(shape, torch.bfloat16 if device == "cuda" else torch.float32, seed, device)
+        trainer = Trainer(tempfile.mkdtemp(), tempfile.mkdtemp(), device=device, policy=policy,
+                          micro_batch_tokens=tokens * 2)
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        m = trainer.forward_backward({"batch": batch})
+        if device == "cuda":
+            torch.cuda.synchronize()
+        out[name] = {"seconds": time.perf_counter() - t0, "loss": m["loss"],
+                     "peakMemoryGiB": torch.cuda.max_memory_allocated() / 2 ** 30 if device == "cuda" else None}
+        del trainer, policy
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    os.environ.pop("REINS_FLEX_ATTENTION", None)
+    return out
+
+
+def fsdp_one_gpu(shape: Dict[str, Any], trees: List[Dict[str, Any]], seed: int) -> Dict[str, Any]:
+    """(5): FSDP in a process group of one against the plain trainer: loss, then weights after a step."""
+    import torch.distributed as td
+
+    from .distributed import Dist
+
+    if not td.is_initialized():
+        td.init_process_group("nccl", init_method="tcp://127.0.0.1:29517", rank=0, world_size=1)
+    batch, _ = batches(trees[:2])
+    res = {}
+    for name, dist in (("plain", Dist.single()), ("fsdp", Dist(0, 1, 0, sharded=True))):
+        policy = build_policy(shape, torch.float32, seed, "cuda")
+        trainer = Trainer(tempfile.mkdtemp(), tempfile.mkdtemp(), device="cuda", policy=policy, dist=dist)
+        m = trainer.forward_backward({"batch": batch})
+        trainer.optim_step({"learningRate": 1e-4})
+        sd = dist.full_state_dict(trainer.model, trainer.policy)
+        res[name] = {"loss": m["loss"], "weights": {k: v.detach().float().cpu() for k, v in sd.items()},
+                     "peakMemoryGiB": torch.cuda.max_memory_allocated() / 2 ** 30}
+        del trainer, policy
+        torch.cuda.empty_cache()
+    a, b = res["plain"]["weights"], res["fsdp"]["weights"]
+    diff = max(float((a[k] - b[k]).abs().max()) for k in a)
+    return {"plainLoss": res["plain"]["loss"], "fsdpLoss": res["fsdp"]["loss"], "maxWeightDiff": diff,
+            "agree": bool(abs(res["plain"]["loss"] - res["fsdp"]["loss"]) < 1e-4 * max(1.0, abs(res["plain"]["loss"]))
+                          and diff < 1e-5),
+            "fsdpPeakMemoryGiB": res["fsdp"]["peakMemoryGiB"]}
+
+
 def grads(trainer: Trainer, batch) -> Dict[str, Any]:
     trainer._zero_grads()
     m = trainer.forward_backward({"batch": batch})
@@ -156,6 +249,8 @@ def main(argv=None) -> int:
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--long", type=int, default=32768, help="tokens of the long rollout of step (4); 0 skips it")
+    ap.add_argument("--no-fsdp", action="store_true", help="skip step (5)")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on CPU: exercises the script only")
     a = ap.parse_args(argv)
     device = "cpu" if a.cpu_smoke else "cuda"
@@ -220,6 +315,13 @@ def main(argv=None) -> int:
     out["throughput"] = rows
     out["speedup"] = rows["paths"]["seconds"] / rows["tree"]["seconds"]
     out["peakMemoryGiB"] = torch.cuda.max_memory_allocated() / 2 ** 30 if device == "cuda" else None
+    del trainer, policy
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    if a.long:
+        out["long"] = long_rows(shape, device, a.seed, a.long if not a.cpu_smoke else min(a.long, 2048))
+    if device == "cuda" and not a.no_fsdp:
+        out["fsdp"] = fsdp_one_gpu(shape, trees, a.seed)
     out["wallSeconds"] = time.perf_counter() - t_start
 
     what = "tiny shapes, CPU smoke run" if a.cpu_smoke else "Qwen3-0.6B shapes"
@@ -239,9 +341,25 @@ def main(argv=None) -> int:
         print(f"| {name} | {r['tokensProcessed']} | {r['trainedTokens']} | {r['seconds']:.3f} | "
               f"{r['tokensPerSecond']:.0f} | {r['trainedTokensPerSecond']:.0f} |")
     mem = f"; peak memory {out['peakMemoryGiB']:.1f} GiB" if out["peakMemoryGiB"] is not None else ""
-    print(f"tree-packed vs per-path: {out['speedup']:.2f}x{mem}; wall {out['wallSeconds']:.0f} s")
+    print(f"tree-packed vs per-path: {out['speedup']:.2f}x{mem}")
+    ok = g["agree"]
+    if "long" in out:
+        lg = out["long"]
+        for name in ("flex", "chunks"):
+            if name in lg:
+                r = lg[name]
+                pm = f", peak {r['peakMemoryGiB']:.1f} GiB" if r["peakMemoryGiB"] is not None else ""
+                print(f"long rollout, {lg['tokens']} tokens, {name}: {r['seconds']:.1f} s{pm}, loss {r['loss']:.6f}")
+        if "flex" in lg:
+            ok = ok and abs(lg["flex"]["loss"] - lg["chunks"]["loss"]) < 1e-2 * max(1.0, abs(lg["chunks"]["loss"]))
+    if "fsdp" in out:
+        f = out["fsdp"]
+        print(f"FSDP on one GPU: loss {f['fsdpLoss']:.6f} vs {f['plainLoss']:.6f}, max weight diff after a step "
+              f"{f['maxWeightDiff']:.2e}; agree={f['agree']}")
+        ok = ok and f["agree"]
+    print(f"wall {out['wallSeconds']:.0f} s")
     print(json.dumps(out))
-    return 0 if g["agree"] else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

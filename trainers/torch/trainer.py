@@ -148,7 +148,7 @@ class Trainer:
         rounds = self.dist.max_int(len(mine))
         # One process: a prefix shared by consecutive micro-batches goes through the model once for
         # all of them (ranks of a distributed run keep to one forward and backward per micro-batch).
-        runs = prefix_runs(mine) if share and self.dist.world == 1 else [(-1, 0)] * len(mine)
+        runs = prefix_runs(mine) if share and not self.dist.sharded else [(-1, 0)] * len(mine)
         run_kv = None
         kl_coef = float(alg.get("klCoef", 0.0) or 0.0)
         use_values = objective == "rl" and alg.get("type") == "PPO"
@@ -306,7 +306,7 @@ class Trainer:
                 if os.path.exists(src):
                     shutil.copyfile(src, os.path.join(tmp, name))
             if "onnx" in formats:
-                on_cpu = (self.device.type == "cpu" and self.dist.world == 1
+                on_cpu = (self.device.type == "cpu" and not self.dist.sharded
                           and all(p.dtype == torch.float32 for p in self.policy.parameters()))
                 if on_cpu:
                     export_policy = self.policy
