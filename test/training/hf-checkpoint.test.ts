@@ -128,6 +128,28 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     }
   }, 300_000);
 
+  it("reads a config.json in transformers 4.x keys (torch_dtype, rope_theta) and writes those keys back", async () => {
+    const dir = join(tempDir("reins-hf-4x-"), "ckpt");
+    cpSync(ckpt.untied, dir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+    const theta = (config.rope_parameters as { rope_theta: number }).rope_theta;
+    delete config.rope_parameters;
+    delete config.dtype;
+    delete config.layer_types;
+    Object.assign(config, { torch_dtype: "bfloat16", rope_theta: theta, rope_scaling: null, transformers_version: "4.51.0" });
+    writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+    const w = await start(PYTHON, dir);
+    try {
+      expect(relDiff(await w.client.computeLogprobs(SEQUENCES), reference.untied!.logprobs)).toBeLessThan(1e-5);
+      const saved = JSON.parse(readFileSync(join((await w.client.saveWeights()).dir, "config.json"), "utf8")) as Record<string, unknown>;
+      expect(saved.torch_dtype).toBe("bfloat16");
+      expect(saved.rope_theta).toBe(theta);
+      expect(saved.dtype).toBeUndefined();
+    } finally {
+      await w.stop();
+    }
+  }, 300_000);
+
   it("after a training step save_weights writes the checkpoint's layout in bf16, which transformers loads", async () => {
     const source = hf<Described>(python, { op: "hf-describe", modelDir: ckpt.untied });
     const before = reference.untied!;

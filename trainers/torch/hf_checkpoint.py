@@ -50,8 +50,9 @@ def _library():
         return None
 
 
-def read_file(path: str) -> Dict[str, torch.Tensor]:
-    st = _library()
+def read_file(path: str, own: bool = False) -> Dict[str, torch.Tensor]:
+    """One safetensors file's tensors (the project's own directories: always with its codec)."""
+    st = None if own else _library()
     if st is not None:
         return st.load_file(path)
     return safetensors_io.load(path)[0]
@@ -178,7 +179,7 @@ def read_weights(model_dir: str, layout: Layout) -> Dict[str, torch.Tensor]:
         if not os.path.exists(path):
             raise BatchProblem("ModelNotFound", f"{model_dir} has no {name}", "a model directory needs its weights")
         try:
-            tensors = read_file(path)
+            tensors = read_file(path, own=layout.kind == "reins")
         except Exception as e:  # a truncated or foreign file: the codec or the library says why
             raise _bad(f"{path} is not a readable safetensors file: {e}", "copy the checkpoint again")
         if layout.weight_map is not None:
