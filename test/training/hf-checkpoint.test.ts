@@ -202,6 +202,26 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     }
   }, 600_000);
 
+  it("a float32 checkpoint is written back in float32, which transformers loads with the same logprobs", async () => {
+    const dir = join(tempDir("reins-hf-f32-"), "ckpt");
+    cpSync(ckpt.untied, dir, { recursive: true });
+    const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ ...config, dtype: "float32" }));
+    const w = await start(PYTHON, dir); // Debian's python: the codec writes the shards
+    let saved: string;
+    try {
+      saved = (await w.client.saveWeights()).dir;
+    } finally {
+      await w.stop();
+    }
+    const out = hf<Described>(python, { op: "hf-describe", modelDir: saved });
+    expect(out.dtypes).toEqual(["F32"]);
+    expect(out.files.length).toBeGreaterThan(2);
+    const ref = hf<Reference>(python, { op: "hf-logprobs", modelDir: saved, sequences: SEQUENCES });
+    expect(ref.missing).toEqual([]);
+    expect(relDiff(ref.logprobs, reference.untied!.logprobs)).toBeLessThan(1e-5);
+  }, 300_000);
+
   it("a tied checkpoint is saved tied: no lm_head tensor, transformers loads it with nothing missing", async () => {
     const w = await start(python, ckpt.tied);
     let dir: string;
