@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread podman runc catatonit busybox-static})
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
