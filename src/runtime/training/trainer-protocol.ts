@@ -94,6 +94,7 @@ export interface SaveWeightsResult {
   /** Directory holding model.onnx and/or model.safetensors (the formats asked), config.json, tokenizer files, READY, and trained.json once trained. */
   dir: string;
   onnxPath: string | null;
+  /** model.safetensors, or model.safetensors.index.json when the weights are sharded. */
   safetensorsPath: string | null;
 }
 
