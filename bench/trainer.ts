@@ -27,10 +27,9 @@ function arg(name: string, def: number): number {
 }
 
 /** An agent rollout: prompt, then `turns` × (completion, tool result), branching with probability `fork`. */
-function agentTree(seed: number, rollout: string, vocab: number, turns: number, fork: number): PackedTree {
-  const rng = createRng(seed);
+/** An empty packed tree and a writer of segments: `n` random tokens below `prev` (generated ones trained). */
+function treeWriter(rollout: string, rng: ReturnType<typeof createRng>, vocab: number, adv: number) {
   const t: PackedTree = { rollout, task: "bench", harness: "bench", tokens: [], parent: [], position: [], lossMask: [], rolloutLogprobs: [], advantages: [], branch: [] };
-  const adv = rng.next() * 2 - 1;
   const seg = (prev: number, n: number, gen: boolean): number => {
     for (let k = 0; k < n; k++) {
       const i = t.tokens.length;
@@ -45,6 +44,12 @@ function agentTree(seed: number, rollout: string, vocab: number, turns: number, 
     }
     return prev;
   };
+  return { t, seg };
+}
+
+function agentTree(seed: number, rollout: string, vocab: number, turns: number, fork: number): PackedTree {
+  const rng = createRng(seed);
+  const { t, seg } = treeWriter(rollout, rng, vocab, rng.next() * 2 - 1);
   const turn = (prev: number, left: number): void => {
     if (left === 0) return;
     const end = seg(seg(prev, 20 + Math.floor(rng.next() * 30), true), 30 + Math.floor(rng.next() * 50), false);
@@ -62,21 +67,7 @@ function agentTree(seed: number, rollout: string, vocab: number, turns: number, 
 /** One long agent rollout of about `tokens` tokens whose path forks `forks` times (a retried call). */
 function longTree(seed: number, tokens: number, forks: number, vocab: number): PackedTree {
   const rng = createRng(seed);
-  const t: PackedTree = { rollout: `long-${tokens}`, task: "bench", harness: "bench", tokens: [], parent: [], position: [], lossMask: [], rolloutLogprobs: [], advantages: [], branch: [] };
-  const seg = (prev: number, n: number, gen: boolean): number => {
-    for (let k = 0; k < n; k++) {
-      const i = t.tokens.length;
-      t.tokens.push(Math.floor(rng.next() * vocab));
-      t.parent.push(prev);
-      t.position.push(prev < 0 ? 0 : t.position[prev] + 1);
-      t.lossMask.push(gen ? 1 : 0);
-      t.rolloutLogprobs.push(gen ? -1 - rng.next() : 0);
-      t.advantages.push(gen ? 0.5 : 0);
-      t.branch.push(-1);
-      prev = i;
-    }
-    return prev;
-  };
+  const { t, seg } = treeWriter(`long-${tokens}`, rng, vocab, 0.5);
   // Depth-first: each retry's short continuation is packed before the main path goes on.
   const forkAt = Array.from({ length: forks }, (_, k) => Math.floor(((k + 1) * tokens) / (forks + 1)));
   let end = seg(-1, Math.min(1000, tokens >> 2), false);
@@ -100,6 +91,17 @@ function peakMiB(pid: number | undefined): number {
   }
 }
 
+/** A fresh small policy (the worker's default shapes) in `modelDir`, without its ONNX export. */
+function createModel(modelDir: string, extra: string[] = []): { vocabSize: number; parameters: number } {
+  return JSON.parse(
+    execFileSync("/usr/bin/python3", ["-m", "trainers.torch.init_model", "--out", modelDir, "--seed", "0", "--no-onnx", ...extra], {
+      cwd: trainerRoot(),
+      env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" },
+      encoding: "utf8",
+    }),
+  ) as { vocabSize: number; parameters: number };
+}
+
 const algorithm: TrainingBatch["algorithm"] = {
   type: "GRPO",
   clip: { low: 0.2, high: 0.28 },
@@ -118,13 +120,7 @@ async function benchLong(sizes: number[]): Promise<void> {
   const threads = arg("threads", 2);
   const root = mkdtempSync(join(tmpdir(), "reins-bench-trainer-"));
   const modelDir = join(root, "model");
-  const info = JSON.parse(
-    execFileSync("/usr/bin/python3", ["-m", "trainers.torch.init_model", "--out", modelDir, "--seed", "0", "--no-onnx", "--max-len", String(Math.max(...sizes) * 2)], {
-      cwd: trainerRoot(),
-      env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" },
-      encoding: "utf8",
-    }),
-  ) as { vocabSize: number; parameters: number };
+  const info = createModel(modelDir, ["--max-len", String(Math.max(...sizes) * 2)]);
   console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize}; one rollout with 3 retries per size; torch threads ${threads}`);
   console.log("| tokens in the tree | layout | rows | tokens through the model | seconds | peak memory (MiB) | idle worker (MiB) |");
   console.log("|---|---|---|---|---|---|---|");
@@ -156,13 +152,7 @@ const threads = arg("threads", 1);
 const repeats = arg("repeats", 2);
 const root = mkdtempSync(join(tmpdir(), "reins-bench-trainer-"));
 const modelDir = join(root, "model");
-const info = JSON.parse(
-  execFileSync("/usr/bin/python3", ["-m", "trainers.torch.init_model", "--out", modelDir, "--seed", "0", "--no-onnx"], {
-    cwd: trainerRoot(),
-    env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" },
-    encoding: "utf8",
-  }),
-) as { vocabSize: number; parameters: number };
+const info = createModel(modelDir);
 const trees = Array.from({ length: rollouts }, (_, k) => agentTree(100 + k, `r${k}`, info.vocabSize, 6, 0.35));
 const batch = (layout: "tree" | "paths"): TrainingBatch => ({
   formatVersion: 1,
