@@ -33,6 +33,9 @@ export function register(program: Command): void {
           onStart: (total, done) => progress.start(plan.name, total, done),
           onEvent: (e) => progress.onEvent(e),
           signal: ac.signal,
+          log: (line) => {
+            if (!opts.quiet) say(line);
+          },
         });
       } finally {
         progress.finish();
