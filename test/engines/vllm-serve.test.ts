@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ResolvedVllmServe } from "../../src/compiler/contract/plan.js";
+import { createVllmEngine } from "../../src/runtime/engines/vllm.js";
 import { buildServeCommand, defaultServePython } from "../../src/runtime/engines/vllm-server.js";
 import { taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
 
@@ -100,6 +101,11 @@ describe("engine.serve in the spec", () => {
     expect(cmd.env).toMatchObject({ VLLM_SERVER_DEV_MODE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_CPU_KVCACHE_SPACE: "1", VLLM_CPU_OMP_THREADS_BIND: "nobind" });
     expect(buildServeCommand({ ...serve, python: "/usr/local/bin/python3.11" }, "m", 1).command).toBe("/usr/local/bin/python3.11");
     expect(defaultServePython({ HOME: "/home/r" })).toMatch(/\.cache\/reins\/scale-python\/bin\/python$/);
+  });
+
+  it("a command that starts no server (reins proxy, a judge built elsewhere) refuses a served engine with EngineServeUnsupported", async () => {
+    const serve: ResolvedVllmServe = { modelPath: "/m/policy", maxModelLen: 2048, dtype: "bfloat16", args: [], startTimeoutSeconds: 600 };
+    await expect(createVllmEngine({ type: "vllm", model: "m", serve }, {} as never)).rejects.toMatchObject({ code: "EngineServeUnsupported" });
   });
 });
 

@@ -58,7 +58,8 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
   let provider: Awaited<ReturnType<typeof createProvider>> | undefined;
   try {
     provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
-    const judges = await createJudges(plan);
+    // A rubric judged by the served policy asks the server reins started.
+    const judges = await createJudges(served.server && served.model ? { ...plan, model: served.model } : plan);
     const executor = await createExecutor({
       plan,
       store,

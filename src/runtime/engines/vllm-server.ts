@@ -117,14 +117,9 @@ export async function startVllmServer(o: StartOptions): Promise<VllmServer> {
     const timer = setTimeout(() => killGroup("SIGKILL"), graceMs);
     await exited;
     clearTimeout(timer);
-    // The engine core may outlive the api server for a moment: end what is left of the group.
-    if (child.pid !== undefined) {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        /* none left */
-      }
-    }
+    // The engine core may outlive the api server for a moment: end what is left of the group,
+    // and return only once none of it is left (not even a zombie waiting to be reaped).
+    if (child.pid !== undefined) await endGroup(child.pid, 15_000);
   };
   const baseUrl = `http://127.0.0.1:${port}`;
   const fail = async (why: string): Promise<never> => {
@@ -140,6 +135,20 @@ export async function startVllmServer(o: StartOptions): Promise<VllmServer> {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 1000))]);
   }
   return { baseUrl, pid: child.pid!, startSeconds: (Date.now() - started) / 1000, logFile: o.logFile, command: [cmd.command, ...cmd.args], stop };
+}
+
+/** SIGKILL what is left of process group `pgid`, then wait until it is empty (at most `waitMs`). */
+async function endGroup(pgid: number, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      return; // ESRCH: no process of the group is left
+    }
+    if (Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 async function answers(url: string): Promise<boolean> {
