@@ -6,10 +6,11 @@
  * The "python" here is a shell script standing in for a broken or slow vLLM install.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ResolvedVllmServe } from "../../src/compiler/contract/plan.js";
+import { compilePlan } from "../../src/compiler/index.js";
 import { createVllmEngine } from "../../src/runtime/engines/vllm.js";
 import { buildServeCommand, defaultServePython } from "../../src/runtime/engines/vllm-server.js";
 import { taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
@@ -101,6 +102,22 @@ describe("engine.serve in the spec", () => {
     expect(cmd.env).toMatchObject({ VLLM_SERVER_DEV_MODE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_CPU_KVCACHE_SPACE: "1", VLLM_CPU_OMP_THREADS_BIND: "nobind" });
     expect(buildServeCommand({ ...serve, python: "/usr/local/bin/python3.11" }, "m", 1).command).toBe("/usr/local/bin/python3.11");
     expect(defaultServePython({ HOME: "/home/r" })).toMatch(/\.cache\/reins\/scale-python\/bin\/python$/);
+  });
+
+  it("serve's modelPath is absolute in the plan, relative to the spec; defaults filled; the hash does not depend on where the project lives", () => {
+    const a = tempDir();
+    mkdirSync(join(a, "specs"));
+    writeSpecs(join(a, "specs"), evaluation(`    type: vllm\n    model: m\n    serve: {modelPath: ../.reins/policy}`));
+    const b = tempDir();
+    cpSync(a, b, { recursive: true });
+    const planIn = (cwd: string) => {
+      const r = compilePlan(["specs/specs.yaml"], { cwd, env: {}, projectRoot: "." });
+      expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+      return r.value!;
+    };
+    const [pa, pb] = [planIn(a), planIn(b)];
+    expect(pa.model!.engine).toEqual({ type: "vllm", model: "m", serve: { modelPath: join(a, ".reins", "policy"), maxModelLen: 32768, dtype: "bfloat16", args: [], startTimeoutSeconds: 600 } });
+    expect(pb.hash).toBe(pa.hash);
   });
 
   it("a command that starts no server (reins proxy, a judge built elsewhere) refuses a served engine with EngineServeUnsupported", async () => {
