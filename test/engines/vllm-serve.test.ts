@@ -175,3 +175,59 @@ describe("reins eval when the server reins starts does not come up", () => {
     expect(alive(pid)).toBe(false);
   }, 60_000);
 });
+
+/**
+ * A stand-in vLLM that starts at once: it answers the probe as vLLM 0.32.0 does (/version, /v1/models)
+ * on the --port reins gives it, and 404 to everything else, so every completion fails.
+ */
+const PROBE_ONLY_SERVER = `echo "fake server pid $$"
+exec /usr/bin/python3 -c '
+import http.server, json, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+name = sys.argv[sys.argv.index("--served-model-name") + 1]
+answers = {"/version": {"version": "0.32.0"}, "/v1/models": {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "vllm", "max_model_len": 2048}]}}
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self):
+        body = answers.get(self.path)
+        self.send_response(200 if body else 404)
+        data = json.dumps(body or {"error": "not found"}).encode()
+        self.send_header("content-type", "application/json"); self.send_header("content-length", str(len(data))); self.end_headers()
+        self.wfile.write(data)
+    do_GET = answer
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0)); self.answer()
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+' "$@"`;
+
+describe("reins eval stops the server it started when the evaluation ends", () => {
+  it("after rollouts whose every completion failed: the engine block is reported and the server is gone", async () => {
+    const dir = tempDir();
+    const { python, modelDir } = fakeServer(dir, PROBE_ONLY_SERVER);
+    const file = writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}"}`));
+    const r = await reins(["eval", file, "--out", join(dir, "run"), "--json", "--quiet"]);
+    const summary = JSON.parse(r.stdout) as { engine: unknown; infraFailures: number };
+    expect(summary.engine).toEqual({ type: "vllm", server: "vllm", version: "0.32.0", logprobsMode: "raw" });
+    expect(summary.infraFailures).toBe(1);
+    const about = JSON.parse(readFileSync(join(dir, "run", "vllm-server.json"), "utf8")) as { pid: number; baseUrl: string; command: string[] };
+    expect(about.command.slice(1, 5)).toEqual(["-m", "vllm.entrypoints.openai.api_server", "--model", modelDir]);
+    expect(alive(about.pid)).toBe(false);
+  }, 120_000);
+
+  it("Ctrl-C once the server answers: the evaluation is interrupted, and the server is gone", async () => {
+    const dir = tempDir();
+    const { python, modelDir } = fakeServer(dir, PROBE_ONLY_SERVER);
+    const file = writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}"}`));
+    let sent = false;
+    const r = await reins(["eval", file, "--out", join(dir, "run")], (text, child) => {
+      if (sent || !/vLLM answers at/.test(text)) return;
+      sent = true;
+      child.kill("SIGINT");
+    });
+    expect(sent).toBe(true);
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain("interrupted; resume with: reins eval --resume");
+    const pid = Number(/fake server pid (\d+)/.exec(readFileSync(join(dir, "run", "vllm-server.log"), "utf8"))![1]);
+    expect(alive(pid)).toBe(false);
+  }, 120_000);
+});
