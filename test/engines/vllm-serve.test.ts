@@ -151,7 +151,7 @@ describe("reins eval when the server reins starts does not come up", () => {
     expect(alive(pid)).toBe(false);
   }, 60_000);
 
-  it("Ctrl-C while the server starts: the wait ends, the server is stopped, exit 1", async () => {
+  it("Ctrl-C while the server starts: the wait ends, the server is stopped, interrupted (exit 130)", async () => {
     const dir = tempDir();
     const { python, modelDir } = fakeServer(dir, `echo "fake server pid $$"\nexec sleep 300`);
     const file = writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}"}`));
@@ -169,8 +169,9 @@ describe("reins eval when the server reins starts does not come up", () => {
       }, 100);
     });
     expect(sent).toBe(true);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("was stopped before it answered: interrupted");
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain("interrupted before the first rollout; resume with: reins eval --resume");
+    expect(r.stderr).not.toContain("error[");
     const pid = Number(/fake server pid (\d+)/.exec(readFileSync(log, "utf8"))![1]);
     expect(alive(pid)).toBe(false);
   }, 60_000);

@@ -37,6 +37,12 @@ export function register(program: Command): void {
             if (!opts.quiet) say(line);
           },
         });
+      } catch (err) {
+        // Ctrl-C while a served engine was starting: nothing ran yet; an interruption, not a failure.
+        if (!ac.signal.aborted) throw err;
+        say(`interrupted before the first rollout; resume with: reins eval --resume ${store.dir}`);
+        process.exitCode = EXIT.interrupted;
+        return;
       } finally {
         progress.finish();
         store.close();
