@@ -33,7 +33,16 @@ export function register(program: Command): void {
           onStart: (total, done) => progress.start(plan.name, total, done),
           onEvent: (e) => progress.onEvent(e),
           signal: ac.signal,
+          log: (line) => {
+            if (!opts.quiet) say(line);
+          },
         });
+      } catch (err) {
+        // Ctrl-C while a served engine was starting: nothing ran yet; an interruption, not a failure.
+        if (!ac.signal.aborted) throw err;
+        say(`interrupted before the first rollout; resume with: reins eval --resume ${store.dir}`);
+        process.exitCode = EXIT.interrupted;
+        return;
       } finally {
         progress.finish();
         store.close();

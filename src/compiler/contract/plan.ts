@@ -153,10 +153,24 @@ export interface ResolvedModel {
 export type ResolvedEngine =
   | { type: "scripted"; script: ScriptedTurn[] }
   | EngineOf<"openai-compatible">
-  | EngineOf<"vllm">
+  | (Omit<EngineOf<"vllm">, "serve"> & { serve?: ResolvedVllmServe })
   | EngineOf<"sglang">
   | EngineOf<"llama-cpp">
   | (Filled<Omit<EngineOf<"onnx">, "prefixCache">> & { modelPath: string; prefixCache?: { entries: number; maxMiB: number } });
+
+/**
+ * A vLLM server reins starts itself (engine.serve): `modelPath` absolute; `python` absent means
+ * the scale venv's (resolved on the machine that runs it); maxModelLen defaults to the Model's
+ * maxContextTokens, dtype to bfloat16, startTimeoutSeconds to 600.
+ */
+export interface ResolvedVllmServe {
+  modelPath: string;
+  python?: string;
+  maxModelLen: number;
+  dtype: "auto" | "bfloat16" | "float16" | "float32";
+  args: string[];
+  startTimeoutSeconds: number;
+}
 
 /**
  * One scripted model turn: rendered in the model's output format, then tokenized. `raw` is used

@@ -71,7 +71,9 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
       ? { type: "scripted", script: e.script.map((t) => ({ ...t }) as ScriptedTurn) }
       : e.type === "openai-compatible"
         ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}), ...(e.api ? { api: e.api } : {}) }
-        : e.type === "vllm" || e.type === "sglang" || e.type === "llama-cpp"
+        : e.type === "vllm"
+          ? resolveVllm(e, abs, spec.maxContextTokens ?? 32768, problems)
+          : e.type === "sglang" || e.type === "llama-cpp"
           ? { ...e }
           : {
             type: "onnx",
@@ -100,6 +102,35 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     if (set.length > 0) model.proxy = Object.fromEntries(set);
   }
   return { model, problems };
+}
+
+/** A vllm engine: exactly one of baseUrl (a server the user runs) and serve (reins starts one). */
+function resolveVllm(
+  e: Extract<ModelSpec["engine"], { type: "vllm" }>,
+  abs: (p: string) => string,
+  maxContextTokens: number,
+  problems: HostPathProblem[],
+): Extract<ResolvedModel["engine"], { type: "vllm" }> {
+  const { serve, ...rest } = e;
+  if ((rest.baseUrl === undefined) === (serve === undefined)) {
+    problems.push({
+      path: ["engine", serve ? "serve" : "type"],
+      code: "EngineServeConflict",
+      message: serve ? "The vllm engine gives both baseUrl and serve." : "The vllm engine gives neither baseUrl nor serve.",
+    });
+  }
+  if (!serve) return { ...rest };
+  return {
+    ...rest,
+    serve: {
+      modelPath: abs(serve.modelPath),
+      ...(serve.python !== undefined ? { python: serve.python } : {}),
+      maxModelLen: serve.maxModelLen ?? maxContextTokens,
+      dtype: serve.dtype ?? "bfloat16",
+      args: [...(serve.args ?? [])],
+      startTimeoutSeconds: serve.startTimeoutSeconds ?? 600,
+    },
+  };
 }
 
 export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {

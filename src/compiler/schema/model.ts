@@ -20,6 +20,19 @@ export const ScriptedTurnSpec = z
 
 const LogprobsMode = z.enum(["raw", "temperature", "processed"]);
 
+export const VllmServeSpec = z
+  .strictObject({
+    modelPath: z.string().min(1).describe("Hugging Face-style model directory (config.json + safetensors), relative to the spec file. A directory without a policy (no READY file) gets the project's tiny initial policy, as reins run creates it."),
+    python: z.string().min(1).optional().describe("The Python that has vllm (default: the scale venv of scripts/install-python.sh: $REINS_SCALE_PYTHON_DIR/bin/python, else ~/.cache/reins/scale-python/bin/python)."),
+    maxModelLen: PositiveInt.optional().describe("--max-model-len (default: the Model's maxContextTokens)."),
+    dtype: z.enum(["auto", "bfloat16", "float16", "float32"]).optional().describe("--dtype (default bfloat16)."),
+    args: z.array(z.string()).optional().describe("Extra command-line flags for vLLM's api_server, appended as given."),
+    startTimeoutSeconds: PositiveInt.optional().describe("How long to wait for the server to answer /v1/models (default 600)."),
+  })
+  .describe(
+    "reins starts the vLLM server itself for the command's lifetime (reins eval) on a free loopback port and stops it at the end: python -m vllm.entrypoints.openai.api_server --model DIR --served-model-name MODEL --enforce-eager --skip-tokenizer-init, with VLLM_SERVER_DEV_MODE=1 (reload routes), telemetry off, its output in the run directory's vllm-server.log.",
+  );
+
 export const EngineSpec = z
   .discriminatedUnion("type", [
     z.strictObject({
@@ -35,7 +48,8 @@ export const EngineSpec = z
     }),
     z.strictObject({
       type: z.literal("vllm"),
-      baseUrl: z.string().min(1).describe("The vLLM server, e.g. http://vllm:8000 (a trailing /v1 is allowed)."),
+      baseUrl: z.string().min(1).optional().describe("The vLLM server you run, e.g. http://vllm:8000 (a trailing /v1 is allowed). Exactly one of baseUrl and serve."),
+      serve: VllmServeSpec.optional(),
       model: z.string().min(1).describe("The served model name (its --served-model-name or --model)."),
       apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
       logprobsMode: LogprobsMode.optional().describe(

@@ -13,6 +13,7 @@ import { createProvider } from "../executor/providers.js";
 import type { RunStore } from "../store/run-store.js";
 import type { FidelityReport } from "../trajectories/fidelity.js";
 import { evalFidelity } from "./fidelity.js";
+import { startServedModel } from "./served-model.js";
 
 export interface EvaluationOptions {
   plan: Plan;
@@ -24,6 +25,8 @@ export interface EvaluationOptions {
   /** Rollout events (started, retried, finished), for progress. */
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
   signal?: AbortSignal;
+  /** Lines about what reins starts for the run (a served engine), for the user. */
+  log?: (line: string) => void;
 }
 
 export interface EvaluationOutcome extends EvalSummary {
@@ -50,13 +53,18 @@ export function listEvaluationRollouts(plan: Plan): { rollouts: PlanRollout[]; s
 export async function runEvaluation(opts: EvaluationOptions): Promise<EvaluationOutcome> {
   const { plan, store } = opts;
   const { rollouts, step } = listEvaluationRollouts(plan);
-  const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
+  // A Model with engine.serve: its vLLM server runs for this evaluation (stopped in the finally).
+  const served = await startServedModel(plan, store.dir, { ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.log ? { log: opts.log } : {}) });
+  let provider: Awaited<ReturnType<typeof createProvider>> | undefined;
   try {
-    const judges = await createJudges(plan);
+    provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
+    // A rubric judged by the served policy asks the server reins started.
+    const judges = await createJudges(served.server && served.model ? { ...plan, model: served.model } : plan);
     const executor = await createExecutor({
       plan,
       store,
       provider,
+      ...(served.server && served.model ? { model: served.model } : {}),
       ...(judges.judge ? { judge: judges.judge } : {}),
       ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
@@ -90,6 +98,7 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
     }
     return outcome;
   } finally {
-    await provider.close();
+    await provider?.close();
+    await served.stop();
   }
 }

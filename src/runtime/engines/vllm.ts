@@ -13,12 +13,21 @@ import { EngineError, type EngineFactory, type EngineInfo, type GenerateRequest 
 import { buildHeaders, HttpEngine, postJson, readJson, serverRoot, type Piece } from "./http.js";
 import { readCompletions } from "./openai-compatible.js";
 import { probeServer, readProbe } from "./probe.js";
+import { CODES } from "../../compiler/contract/codes.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 
-type Spec = Extract<ResolvedEngine, { type: "vllm" }>;
+type Spec = Extract<ResolvedEngine, { type: "vllm" }> & { baseUrl: string };
 
-export const createVllmEngine: EngineFactory<Spec> = async (spec) => {
+/**
+ * The engine of a vLLM server at `baseUrl`. A spec with `serve` reaches here with the baseUrl of
+ * the server reins started (control/served-engine.ts); without one, the command starts no server.
+ */
+export const createVllmEngine: EngineFactory<Extract<ResolvedEngine, { type: "vllm" }>> = async (spec) => {
+  if (spec.baseUrl === undefined) {
+    throw new ReinsError("EngineServeUnsupported", "The Model's vllm engine has serve (reins starts the server), which only reins eval does; this command starts no server.", CODES.EngineServeUnsupported);
+  }
   const probe = readProbe("vllm", await probeServer(spec.baseUrl, spec.apiKeyEnv), spec.logprobsMode);
-  return new VllmEngine(spec, probe);
+  return new VllmEngine({ ...spec, baseUrl: spec.baseUrl }, probe);
 };
 
 export class VllmEngine extends HttpEngine {
