@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { outcomeOf, summarizeEval, type RolloutOutcome } from "../../src/runtime/eval/summary.js";
 import { renderEvalTable } from "../../src/runtime/eval/table.js";
 import type { VerifierResult } from "../../src/runtime/verifiers/verify.js";
+import { outcomeOfResult } from "../../src/runtime/executor/outcomes.js";
+import type { RolloutResult } from "../../src/runtime/records/rollout-result.js";
 
 function runs(task: string, category: string, harness: string, rewards: (number | null)[], threshold = 1): RolloutOutcome[] {
   return rewards.map((reward, attempt) => ({
@@ -80,10 +82,20 @@ describe("summarizeEval", () => {
         "         off by one in y",
         "",
         "Rollouts without a reward (not counted in the estimates)",
-        "     1×  ScriptTimeout: the verifier script ran longer than 5 s",
+        "     1×  ScriptTimeout (verifier): the verifier script ran longer than 5 s",
         "",
       ].join("\n"),
     );
+  });
+
+  it("lists a rollout whose sandbox or harness failed apart from verifier errors", () => {
+    const base = { task: "t", category: "c", harness: "h", attempt: 0, rollout: "r", phases: {}, calls: 0 } as unknown as RolloutResult;
+    const infra = outcomeOfResult({ ...base, status: "infra-failed", reward: null, passed: false, error: { code: "SandboxFailed", message: "bwrap exited 1" } });
+    const verifier = outcomeOfResult({ ...base, status: "verifier-error", reward: null, passed: false, error: { code: "ScriptTimeout", message: "slow" } });
+    const s = summarizeEval([infra, verifier, infra]);
+    expect(s.infraErrors).toEqual([{ code: "SandboxFailed", count: 2, example: "bwrap exited 1" }]);
+    expect(s.verifierErrors).toEqual([{ code: "ScriptTimeout", count: 1, example: "slow" }]);
+    expect(renderEvalTable(s)).toContain("     2×  SandboxFailed (infrastructure): bwrap exited 1");
   });
 });
 

@@ -15,6 +15,8 @@ export interface RolloutOutcome {
   reward: number | null;
   passed: boolean;
   error?: { code: string; message: string };
+  /** Why a rollout without a reward has none: its verifier failed, or the sandbox, harness or engine did. */
+  cause?: "verifier" | "infrastructure";
   /** Reasons the rollout lost reward: failing checks, low rubric items, a partial script. */
   failures?: { name: string; type: string; reason: string }[];
 }
@@ -48,8 +50,10 @@ export interface EvalSummary extends Metrics {
   harnesses: Record<string, Metrics>;
   tasks: Record<string, Metrics & { category: string }>;
   topFailures: FailureCount[];
-  /** Rollouts without a reward, by error code. */
+  /** Rollouts without a reward because their verifier failed, by error code. */
   verifierErrors: { code: string; count: number; example: string }[];
+  /** Rollouts without a reward because the sandbox, the harness or the engine failed, by error code. */
+  infraErrors: { code: string; count: number; example: string }[];
 }
 
 interface Group {
@@ -138,10 +142,10 @@ export function topFailures(outcomes: readonly RolloutOutcome[], limit = 10): Fa
     .slice(0, limit);
 }
 
-function verifierErrors(outcomes: readonly RolloutOutcome[]): EvalSummary["verifierErrors"] {
+function unscored(outcomes: readonly RolloutOutcome[], cause: NonNullable<RolloutOutcome["cause"]>): EvalSummary["verifierErrors"] {
   const m = new Map<string, { code: string; count: number; example: string }>();
   for (const o of outcomes) {
-    if (o.reward !== null) continue;
+    if (o.reward !== null || (o.cause ?? "verifier") !== cause) continue;
     const code = o.error?.code ?? "NoReward";
     const e = m.get(code) ?? { code, count: 0, example: o.error?.message ?? "the rollout has no reward" };
     e.count++;
@@ -162,7 +166,8 @@ export function summarizeEval(outcomes: readonly RolloutOutcome[], opts: { ks?: 
     harnesses: record(by(groups, (g) => g.harness), (gs) => metricsOf(gs, ks)),
     tasks: record(by(groups, (g) => g.task), (gs) => ({ category: gs[0].category, ...metricsOf(gs, ks) })),
     topFailures: topFailures(outcomes, opts.failureLimit),
-    verifierErrors: verifierErrors(outcomes),
+    verifierErrors: unscored(outcomes, "verifier"),
+    infraErrors: unscored(outcomes, "infrastructure"),
   };
 }
 

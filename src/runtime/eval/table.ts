@@ -56,9 +56,10 @@ export function renderEvalTable(summary: EvalSummary, opts: TableOptions = {}): 
       for (const e of f.examples) out.push(`         ${clip(e, width)}`);
     }
   }
-  if (summary.verifierErrors.length > 0) {
+  const unscored = [...summary.verifierErrors.map((e) => ({ ...e, cause: "verifier" })), ...summary.infraErrors.map((e) => ({ ...e, cause: "infrastructure" }))];
+  if (unscored.length > 0) {
     out.push("", "Rollouts without a reward (not counted in the estimates)");
-    for (const e of summary.verifierErrors) out.push(`  ${String(e.count).padStart(4)}×  ${e.code}: ${clip(e.example, width)}`);
+    for (const e of unscored) out.push(`  ${String(e.count).padStart(4)}×  ${e.code} (${e.cause}): ${clip(e.example, width)}`);
   }
   return `${out.join("\n")}\n`;
 }

@@ -10,7 +10,8 @@ export function outcomeOfResult(r: RolloutResult): RolloutOutcome {
     const o: RolloutOutcome = { ...base, reward: 0, passed: false, failures: [{ name: "timeout", type: "timeout", reason: r.error?.message ?? "the harness timed out." }] };
     return o;
   }
-  return { ...base, reward: null, passed: false, error: r.error ?? { code: r.status, message: r.status } };
+  const cause = r.status === "verifier-error" ? "verifier" : "infrastructure";
+  return { ...base, reward: null, passed: false, error: r.error ?? { code: r.status, message: r.status }, cause };
 }
 
 export function summarizeResults(results: readonly RolloutResult[], ks?: number[]): EvalSummary {
