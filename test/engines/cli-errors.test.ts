@@ -5,36 +5,9 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
-import { readFixture, startReplay, type Replay } from "./replay.js";
+import { tempDir, writeSpecs } from "../executor/helpers.js";
+import { evaluationWithEngine as evaluation, readFixture, startReplay, type Replay } from "./replay.js";
 
-function evaluation(engine: string): string {
-  return `apiVersion: reins/v1alpha1
-kind: Evaluation
-metadata: {name: t}
-spec:
-  model: {name: m}
-  tasks: [{labels: {suite: t}}]
-  harnesses: [{name: h}]
-  sandbox: {provider: local, concurrency: 1, retries: 0}
----
-apiVersion: reins/v1alpha1
-kind: Harness
-metadata: {name: h}
-spec:
-  dialect: openai-chat
-  command: [node, "{{reinsAgent}}", "{{instruction}}"]
-  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}
----
-apiVersion: reins/v1alpha1
-kind: Model
-metadata: {name: m}
-spec:
-  tokenizer: {type: qwen3}
-  engine: ${engine}
----
-${taskYaml("t1")}`;
-}
 
 function reinsEval(file: string, out: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

@@ -4,6 +4,7 @@
  * the test's `answer` (a recorded response, an SSE stream of recorded events, or a failure), and
  * every request is kept so a test can assert what reins sent.
  */
+import { taskYaml } from "../executor/helpers.js";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -66,4 +67,33 @@ export async function startReplay(probe: Record<string, unknown>): Promise<Repla
 /** The POSTs reins sent, as path → body, in order. */
 export function posts(replay: Replay): { path: string; body: unknown }[] {
   return replay.seen.filter((s) => s.method === "POST").map(({ path, body }) => ({ path, body }));
+}
+
+/** An Evaluation of one task through reins-agent whose Model's engine is `engine` (the YAML after `engine:`). */
+export function evaluationWithEngine(engine: string): string {
+  return `apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: t}
+spec:
+  model: {name: m}
+  tasks: [{labels: {suite: t}}]
+  harnesses: [{name: h}]
+  sandbox: {provider: local, concurrency: 1, retries: 0}
+---
+apiVersion: reins/v1alpha1
+kind: Harness
+metadata: {name: h}
+spec:
+  dialect: openai-chat
+  command: [node, "{{reinsAgent}}", "{{instruction}}"]
+  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}
+---
+apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: m}
+spec:
+  tokenizer: {type: qwen3}
+  engine: ${engine}
+---
+${taskYaml("t1")}`;
 }

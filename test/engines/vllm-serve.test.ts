@@ -13,36 +13,10 @@ import type { ResolvedVllmServe } from "../../src/compiler/contract/plan.js";
 import { compilePlan } from "../../src/compiler/index.js";
 import { createVllmEngine } from "../../src/runtime/engines/vllm.js";
 import { buildServeCommand, defaultServePython } from "../../src/runtime/engines/vllm-server.js";
-import { taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
+import { tempDir, writeSpecs } from "../executor/helpers.js";
+import { evaluationWithEngine } from "./replay.js";
 
-function evaluation(engine: string): string {
-  return `apiVersion: reins/v1alpha1
-kind: Evaluation
-metadata: {name: t}
-spec:
-  model: {name: m}
-  tasks: [{labels: {suite: t}}]
-  harnesses: [{name: h}]
-  sandbox: {provider: local, concurrency: 1, retries: 0}
----
-apiVersion: reins/v1alpha1
-kind: Harness
-metadata: {name: h}
-spec:
-  dialect: openai-chat
-  command: [node, "{{reinsAgent}}", "{{instruction}}"]
-  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}
----
-apiVersion: reins/v1alpha1
-kind: Model
-metadata: {name: m}
-spec:
-  tokenizer: {type: qwen3}
-  engine:
-${engine}
----
-${taskYaml("t1")}`;
-}
+const evaluation = (engine: string): string => evaluationWithEngine(`\n${engine}`);
 
 function reins(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
