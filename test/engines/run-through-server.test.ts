@@ -12,7 +12,7 @@
  * weights by /update_weights_from_disk, each call labelled by the server's weight_version.
  */
 import { spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ensureInitialPolicy } from "../../src/runtime/control/policy.js";
@@ -59,6 +59,10 @@ async function standIn(root: string, probe: Record<string, unknown> = fx.probe):
     return step ? { json: step.response } : undefined;
   };
   return Object.assign(r, { reloads: () => reloads });
+}
+
+function editExperiment(file: string, edit: (text: string) => string): void {
+  writeFileSync(file, edit(readFileSync(file, "utf8")));
 }
 
 function reinsRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -124,6 +128,26 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
       expect(c.weightsVersion).toBe(versions[reloads - 1]);
     }
     expect(new Set(calls.map((c) => c.weightsVersion))).toEqual(new Set(versions.slice(0, 2)));
+  }, 300_000);
+
+  it("a model directory reins did not make (no READY) is trained as it is: not rewritten, named by the trainer from its content", async () => {
+    const { dir, policy } = await project();
+    const theirs = join(dir, "checkpoint");
+    cpSync(policy, theirs, { recursive: true });
+    rmSync(join(theirs, "READY"));
+    const config = readFileSync(join(theirs, "config.json"), "utf8");
+    const r = (replay = await standIn(theirs));
+    const file = copyExample(dir, r.url);
+    editExperiment(file, (t) => t.replace("  steps: 2\n", "  steps: 1\n"));
+    const run = join(dir, "run");
+    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run]);
+    expect(out.code, out.stderr.slice(-3000)).toBe(0);
+    expect(out.stderr).not.toContain("created the initial policy");
+    expect(existsSync(join(theirs, "READY"))).toBe(false);
+    expect(readFileSync(join(theirs, "config.json"), "utf8")).toBe(config);
+    const first = posts(r).find((p) => p.path === "/update_weight_version")!.body as { new_version: string };
+    expect(first.new_version).toMatch(/^[0-9a-f]{16}$/);
+    expect(new Set(jsonl(run, "calls.jsonl").map((c) => c.weightsVersion))).toEqual(new Set([first.new_version]));
   }, 300_000);
 
   it("refuses temperature 0.7 with raw logprobs before anything runs: error[SamplingUnfaithful], nothing sampled or reloaded", async () => {

@@ -12,7 +12,7 @@
  * samples and reloads (in-process onnx, or a vllm/sglang server, started by reins for `serve`) is
  * policy-engine.ts's.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
 import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
@@ -82,8 +82,10 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const python = trainer.python;
   const policyDir = trainingPolicyDir(model, external);
   const sftContext: SftContext = { plan, provider: o.provider, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) };
-  const corpus = !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
-  const init = await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
+  // A server's model directory that holds a checkpoint reins did not make (no READY) is used as it is.
+  const checkpoint = model.engine.type !== "onnx" && !hasPolicy(policyDir) && existsSync(join(policyDir, "config.json"));
+  const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
+  const init = checkpoint ? { version: "", created: false } : await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
   if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
 
   const state = readLoopState(store);
@@ -100,6 +102,8 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     valueHead: algorithm.type === "PPO",
     stderrLog: join(store.dir, "trainer.log"),
   });
+  // The worker names a checkpoint's weights by their content.
+  if (checkpoint) init.version = (await worker.client.health()).weightsVersion;
   let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
   if (state.lastCheckpoint) {
     await worker.client.restore(state.lastCheckpoint.path);
