@@ -142,6 +142,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const run = join(dir, "run");
     const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run]);
     expect(out.code, out.stderr.slice(-3000)).toBe(0);
+    expect(out.stdout).toContain("engine: vllm 0.32.0, raw logprobs");
     expect(out.stderr).not.toContain("created the initial policy");
     expect(existsSync(join(theirs, "READY"))).toBe(false);
     expect(readFileSync(join(theirs, "config.json"), "utf8")).toBe(config);
