@@ -1,7 +1,7 @@
 /**
  * The Trainer's fields in `reins run`: python, checkpointDir and weightsFormat drive the local
  * worker; settings for the GPU trainer Job (mode, device, gpus, nodes, image) and a weightsFormat
- * the onnx engine cannot load are refused before anything runs, with a permanent code and a hint.
+ * the run's engine cannot load (onnx in process; safetensors for a vllm or sglang server) are refused before anything runs, with a permanent code and a hint.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -14,9 +14,9 @@ import { LoopError } from "../../src/runtime/control/loop-error.js";
 import { tempDir } from "../executor/helpers.js";
 import { editSpec, experiment, jsonl } from "./helpers.js";
 
-function refusal(t: Partial<ResolvedTrainer>): LoopError {
+function refusal(t: Partial<ResolvedTrainer>, engineType = "onnx"): LoopError {
   try {
-    localTrainer({ ...resolveTrainer(undefined), ...t }, "/runs/r1");
+    localTrainer({ ...resolveTrainer(undefined), ...t }, "/runs/r1", engineType);
   } catch (e) {
     expect(e).toBeInstanceOf(LoopError);
     return e as LoopError;
@@ -44,12 +44,22 @@ describe("the local trainer of reins run", () => {
     const e = refusal({ weightsFormat: ["safetensors"] });
     expect(e.code).toBe("WeightsFormatUnsupported");
     expect(e.hint).toContain("onnx");
-    expect(localTrainer(resolveTrainer({ python: "/opt/py/bin/python3" }), "/runs/r1")).toEqual({
+    expect(localTrainer(resolveTrainer({ python: "/opt/py/bin/python3" }), "/runs/r1", "onnx")).toEqual({
       python: "/opt/py/bin/python3",
       checkpointRoot: "/runs/r1/checkpoints",
       weightsFormat: ["onnx", "safetensors"],
     });
-    expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1")).toMatchObject({ checkpointRoot: "/data/ckpts/r1", weightsFormat: ["onnx"] });
+    expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1", "onnx")).toMatchObject({ checkpointRoot: "/data/ckpts/r1", weightsFormat: ["onnx"] });
+  });
+
+  it("through a vllm or sglang server, needs safetensors (what the server reloads), not onnx", () => {
+    for (const type of ["vllm", "sglang"]) {
+      const e = refusal({ weightsFormat: ["onnx"] }, type);
+      expect(e.code).toBe("WeightsFormatUnsupported");
+      expect(e.message).toContain(`the ${type} server reloads each new version from safetensors`);
+      expect(e.hint).toContain("Add safetensors");
+      expect(localTrainer(resolveTrainer({ weightsFormat: ["safetensors"] }), "/runs/r1", type).weightsFormat).toEqual(["safetensors"]);
+    }
   });
 
   it("reins run stops at the start with error[TrainerModeUnsupported]: no policy, no worker, no rollout", () => {

@@ -38,7 +38,7 @@ async function serve(events: unknown[] = fx.stream.events): Promise<Replay> {
 }
 
 describe("sglang engine (replayed SGLang 0.5)", () => {
-  it("probes the server: SGLang 0.5.5, temperature-scaled logprobs by default, the disk reload route, its context length", async () => {
+  it("probes the server: SGLang 0.5.5, temperature-scaled logprobs by default, the disk reload route, its context length, its model path", async () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
     expect(engine.info!()).toEqual({
@@ -49,6 +49,7 @@ describe("sglang engine (replayed SGLang 0.5)", () => {
       logprobsModeFrom: "default",
       routes: { generate: "/generate", reload: "/update_weights_from_disk", pause: "/pause_generation", resume: "/continue_generation", resetCache: "/flush_cache" },
       maxModelLen: 40960,
+      modelPath: "Qwen/Qwen3-0.6B",
     });
     const raw = await createEngine(spec(r.url, { logprobsMode: "raw" }), noCtx);
     expect(raw.info!()).toMatchObject({ logprobsMode: "raw", logprobsModeFrom: "spec" });

@@ -33,7 +33,7 @@ async function serve(probe: Record<string, unknown> = fx.probe): Promise<Replay>
 }
 
 describe("vllm engine (replayed vLLM 0.32.0)", () => {
-  it("probes the server at start: vLLM 0.32.0, raw logprobs as its /server_info says, the reload routes, 2048 tokens", async () => {
+  it("probes the server at start: vLLM 0.32.0, raw logprobs as its /server_info says, the reload routes, 2048 tokens, the model directory it loaded", async () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
     expect(engine.info!()).toEqual({
@@ -44,6 +44,7 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
       logprobsModeFrom: "server",
       routes: { generate: "/v1/completions", reload: "/collective_rpc", pause: "/pause", resume: "/resume", resetCache: "/reset_prefix_cache", updateVersion: "/update_weight_version" },
       maxModelLen: 2048,
+      modelPath: "tiny/qwen3_hd32",
     });
     expect(r.seen.filter((s) => s.method === "GET").map((s) => s.path).sort()).toEqual(
       ["/get_model_info", "/get_server_info", "/openapi.json", "/props", "/server_info?config_format=json", "/v1/models", "/version"].sort(),

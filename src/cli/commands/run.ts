@@ -63,6 +63,7 @@ export function register(program: Command): void {
               ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
               "",
               renderFidelityTable(outcome.fidelity),
+              ...(outcome.engine ? [`engine: ${outcome.engine.server} ${outcome.engine.version ?? "(version unknown)"}, ${outcome.engine.logprobsMode} logprobs`] : []),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",

@@ -136,10 +136,10 @@ export const CODES = {
   EngineFailed: "The inference engine failed; check its logs and the Model's engine settings.",
   EngineBadResponse: "The inference server answered in a form reins does not understand; check that it serves completions by token ids with logprobs.",
   EngineStreamCut: "The engine's token stream broke mid-completion; the rollout is retried as an infrastructure failure. Check the inference server's logs.",
-  EngineNotTrainable: "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.",
+  EngineNotTrainable: "Train through an engine that loads new weights: onnx (in process), vllm (serve, or a server started with VLLM_SERVER_DEV_MODE=1 on this machine) or sglang.",
   EngineServeConflict: "Give the vllm engine exactly one of baseUrl (a server you run) and serve (reins starts one for the command).",
   EngineServerFailed: "Read the server's log (vllm-server.log in the run directory): check that serve.python has vllm (bash scripts/install-python.sh), that serve.modelPath holds an HF-style model (config.json + safetensors) with a head_dim vLLM supports, or raise serve.startTimeoutSeconds on a slow machine.",
-  EngineServeUnsupported: "engine.serve starts vLLM for reins eval only; for this command start the server yourself and give the engine's baseUrl.",
+  EngineServeUnsupported: "engine.serve starts vLLM for reins eval and reins run only; for this command start the server yourself and give the engine's baseUrl.",
   EngineMismatch: "Point the engine's baseUrl at a server of the kind its type names (vllm, sglang or llama-cpp), or change the type to the server that runs there.",
   SamplingUnfaithful: "Train with sampling settings whose logprobs the engine returns (temperature 1 and topP 1 for raw logprobs), or run the server in a mode that returns the logprobs it samples from.",
   EngineLoadFailed: "Check the weights directory, or start a new run.",
@@ -232,7 +232,7 @@ export const CODES = {
 
   // ── runtime: reins run settings ──
   TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
-  WeightsFormatUnsupported: "Add onnx to the Trainer's weightsFormat: the onnx engine of reins run reloads each version from model.onnx.",
+  WeightsFormatUnsupported: "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
 } as const;
 
 /** A permanent code of the catalogue. */

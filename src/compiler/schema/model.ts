@@ -30,7 +30,7 @@ export const VllmServeSpec = z
     startTimeoutSeconds: PositiveInt.optional().describe("How long to wait for the server to answer /v1/models (default 600)."),
   })
   .describe(
-    "reins starts the vLLM server itself for the command's lifetime (reins eval) on a free loopback port and stops it at the end: python -m vllm.entrypoints.openai.api_server --model DIR --served-model-name MODEL --enforce-eager --skip-tokenizer-init, with VLLM_SERVER_DEV_MODE=1 (reload routes), telemetry off, its output in the run directory's vllm-server.log.",
+    "reins starts the vLLM server itself for the command's lifetime (reins eval, reins run) on a free loopback port and stops it at the end: python -m vllm.entrypoints.openai.api_server --model DIR --served-model-name MODEL --enforce-eager --skip-tokenizer-init, with VLLM_SERVER_DEV_MODE=1 (reload routes), telemetry off, its output in the run directory's vllm-server.log.",
   );
 
 export const EngineSpec = z

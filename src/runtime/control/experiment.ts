@@ -8,12 +8,14 @@
  * step interrupted before its checkpoint is redone from the previous checkpoint, with the same
  * samples). A step the trainer refuses as non-finite stops the run, or is skipped under
  * `onBadStep: {action: skip}` (bad-step.ts); a skipped step publishes nothing and counts as done.
- * The Trainer's settings are checked before anything runs (local-trainer.ts).
+ * The Trainer's settings are checked before anything runs (local-trainer.ts). The engine that
+ * samples and reloads (in-process onnx, or a vllm/sglang server, started by reins for `serve`) is
+ * policy-engine.ts's.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
-import { OnnxEngine } from "../engines/onnx.js";
+import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
 import { createExecutor } from "../executor/executor.js";
 import { createJudges } from "../executor/judge.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
@@ -24,7 +26,8 @@ import type { FidelityReport } from "../trajectories/fidelity.js";
 import { runFidelity } from "./fidelity.js";
 import { localTrainer } from "./local-trainer.js";
 import { LoopError } from "./loop-error.js";
-import { ensureInitialPolicy, hasPolicy, policyDirOf } from "./policy.js";
+import { ensureInitialPolicy, hasPolicy } from "./policy.js";
+import { openExternalEngine, openPolicyEngine, requireTrainableType, trainingPolicyDir, type PolicyEngine } from "./policy-engine.js";
 import { Publisher } from "./publish.js";
 import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext } from "./sft.js";
 import { heldOutOutcome, scoreHeldOut, type HeldOutOutcome } from "./held-out.js";
@@ -59,6 +62,8 @@ export interface RunOutcome {
   interrupted: boolean;
   /** Per harness: calls, prompt tokens stored vs fresh, prefix breaks, trained tokens checked (control/fidelity.ts). */
   fidelity: FidelityReport;
+  /** The policy's engine, when it is a probed server (vllm, sglang); also in manifest.json. */
+  engine?: EngineSummary;
 }
 
 export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
@@ -67,18 +72,20 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const warn = o.warn ?? log;
   if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model) throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
   const algorithm = plan.algorithm;
-  const trainer = localTrainer(plan.trainer, store.dir);
   const model = plan.model;
-  if (model.engine.type !== "onnx") {
-    throw new LoopError("EngineNotTrainable", `The model's engine is ${model.engine.type}; this build trains the in-process onnx engine.`, "Use an onnx Model for local training; GPU training with vLLM runs the trainer Job shown in the plan's manifests.");
-  }
+  requireTrainableType(model);
+  const trainer = localTrainer(plan.trainer, store.dir, model.engine.type);
+  // A server you run says which directory it serves: the trainer starts from those weights.
+  const external = await openExternalEngine(model);
   const threads = o.threads ?? 2;
   const seed = plan.seed;
   const python = trainer.python;
-  const policyDir = policyDirOf(model.engine.modelPath);
+  const policyDir = trainingPolicyDir(model, external);
   const sftContext: SftContext = { plan, provider: o.provider, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) };
-  const corpus = !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
-  const init = await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
+  // A server's model directory that holds a checkpoint reins did not make (no READY) is used as it is.
+  const checkpoint = model.engine.type !== "onnx" && !hasPolicy(policyDir) && existsSync(join(policyDir, "config.json"));
+  const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
+  const init = checkpoint ? { version: "", created: false } : await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
   if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
 
   const state = readLoopState(store);
@@ -95,6 +102,8 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     valueHead: algorithm.type === "PPO",
     stderrLog: join(store.dir, "trainer.log"),
   });
+  // The worker names a checkpoint's weights by their content.
+  if (checkpoint) init.version = (await worker.client.health()).weightsVersion;
   let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
   if (state.lastCheckpoint) {
     await worker.client.restore(state.lastCheckpoint.path);
@@ -102,17 +111,25 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path };
     log(`resumed from the checkpoint of ${c.phase === "sft" ? "SFT" : `step ${c.step}`} (weights ${c.version})`);
   }
-  let engine: OnnxEngine | undefined;
+  let policy: PolicyEngine | undefined;
   let judges: Awaited<ReturnType<typeof createJudges>> | undefined;
   let executor: Awaited<ReturnType<typeof createExecutor>> | undefined;
   let sftInfo: RunOutcome["sft"] = null;
   let interrupted = false;
   const versions = [init.version];
   try {
-    engine = new OnnxEngine({ ...model.engine, modelPath: serving.weightsDir, threads });
-    await engine.ready().catch((err) => {
-      throw new LoopError("EngineLoadFailed", `The onnx engine cannot load ${serving.weightsDir}: ${(err as Error).message}`, "Check the weights directory, or start a new run.");
-    });
+    try {
+      policy = await openPolicyEngine({ plan, model, runDir: store.dir, serving, threads, ...(external ? { external } : {}), ...(o.signal ? { signal: o.signal } : {}), log, warn });
+    } catch (err) {
+      // Ctrl-C while the served engine started: nothing ran; an interruption, not a failure.
+      if (!o.signal?.aborted) throw err;
+    }
+    if (policy?.info) store.recordEngine(policy.info);
+    if (!policy) {
+      interrupted = true;
+      return outcome(plan, store, state, versions, sftInfo, interrupted, undefined);
+    }
+    const engine = policy.engine;
     judges = await createJudges(plan, { policy: { engine, model } });
     executor = await createExecutor({
       plan,
@@ -167,14 +184,14 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   } finally {
     await executor?.close();
     await judges?.close();
-    await engine?.close();
+    await (policy ?? external)?.close?.();
     await worker.stop();
   }
-  return outcome(plan, store, state, versions, sftInfo, interrupted);
+  return outcome(plan, store, state, versions, sftInfo, interrupted, policy?.info ? summarizeEngine(policy.info) : undefined);
 }
 
 /** The run's outcome and its reward curve (reward-curve.svg in the run directory). */
-function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopState>, versions: string[], sft: RunOutcome["sft"], interrupted: boolean): RunOutcome {
+function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopState>, versions: string[], sft: RunOutcome["sft"], interrupted: boolean, engine: EngineSummary | undefined): RunOutcome {
   const evals = [...state.evals].sort((a, b) => a.step - b.step);
   const metrics = [...state.metrics].sort((a, b) => a.step - b.step);
   const curve = renderRewardCurve(
@@ -198,5 +215,6 @@ function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopS
     runDir: store.dir,
     interrupted,
     fidelity: runFidelity(plan, store),
+    ...(engine ? { engine } : {}),
   };
 }

@@ -4,8 +4,9 @@
  *   python         the interpreter that runs the worker (and init_model);
  *   checkpointDir  where checkpoints go: a relative path under the run directory, an absolute
  *                  one as `<checkpointDir>/<run directory's name>/` (runs never share one);
- *   weightsFormat  what save_weights writes for each published version; must include onnx, the
- *                  format the in-process engine loads (safetensors is for vLLM-style reload);
+ *   weightsFormat  what save_weights writes for each published version; must include the format
+ *                  the run's engine loads: onnx for the in-process onnx engine (model.onnx),
+ *                  safetensors for a vllm or sglang server (it reloads the directory's shards);
  *   mode: kubernetes, device: cuda, gpus > 0, nodes > 1, image: the GPU trainer Job, which
  *                  `reins run` does not start here → TrainerModeUnsupported.
  */
@@ -21,7 +22,7 @@ export interface LocalTrainer {
 }
 
 /** The local trainer of a run in `runDir`, or a LoopError naming every setting it cannot honour. */
-export function localTrainer(trainer: ResolvedTrainer | undefined, runDir: string): LocalTrainer {
+export function localTrainer(trainer: ResolvedTrainer | undefined, runDir: string, engineType: string): LocalTrainer {
   if (!trainer) throw new Error("an Experiment's plan always carries its trainer (the compiler's defaults when the spec has none)");
   const t = trainer;
   const unsupported: string[] = [];
@@ -37,11 +38,18 @@ export function localTrainer(trainer: ResolvedTrainer | undefined, runDir: strin
       "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`. To train here, use a Trainer with mode: local, device: cpu and no gpus, nodes or image (e.g. {name: torch-cpu}).",
     );
   }
-  if (!t.weightsFormat.includes("onnx")) {
+  if (engineType === "onnx" && !t.weightsFormat.includes("onnx")) {
     throw new LoopError(
       "WeightsFormatUnsupported",
       `The Trainer's weightsFormat is [${t.weightsFormat.join(", ")}], but the in-process onnx engine of reins run reloads each new version from model.onnx.`,
-      "Add onnx to the Trainer's weightsFormat (e.g. [onnx, safetensors]); safetensors alone is for vLLM-style engines.",
+      "Add onnx to the Trainer's weightsFormat (e.g. [onnx, safetensors]); safetensors alone is for vllm and sglang engines.",
+    );
+  }
+  if (engineType !== "onnx" && !t.weightsFormat.includes("safetensors")) {
+    throw new LoopError(
+      "WeightsFormatUnsupported",
+      `The Trainer's weightsFormat is [${t.weightsFormat.join(", ")}], but the ${engineType} server reloads each new version from safetensors files.`,
+      "Add safetensors to the Trainer's weightsFormat (e.g. [safetensors]); onnx is what the in-process onnx engine loads.",
     );
   }
   const dir = t.checkpointDir;

@@ -59,6 +59,8 @@ export interface EngineInfo {
   logprobsModeFrom: "server" | "spec" | "default";
   routes: { generate: string; reload?: string; pause?: string; resume?: string; resetCache?: string; updateVersion?: string };
   maxModelLen?: number;
+  /** The model path the server says it loaded (vLLM: /v1/models `root`; SGLang: /get_model_info `model_path`). */
+  modelPath?: string;
 }
 
 export type LogprobsMode = "raw" | "temperature" | "processed" | "logits";

@@ -171,6 +171,11 @@ export abstract class HttpEngine implements Engine {
     return assemblePieces(pieces, req.sampling.stopIds, version);
   }
 
+  /** Name the weights the server serves now (reins run: the weights it started the server on). */
+  labelVersion(version: string): void {
+    this.weightsVersion = version;
+  }
+
   private async currentVersion(): Promise<string> {
     while (this.reloading) await this.reloading.catch(() => undefined);
     return this.weightsVersion;

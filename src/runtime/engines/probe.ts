@@ -78,6 +78,8 @@ export function readProbe(type: ServerType, answers: ProbeAnswers, asserted?: Lo
   };
   const maxModelLen = readMaxModelLen(answers);
   if (maxModelLen !== undefined) info.maxModelLen = maxModelLen;
+  const modelPath = str(obj(arr(obj(answers["/v1/models"])?.data)?.[0])?.root) ?? str(obj(answers["/get_model_info"])?.model_path);
+  if (modelPath !== undefined && type !== "llama-cpp") info.modelPath = modelPath;
   return info;
 }
 

@@ -81,6 +81,8 @@ export interface StartOptions {
   logFile: string;
   /** Aborting stops the wait (and the server). */
   signal?: AbortSignal;
+  /** Called once the process is spawned, before it answers (to record its pid at once). */
+  onSpawn?: (pid: number, command: string[]) => void;
 }
 
 /** Start the server and wait until it answers /v1/models. */
@@ -95,6 +97,7 @@ export async function startVllmServer(o: StartOptions): Promise<VllmServer> {
     closeSync(fd);
   }
   const started = Date.now();
+  if (child.pid !== undefined) o.onSpawn?.(child.pid, [cmd.command, ...cmd.args]);
   const exited = new Promise<string>((resolve) => {
     child.once("error", (err) => resolve(err.message));
     child.once("exit", (code, sig) => resolve(sig ? `killed by ${sig}` : `exit code ${code}`));

@@ -24,7 +24,7 @@ type Spec = Extract<ResolvedEngine, { type: "vllm" }> & { baseUrl: string };
  */
 export const createVllmEngine: EngineFactory<Extract<ResolvedEngine, { type: "vllm" }>> = async (spec) => {
   if (spec.baseUrl === undefined) {
-    throw new ReinsError("EngineServeUnsupported", "The Model's vllm engine has serve (reins starts the server), which only reins eval does; this command starts no server.", CODES.EngineServeUnsupported);
+    throw new ReinsError("EngineServeUnsupported", "The Model's vllm engine has serve (reins starts the server), which only reins eval and reins run do; this command starts no server.", CODES.EngineServeUnsupported);
   }
   const probe = readProbe("vllm", await probeServer(spec.baseUrl, spec.apiKeyEnv), spec.logprobsMode);
   return new VllmEngine({ ...spec, baseUrl: spec.baseUrl }, probe);
