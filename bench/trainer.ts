@@ -3,7 +3,7 @@
  * same rollouts (CPU, the reference torch worker, the default small policy model).
  *
  *   node --import tsx bench/trainer.ts [--rollouts 8] [--threads 1] [--repeats 2]
- *   node --import tsx bench/trainer.ts --long 4096,16384,65536 [--threads 2]
+ *   node --import tsx bench/trainer.ts --long 4096,16384,65536 [--threads 2] [--layouts tree,paths]
  *
  * Rollouts are synthetic agent-like trees: a shared prompt, then turns (generated call, context
  * tool result) with occasional branches (retries, subagents), so paths share long prefixes.
@@ -118,6 +118,8 @@ if (longArg > 0) {
 
 async function benchLong(sizes: number[]): Promise<void> {
   const threads = arg("threads", 2);
+  const i = process.argv.indexOf("--layouts");
+  const layouts = (i > 0 ? process.argv[i + 1]!.split(",") : ["tree", "paths"]).filter((l): l is "tree" | "paths" => l === "tree" || l === "paths");
   const root = mkdtempSync(join(tmpdir(), "reins-bench-trainer-"));
   const modelDir = join(root, "model");
   const info = createModel(modelDir, ["--max-len", String(Math.max(...sizes) * 2)]);
@@ -128,7 +130,7 @@ async function benchLong(sizes: number[]): Promise<void> {
     for (const size of sizes) {
       const tree = longTree(size, size, 3, info.vocabSize);
       const out: Record<string, { seconds: number; peak: number }> = {};
-      for (const layout of ["tree", "paths"] as const) {
+      for (const layout of layouts) {
         const rows = layout === "tree" ? [tree] : unpackPaths(tree);
         const worker = await TrainerWorker.start({ modelDir, outDir: join(root, `out-${size}-${layout}`), threads, microBatchTokens: 8192 });
         try {
@@ -140,7 +142,9 @@ async function benchLong(sizes: number[]): Promise<void> {
           await worker.stop();
         }
       }
-      console.log(`| ${tree.tokens.length} | tree vs per-path | | | ${(out.paths!.seconds / out.tree!.seconds).toFixed(2)}x faster | ${(out.paths!.peak / out.tree!.peak).toFixed(2)}x less | |`);
+      if (out.paths && out.tree) {
+        console.log(`| ${tree.tokens.length} | tree vs per-path | | | ${(out.paths.seconds / out.tree.seconds).toFixed(2)}x faster | ${(out.paths.peak / out.tree.peak).toFixed(2)}x less | |`);
+      }
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
