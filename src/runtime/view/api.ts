@@ -110,6 +110,17 @@ export class ViewApi {
     };
   }
 
+  /** Load each run's tokenizer ahead of the first token view. */
+  async warmTokenizers(): Promise<void> {
+    for (const run of this.runs) await this.tokenText(run);
+  }
+
+  private tokenText(run: RunData): Promise<TokenText> {
+    let text = this.texts.get(run);
+    if (!text) this.texts.set(run, (text = tokenTextFor(run.plan().model)));
+    return text;
+  }
+
   private analyzed(run: RunData, row: RolloutRow): Analyzed {
     const key = `${this.runs.indexOf(run)}\u0000${row.id}\u0000${run.callRefs(row.id).length}`;
     const hit = this.analyses.get(key);
@@ -130,9 +141,7 @@ export class ViewApi {
     const from = Number(query.get("from") ?? "0");
     const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS);
     if (!page || !record) return notFound("call");
-    let text = this.texts.get(run);
-    if (!text) this.texts.set(run, (text = tokenTextFor(run.plan().model)));
-    const t = await text;
+    const t = await this.tokenText(run);
     const call = callJson(a, a.analysis.tree.calls.findIndex((c) => c.seq === seq));
     const conversation = t.tokenizer
       ? { prompt: decodeText(t.tokenizer, record.promptIds.slice(call.parentLength)), completion: decodeText(t.tokenizer, record.completionIds), promptFrom: call.parentLength }

@@ -7,7 +7,7 @@
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import { parseCallRecord, type CallRecord } from "../records/index.js";
 import { analyzeRollout, computeGroupAdvantages, nodeChain, renderTreeSvg, type RolloutAnalysis } from "../trajectories/index.js";
-import { readSpan, parseJsonLine } from "./line-index.js";
+import { parseJsonLine, readSpan } from "./line-index.js";
 import type { CallRef, RolloutRow, RunData } from "./run-data.js";
 
 const DEFAULT_FILTERS: ResolvedAlgorithm["filters"] = { dropDeadLeaves: true, dropClasses: ["subagent", "compaction", "title", "auxiliary"], maxBranches: 0 };
@@ -21,11 +21,11 @@ export function lastTry(refs: readonly CallRef[]): CallRef[] {
 export function readCalls(run: RunData, refs: readonly CallRef[]): CallRecord[] {
   const out: CallRecord[] = [];
   for (const ref of refs) {
-    const value = parseJsonLine(readSpan(run.calls.file, ref.span));
+    // A damaged line is left out; the call list still shows its span.
     try {
-      out.push(parseCallRecord(value));
+      out.push(parseCallRecord(parseJsonLine(readSpan(run.calls.file, ref.span))));
     } catch {
-      // A damaged line is left out; the call list still shows its span.
+      // left out
     }
   }
   // One seq once (a hand-concatenated file may repeat one): the first wins, as the reader does.
@@ -68,7 +68,7 @@ export function analyze(run: RunData, row: RolloutRow): Analyzed {
 
 /** The tree as JSON: nodes with their marks, calls with lineage and filter verdicts. */
 export function treeJson(a: Analyzed) {
-  const { tree, filter, lineage } = a.analysis;
+  const { tree, filter } = a.analysis;
   const dropOfNode = new Map<number, string>();
   tree.calls.forEach((call, k) => {
     const drop = filter.callDrop[k];

@@ -86,6 +86,18 @@ export async function startViewServer(options: ViewOptions): Promise<ViewHandle>
       answer = { status: 500, type: "json" as const, body: JSON.stringify({ error: (err as Error).message }) };
     }
     res.writeHead(answer.status, { ...headers, "content-type": TYPES[answer.type] }).end(req.method === "HEAD" ? undefined : answer.body);
+    warmCalls();
+  };
+  // After the first answer (the overview's first paint comes first), index calls.jsonl in the
+  // background, so the first rollout opened does not wait for it; later it grows incrementally.
+  let warmed = false;
+  const warmCalls = () => {
+    if (warmed) return;
+    warmed = true;
+    setTimeout(() => {
+      for (const run of runs) run.callRefs("");
+      void api.warmTokenizers();
+    }, 100).unref();
   };
 
   const server = createServer((req, res) => {

@@ -143,6 +143,7 @@ function fidelity(f) {
 // ── Rollouts table ──────────────────────────────────────────────────────────
 
 const ROW_H = 24;
+const PASSED = "__passed__";
 const SHOWN = [["id", "rollout"], ["step", "step"], ["task", "task"], ["harness", "harness"], ["category", "category"], ["phase", "phase"], ["status", "status"], ["reward", "reward"], ["calls", "calls"], ["durationMs", "time"], ["failure", "failure"]];
 
 async function rollouts(run, query) {
@@ -151,7 +152,7 @@ async function rollouts(run, query) {
   const rows = data.rows;
   const state = { step: query.get("step") ?? "", task: query.get("task") ?? "", harness: query.get("harness") ?? "", reward: query.get("reward") ?? "", failure: query.get("failure") ?? "", sort: "", desc: false };
   const distinct = (c) => [...new Set(rows.map((r) => r[col[c]]))].sort((a, b) => (typeof a === "number" ? a - b : String(a).localeCompare(String(b))));
-  const select = (key, values, label) => el("label", {}, label, " ", el("select", { "data-filter": key, onchange: (e) => { state[key] = e.target.value; update(); } }, el("option", { value: "" }, "all"), values.map((v) => el("option", { value: String(v), selected: String(v) === state[key] ? "selected" : null }, String(v) === "" ? "(none)" : String(v)))));
+  const select = (key, values, label) => el("label", {}, label, " ", el("select", { "data-filter": key, onchange: (e) => { state[key] = e.target.value; update(); } }, el("option", { value: "" }, "all"), values.map((v) => (String(v) === "" ? el("option", { value: PASSED, selected: state[key] === PASSED ? "selected" : null }, "(none: passed)") : el("option", { value: String(v), selected: String(v) === state[key] ? "selected" : null }, String(v))))));
   const count = el("span", { class: "muted", id: "count" });
   const body = el("div", { class: "vbody" });
   const spacer = el("div", {});
@@ -192,7 +193,7 @@ async function rollouts(run, query) {
       (state.step === "" || String(r[col.step]) === state.step) &&
       (t === "" || String(r[col.task]).toLowerCase().includes(t)) &&
       (state.harness === "" || r[col.harness] === state.harness) &&
-      (state.failure === "" || r[col.failure] === state.failure) &&
+      (state.failure === "" || r[col.failure] === (state.failure === PASSED ? "" : state.failure)) &&
       (state.reward === "" || rewardMatch(r[col.reward], state.reward)));
     if (state.sort) {
       const i = col[state.sort];
