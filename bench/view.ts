@@ -19,6 +19,8 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { formatRecordLine } from "../src/runtime/records/index.js";
 import { startViewServer } from "../src/runtime/index.js";
+import { ViewApi } from "../src/runtime/view/api.js";
+import { RunData } from "../src/runtime/view/run-data.js";
 import { callRecord, writeRunFixture } from "../test/view/run-fixture.js";
 
 function arg(name: string, fallback: string): string {
@@ -103,6 +105,25 @@ async function main() {
     page.setDefaultTimeout(600_000);
     const rows: [string, string][] = [];
 
+    // The API's own cost, in this process with nothing in the background: CPU time per answer.
+    {
+      const api = new ViewApi([new RunData(dir)]);
+      const none = new URLSearchParams();
+      for (const [label, path] of [
+        ["API overview, cold (rollouts, metrics, events indexed by streaming)", "/api/runs/0/overview"],
+        ["API overview, warm (indexes refreshed: nothing appended)", "/api/runs/0/overview"],
+        ["API rollouts table JSON (all rows)", "/api/runs/0/rollouts"],
+        ["API big rollout summary, cold (calls.jsonl indexed by streaming)", `/api/runs/0/rollouts/${BIG_ID}`],
+        ["API big rollout tree, cold (its calls read and parsed, prefix tree built)", `/api/runs/0/rollouts/${BIG_ID}/tree`],
+        ["API big rollout, one call's token page (tokenizer loaded)", `/api/runs/0/rollouts/${BIG_ID}/calls/0`],
+        ["API big rollout, another call's token page", `/api/runs/0/rollouts/${BIG_ID}/calls/1`],
+      ] as const) {
+        t0 = mark();
+        const answer = await api.answer(path, none);
+        rows.push([`${label} [${(answer.body.length / 1e3).toFixed(0)} kB]`, ms(t0)]);
+      }
+    }
+
     // Overview: JSON on a fresh server (cold), again (warm), then first paint on another fresh server.
     let view = await startViewServer({ runDirs: [dir] });
     t0 = mark();
@@ -110,7 +131,7 @@ async function main() {
     rows.push(["overview JSON, cold (indexes built by streaming)", ms(t0)]);
     t0 = mark();
     await (await fetch(`${view.url}api/runs/0/overview`)).json();
-    rows.push(["overview JSON, warm", ms(t0)]);
+    rows.push(["overview JSON, warm (server indexing calls.jsonl in the background)", ms(t0)]);
     await view.close();
     view = await startViewServer({ runDirs: [dir] });
     t0 = mark();

@@ -151,12 +151,12 @@ describe("reins view: the API over a run directory", () => {
 describe("reins view: the command", () => {
   it("refuses a directory that is not a run, with a catalogued error and exit 1", () => {
     const dir = tempDir("reins-view-empty-");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "view", dir], { encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } });
+    const r = spawnSync(process.execPath, ["bin/reins.js", "view", dir], { encoding: "utf8", timeout: 120_000, env: { ...process.env, NO_COLOR: "1" } });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("error[ViewRunNotFound]");
     expect(r.stderr).toMatch(/hint: /);
     expect(r.stderr).not.toMatch(/^\s+at /m);
-  });
+  }, 150_000);
 
   it("prints the URL on stderr, serves the run and stops on Ctrl-C", async () => {
     const dir = tempDir("reins-view-cli-");
@@ -181,5 +181,5 @@ describe("reins view: the command", () => {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
     expect(readFileSync(join(dir, "plan.json"), "utf8")).toContain("view-fixture");
-  }, 60_000);
+  }, 150_000);
 });
