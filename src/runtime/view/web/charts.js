@@ -7,7 +7,7 @@ const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 /**
  * series: [{name, points: [{x, y}], dashed?}]. Returns a figure element; with no points, a note.
  */
-export function lineChart(title, series, { width = 340, height = 190, yFormat = (v) => fmtAxis(v), yMin, yMax } = {}) {
+export function lineChart(title, series, { width = 340, height = 190, yFormat: givenFormat, yMin, yMax } = {}) {
   const all = series.flatMap((s) => s.points).filter((p) => Number.isFinite(p.y));
   const root = svg("svg", { class: "chart", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
   root.append(svg("text", { x: 10, y: 16, class: "title" }, title));
@@ -21,6 +21,7 @@ export function lineChart(title, series, { width = 340, height = 190, yFormat = 
   if (x0 === x1) { x0 -= 1; x1 += 1; }
   let y0 = yMin ?? Math.min(...all.map((p) => p.y)), y1 = yMax ?? Math.max(...all.map((p) => p.y));
   if (y0 === y1) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; }
+  const yFormat = givenFormat ?? ((v) => fmtAxis(v, y1 - y0));
   const X = (x) => L + ((x - x0) / (x1 - x0)) * (width - L - R);
   const Y = (y) => height - B - ((y - y0) / (y1 - y0)) * (height - T - B);
   root.append(svg("line", { x1: L, y1: height - B, x2: width - R, y2: height - B, stroke: "#ccc" }));
@@ -60,13 +61,14 @@ function niceXs(x0, x1) {
   return out;
 }
 
-function fmtAxis(v) {
+/** An axis label with enough digits to tell the ticks of a `span`-wide axis apart. */
+function fmtAxis(v, span) {
   const a = Math.abs(v);
   if (a === 0) return "0";
-  if (a >= 1000) return `${(v / 1000).toFixed(1)}k`;
-  if (a >= 10) return v.toFixed(0);
-  if (a >= 0.01) return v.toFixed(2);
-  return v.toExponential(1);
+  if (a >= 1000 && span >= 100) return `${(v / 1000).toFixed(1)}k`;
+  const digits = Math.max(0, Math.ceil(-Math.log10(span / 2)) + 1);
+  if (digits > 6) return v.toExponential(2);
+  return v.toFixed(digits);
 }
 
 export function chartRow(...charts) {
