@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages,
+# Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages (chromium
+# drives the run viewer's browser tests),
 # npm packages, the real agent harnesses, the scale path's Python environment, the sandbox image. Idempotent: fast when done before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static})
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

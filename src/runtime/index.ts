@@ -45,3 +45,6 @@ export { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "./
 
 // Verifiers, for checking a task family against its reference solution (reins/testing).
 export { DirectoryReader, judgeFromFunction, runVerifier, writeResolvedFiles, type Judge, type VerifierResult } from "./verifiers/index.js";
+
+// The run viewer (reins view).
+export { startViewServer, type ViewHandle, type ViewOptions } from "./view/server.js";

@@ -9,8 +9,9 @@ import { register as run } from "./run.js";
 import { register as trajectories } from "./trajectories.js";
 import { register as proxy } from "./proxy.js";
 import { register as init } from "./init.js";
+import { register as view } from "./view.js";
 
 /** Each command module exports `register(program)`. Order = order in `reins --help`. */
 export function registerCommands(program: Command): void {
-  for (const r of [init, validate, render, plan, run, evaluate, proxy, trajectories, diff, schema]) r(program);
+  for (const r of [init, validate, render, plan, run, evaluate, proxy, trajectories, view, diff, schema]) r(program);
 }

@@ -207,6 +207,7 @@ export const CODES = {
   FileExists: "reins init never overwrites files: choose another name or --dir, or move the existing files away.",
   TasksDirNotFound: "Pass a directory that holds task families (subdirectories with a family.yaml).",
   PortUnavailable: "Choose another --port (0 picks a free one), or stop the program that uses it.",
+  ViewRunNotFound: "Pass a run directory: the --out directory of reins run or reins eval (it holds plan.json, rollouts.jsonl, calls.jsonl).",
   FileSystemError: "Check the path named in the message and its permissions.",
   SchemasStale: "Regenerate the JSON Schemas with reins schema --out DIR.",
 

@@ -1,0 +1,194 @@
+/**
+ * The viewer's JSON API over one or two run directories. Every answer is computed from the files
+ * as they are now (indexes refresh from where they stopped). Ids in paths are looked up in the
+ * run's own index and never joined into a file path, so `../../etc/passwd` or an id with slashes
+ * is simply not found.
+ */
+import { closeSync, fstatSync, openSync, readSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { buildHeldOut, buildMetricSeries, buildPhaseOverview, buildStepPoints, buildStepTiming, phaseOf, type Phase } from "./overview.js";
+import { analyze, callJson, groupAdvantages, lastTry, siblingsOf, tokenPage, treeJson, treeSvg, type Analyzed } from "./rollout-detail.js";
+import type { RolloutRow, RunData } from "./run-data.js";
+import { decodeText, pieces, tokenTextFor, type TokenText } from "./token-text.js";
+
+export interface ApiAnswer {
+  status: number;
+  type: "json" | "svg" | "text";
+  body: string;
+}
+
+const notFound = (what: string): ApiAnswer => ({ status: 404, type: "json", body: JSON.stringify({ error: `${what} not found` }) });
+const json = (value: unknown): ApiAnswer => ({ status: 200, type: "json", body: JSON.stringify(value) });
+
+const OUTPUT_BYTES = 256 * 1024;
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]*$/;
+const PAGE_TOKENS = 4000;
+
+export class ViewApi {
+  private analyses = new Map<string, Analyzed>();
+  private texts = new Map<RunData, Promise<TokenText>>();
+
+  constructor(readonly runs: readonly RunData[]) {}
+
+  async answer(path: string, query: URLSearchParams): Promise<ApiAnswer> {
+    const parts = path.split("/").slice(1);
+    let segments: string[];
+    try {
+      segments = parts.map((p) => decodeURIComponent(p));
+    } catch {
+      return notFound("path");
+    }
+    if (segments[0] !== "api") return notFound("path");
+    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir })));
+    if (segments[1] !== "runs" || segments.length < 4) return notFound("path");
+    const run = /^[0-9]$/.test(segments[2]) ? this.runs[Number(segments[2])] : undefined;
+    if (!run) return notFound("run");
+    const [what, id, sub, arg] = segments.slice(3);
+    if (segments.length === 4 && what === "overview") return json(this.overview(run));
+    if (segments.length === 4 && what === "rollouts") return json(this.table(run));
+    if (segments.length === 4 && what === "group") return this.group(run, query);
+    if (what !== "rollouts" || id === undefined) return notFound("path");
+    const row = run.rollout(id);
+    if (!row) return notFound("rollout");
+    if (segments.length === 5) return json(this.rollout(run, row));
+    if (segments.length === 6 && sub === "tree") return json(treeJson(this.analyzed(run, row)));
+    if (segments.length === 6 && sub === "tree.svg") return { status: 200, type: "svg", body: treeSvg(this.analyzed(run, row)) };
+    if (segments.length === 7 && sub === "output" && (arg === "stdout" || arg === "stderr")) return this.output(run, row, arg);
+    if (segments.length === 7 && sub === "calls" && /^[0-9]{1,9}$/.test(arg)) return this.call(run, row, Number(arg), query);
+    return notFound("path");
+  }
+
+  overview(run: RunData) {
+    const rows = run.rolloutRows();
+    const plan = run.plan();
+    const phases = new Map<Phase, RolloutRow[]>();
+    for (const r of rows) {
+      const p = phaseOf(r, plan);
+      let list = phases.get(p);
+      if (!list) phases.set(p, (list = []));
+      list.push(r);
+    }
+    const order: Phase[] = ["train", "eval", "held-out", "sft"];
+    const events = run.stepEvents();
+    const train = phases.get("train") ?? phases.get("eval") ?? [];
+    const summary = run.json("summary.json") as Record<string, unknown> | null;
+    return {
+      run: { name: plan.name, kind: plan.kind, dir: run.dir, manifest: run.json("manifest.json") },
+      rollouts: rows.length,
+      phases: order.filter((p) => phases.has(p)).map((p) => buildPhaseOverview(p, phases.get(p)!, plan)),
+      steps: buildStepPoints(train),
+      heldOut: buildHeldOut(events),
+      metrics: buildMetricSeries(run.metricRows()),
+      timing: buildStepTiming(events),
+      finished: summary !== null,
+      summary: summary ? { heldOut: summary.heldOut ?? null, fidelity: summary.fidelity ?? null, steps: summary.steps ?? null, seconds: summary.seconds ?? null, interrupted: summary.interrupted ?? null } : null,
+    };
+  }
+
+  table(run: RunData) {
+    const plan = run.plan();
+    const rows = run.rolloutRows();
+    return {
+      columns: ["id", "step", "task", "harness", "category", "phase", "status", "reward", "passed", "calls", "durationMs", "failure", "attempt"],
+      rows: rows.map((r) => [r.id, r.step, r.task, r.harness, r.category || plan.categories.get(r.task) || "", phaseOf(r, plan), r.status, r.reward, r.passed, r.calls, r.durationMs, r.failure, r.attempt]),
+    };
+  }
+
+  rollout(run: RunData, row: RolloutRow) {
+    const record = run.rolloutRecord(row);
+    const siblings = siblingsOf(run, row);
+    const advantages = groupAdvantages(siblings, run.plan().algorithm);
+    const refs = run.callRefs(row.id);
+    return {
+      row: { ...row, span: undefined, phase: phaseOf(row, run.plan()) },
+      record,
+      advantage: advantages.get(row.id) ?? null,
+      siblings: siblings.map((s) => ({ id: s.id, reward: s.reward, passed: s.passed, advantage: advantages.get(s.id) ?? null })),
+      calls: lastTry(refs).map((r) => ({ seq: r.seq, try: r.try, bytes: r.span.length })),
+      callBytes: refs.reduce((s, r) => s + r.span.length, 0),
+      earlierTryCalls: refs.length - lastTry(refs).length,
+    };
+  }
+
+  /** Load each run's tokenizer ahead of the first token view. */
+  async warmTokenizers(): Promise<void> {
+    for (const run of this.runs) await this.tokenText(run);
+  }
+
+  private tokenText(run: RunData): Promise<TokenText> {
+    let text = this.texts.get(run);
+    if (!text) this.texts.set(run, (text = tokenTextFor(run.plan().model)));
+    return text;
+  }
+
+  private analyzed(run: RunData, row: RolloutRow): Analyzed {
+    const key = `${this.runs.indexOf(run)}\u0000${row.id}\u0000${run.callRefs(row.id).length}`;
+    const hit = this.analyses.get(key);
+    if (hit) {
+      this.analyses.delete(key);
+      this.analyses.set(key, hit);
+      return hit;
+    }
+    const a = analyze(run, row);
+    this.analyses.set(key, a);
+    while (this.analyses.size > 4) this.analyses.delete(this.analyses.keys().next().value as string);
+    return a;
+  }
+
+  private async call(run: RunData, row: RolloutRow, seq: number, query: URLSearchParams): Promise<ApiAnswer> {
+    const a = this.analyzed(run, row);
+    const record = a.records.find((r) => r.seq === seq);
+    const from = Number(query.get("from") ?? "0");
+    const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS);
+    if (!page || !record) return notFound("call");
+    const t = await this.tokenText(run);
+    const call = callJson(a, a.analysis.tree.calls.findIndex((c) => c.seq === seq));
+    const conversation = t.tokenizer
+      ? { prompt: decodeText(t.tokenizer, record.promptIds.slice(call.parentLength)), completion: decodeText(t.tokenizer, record.completionIds), promptFrom: call.parentLength }
+      : null;
+    return json({ ...page, pieces: t.tokenizer ? pieces(t.tokenizer, page.ids) : null, tokenizerMissing: t.missing, conversation, call });
+  }
+
+  private output(run: RunData, row: RolloutRow, stream: "stdout" | "stderr"): ApiAnswer {
+    const record = run.rolloutRecord(row);
+    const tries = record?.tries ?? 1;
+    const name = `${tries > 1 ? `${row.id}.t${tries}` : row.id}.${stream}`;
+    if (!SAFE_NAME.test(name) || name.includes("..")) return { status: 200, type: "text", body: "" };
+    const dir = join(run.dir, "harness-output");
+    const file = join(dir, name);
+    let fd: number;
+    try {
+      if (dirname(realpathSync(file)) !== realpathSync(dir)) return { status: 200, type: "text", body: "" };
+      fd = openSync(file, "r");
+    } catch {
+      return { status: 200, type: "text", body: "" };
+    }
+    try {
+      const size = fstatSync(fd).size;
+      const length = Math.min(size, OUTPUT_BYTES);
+      const buffer = Buffer.alloc(length);
+      readSync(fd, buffer, 0, length, size - length);
+      return { status: 200, type: "text", body: buffer.toString("utf8") };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private group(run: RunData, query: URLSearchParams): ApiAnswer {
+    const step = Number(query.get("step"));
+    const task = query.get("task") ?? "";
+    const harness = query.get("harness") ?? "";
+    const rows = run.rolloutRows().filter((r) => r.step === step && r.task === task && r.harness === harness);
+    if (rows.length === 0) return notFound("group");
+    const advantages = groupAdvantages(rows, run.plan().algorithm);
+    return json({
+      step,
+      task,
+      harness,
+      rollouts: rows.map((r) => {
+        const record = run.rolloutRecord(r);
+        return { id: r.id, attempt: r.attempt, status: r.status, reward: r.reward, passed: r.passed, calls: r.calls, durationMs: r.durationMs, failure: r.failure, advantage: advantages.get(r.id) ?? null, verifier: record?.verifier ?? null };
+      }),
+    });
+  }
+}
