@@ -33,6 +33,10 @@ fi
 if [ "${REINS_SKIP_SCALE_PYTHON:-0}" != "1" ] && [ -x scripts/install-python.sh ]; then
   bash scripts/install-python.sh >&2
 fi
+# The metrics writers of spec.metrics (tensorboardX, tensorboard, wandb): ~210 MB, a small venv of its own.
+if [ "${REINS_SKIP_METRICS_PYTHON:-0}" != "1" ] && [ -x scripts/install-metrics-python.sh ]; then
+  bash scripts/install-metrics-python.sh >&2
+fi
 if [ "${REINS_SKIP_PODMAN:-0}" != "1" ] && [ -x scripts/build-image.sh ]; then
   bash scripts/build-image.sh >&2
 fi

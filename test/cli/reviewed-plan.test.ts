@@ -64,7 +64,11 @@ describe("reins plan --out, then reins eval plan.json", () => {
     const r = reins("eval", "plan.json", "--out", "run", "--json");
     expect(r.code, r.stderr).toBe(0);
     // --json keeps stdout for the outcome alone; the progress still goes to stderr.
-    expect(r.stderr).toMatch(/4\/4 done, 0 running/);
+    expect(r.stderr).toMatch(/: 4\/4 rollouts in \S+/);
+    // The command to look at the run, pasteable where reins ran: first and last.
+    const talk = r.stderr.trim().split("\n");
+    expect(talk[0]).toBe(`run directory ${join(dir, "run")}; watch it: reins view run`);
+    expect(talk.at(-1)).toBe("see the run: reins view run");
     const summary = JSON.parse(r.stdout);
     expect(summary.planHash).toBe(plan.hash);
     const plannedIds = plan.steps.flatMap((s: { rollouts: { id: string }[] }) => s.rollouts.map((x) => x.id)).sort();

@@ -5,6 +5,7 @@ import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
 import { renderFidelityTable } from "../render/fidelity.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
+import { viewCommand } from "../view-command.js";
 
 export function register(program: Command): void {
   program
@@ -24,6 +25,7 @@ export function register(program: Command): void {
       const { plan, store } = opened;
       const ac = interruptible();
       const progress = new Progress(!opts.quiet); // on stderr, with or without --json
+      progress.say(`run directory ${store.dir}; watch it: ${viewCommand(store.dir)}`);
       let outcome;
       try {
         outcome = await runEvaluation({
@@ -33,9 +35,7 @@ export function register(program: Command): void {
           onStart: (total, done) => progress.start(plan.name, total, done),
           onEvent: (e) => progress.onEvent(e),
           signal: ac.signal,
-          log: (line) => {
-            if (!opts.quiet) say(line);
-          },
+          log: (line) => progress.say(line),
         });
       } catch (err) {
         // Ctrl-C while a served engine was starting: nothing ran yet; an interruption, not a failure.
@@ -45,6 +45,7 @@ export function register(program: Command): void {
         return;
       } finally {
         progress.finish();
+        progress.say(`see the run: ${viewCommand(store.dir)}`);
         store.close();
       }
       const { interrupted, ...summary } = outcome;

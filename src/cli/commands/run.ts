@@ -6,6 +6,7 @@ import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
 import { renderFidelityTable } from "../render/fidelity.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
+import { viewCommand } from "../view-command.js";
 
 export function register(program: Command): void {
   program
@@ -26,9 +27,10 @@ export function register(program: Command): void {
       const { plan, store } = opened;
       const ac = interruptible();
       const quiet = Boolean(opts.quiet); // --json keeps stdout for data; the talk stays on stderr
-      const progress = new Progress(false);
-      const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
       const started = Date.now();
+      const progress = new Progress({ enabled: !quiet, since: started });
+      progress.say(`run directory ${store.dir}; watch it: ${viewCommand(store.dir)}`);
+      const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
       try {
         const outcome = await runExperiment({
           plan,
@@ -37,14 +39,16 @@ export function register(program: Command): void {
           threads: Number(opts.threads),
           ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}),
           onEvent: (e) => progress.onEvent(e),
-          log: (l) => {
-            if (!quiet) say(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${l}`);
+          log: (l) => progress.say(l),
+          warn: (l) => {
+            progress.finish();
+            say(`warning: ${l}`);
           },
-          warn: (l) => say(`warning: ${l}`),
           signal: ac.signal,
         });
         const summary = { ...outcome, planHash: plan.hash, seconds: Math.round((Date.now() - started) / 1000) };
         store.writeJson("summary.json", summary);
+        progress.finish();
         if (outcome.interrupted) {
           say(`interrupted; resume with: reins run --resume ${store.dir}`);
           process.exitCode = EXIT.interrupted;
@@ -77,6 +81,8 @@ export function register(program: Command): void {
         if (isReinsError(err)) throw new ReinsError(err.code, err.message, `${err.hint.replace(/\.$/, "")} (resume with --resume ${store.dir})`, { cause: err });
         throw err;
       } finally {
+        progress.finish();
+        progress.say(`see the run: ${viewCommand(store.dir)}`);
         await provider.close();
         store.close();
       }

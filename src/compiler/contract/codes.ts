@@ -234,6 +234,8 @@ export const CODES = {
   // ── runtime: reins run settings ──
   TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
   WeightsFormatUnsupported: "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
+  MetricsSinkUnavailable:
+    "Install the metrics Python environment with `bash scripts/install-metrics-python.sh` (tensorboardX and wandb, pinned), or set REINS_METRICS_PYTHON to a Python that has them; or remove spec.metrics.",
 } as const;
 
 /** A permanent code of the catalogue. */

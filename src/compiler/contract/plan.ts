@@ -14,7 +14,7 @@
  */
 import type { z } from "zod";
 import type { AlgorithmSpecSchema } from "../schema/algorithm.js";
-import type { BadStepPolicy as BadStepPolicySchema } from "../schema/experiment.js";
+import type { BadStepPolicy as BadStepPolicySchema, MetricsSinks as MetricsSinksSchema } from "../schema/experiment.js";
 import type { CallClassRuleSchema, HarnessKnobsSchema, HarnessSpecSchema, REFERENCE_TOOL_NAMES, ReferenceToolSchema } from "../schema/harness.js";
 import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
 import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
@@ -238,6 +238,12 @@ export interface ResolvedTrainer {
 export type BadStepPolicy = Filled<NonNullable<z.output<typeof BadStepPolicySchema>>>;
 
 /** The compiler's default policy; the runtime uses it for plans written before the field existed. */
+/** Where an Experiment's metrics go besides metrics.jsonl (TensorBoard, a W&B offline run). */
+export interface MetricsSinks {
+  tensorboard: boolean;
+  wandb?: { project: string; mode: NonNullable<NonNullable<NonNullable<z.output<typeof MetricsSinksSchema>>["wandb"]>["mode"]> };
+}
+
 export const DEFAULT_BAD_STEP_POLICY: Readonly<BadStepPolicy> = Object.freeze({ action: "stop", maxSkips: 3 });
 
 export interface PlanPair {
@@ -296,6 +302,8 @@ export interface Plan {
   };
   /** Non-finite training steps: stop or skip (set on every Experiment plan; not part of the plan hash). */
   onBadStep?: BadStepPolicy;
+  /** Metric sinks besides metrics.jsonl (Experiment only, when its spec asks; not part of the plan hash). */
+  metrics?: MetricsSinks;
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };

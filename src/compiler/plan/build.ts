@@ -12,7 +12,7 @@ import { dealHarnesses } from "./harness-mix.js";
 import { applyUse, checkKnobs } from "./knobs.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
-import { resolveAlgorithm, resolveBadStepPolicy, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
+import { resolveAlgorithm, resolveBadStepPolicy, resolveMetricsSinks, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
@@ -219,6 +219,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     if (limits.length > 0) plan.sft.referencesPerHarness = Object.fromEntries(limits.map((h) => [h.name, h.sftReferences!]));
   }
   if (isExperiment) plan.onBadStep = resolveBadStepPolicy(spec.onBadStep);
+  if (isExperiment && spec.metrics) plan.metrics = resolveMetricsSinks(spec.metrics);
   plan.hash = hashPlan(plan);
   void rolloutCount;
   return { value: plan, diagnostics };
@@ -253,11 +254,12 @@ function planJudges(used: ResolvedTask[], model: ResolvedModel | undefined, worl
 
 /**
  * The plan hash: everything that changes results; not concurrency, retries, sources, manifests or
- * the bad-step policy (it only decides what a failure does, and may be changed to resume a run).
+ * the bad-step policy (it only decides what a failure does, and may be changed to resume a run), or
+ * the metric sinks (where metrics are copied to).
  * Host paths count relative to Plan.root (portablePlan), so the hash is machine-independent.
  */
 export function hashPlan(plan: Plan): string {
-  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, sandbox, ...rest } = portablePlan(plan);
+  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, metrics: _x, sandbox, ...rest } = portablePlan(plan);
   return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
 }
 

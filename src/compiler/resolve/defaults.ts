@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import {
   DEFAULT_BAD_STEP_POLICY,
   type BadStepPolicy,
+  type MetricsSinks,
   type ResolvedAlgorithm,
   type ResolvedHarness,
   type ResolvedModel,
@@ -217,4 +218,9 @@ export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
 /** Default: stop at the first non-finite step; with skip, at most 3 consecutive skipped steps. */
 export function resolveBadStepPolicy(spec: ExperimentSpec["onBadStep"]): BadStepPolicy {
   return { action: spec?.action ?? DEFAULT_BAD_STEP_POLICY.action, maxSkips: spec?.maxSkips ?? DEFAULT_BAD_STEP_POLICY.maxSkips };
+}
+
+/** Metric sinks: TensorBoard off unless asked; a W&B run is offline. */
+export function resolveMetricsSinks(spec: NonNullable<ExperimentSpec["metrics"]>): MetricsSinks {
+  return { tensorboard: spec.tensorboard ?? false, ...(spec.wandb ? { wandb: { project: spec.wandb.project, mode: spec.wandb.mode ?? "offline" } } : {}) };
 }

@@ -65,6 +65,25 @@ export const BadStepPolicy = z
     "What to do with a training step the trainer refuses as non-finite: a NaN or infinite loss (NonFiniteLoss), batch values (NonFiniteBatch) or gradient norm (NonFiniteGradient). A refused step changes no weights. Not part of the plan hash, so it can be changed when resuming.",
   );
 
+export const MetricsSinks = z
+  .strictObject({
+    tensorboard: z
+      .boolean()
+      .optional()
+      .describe("true: each training step's metrics (metrics.jsonl) and each held-out evaluation also go to TensorBoard event files in <run directory>/tensorboard (tensorboard --logdir). Default false."),
+    wandb: z
+      .strictObject({
+        project: z.string().min(1).max(128).describe("The W&B project the run belongs to (when the offline run is synced)."),
+        mode: z.enum(["offline"]).optional().describe("offline (the default and only mode): W&B run files in <run directory>/wandb, nothing is sent; upload them later with `wandb sync`."),
+      })
+      .optional()
+      .describe("Also log each step's metrics to a W&B offline run named after the run directory."),
+  })
+  .optional()
+  .describe(
+    "Where the metrics go besides metrics.jsonl (always written, the source of truth): names follow the common RL conventions (reward/mean, kl, entropy, clip_frac, grad_norm, timing_s/*), broken down per task family and harness. Needs the metrics Python environment (scripts/install-metrics-python.sh). Not part of the plan hash.",
+  );
+
 const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file, inside the project or reins's shipped specs/.");
 
 export const ExperimentSpecSchema = z
@@ -100,6 +119,7 @@ export const ExperimentSpecSchema = z
       })
       .optional(),
     onBadStep: BadStepPolicy,
+    metrics: MetricsSinks,
     seed: z.number().int().optional(),
   })
   .describe("A training experiment.");

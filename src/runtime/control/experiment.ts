@@ -33,6 +33,9 @@ import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext }
 import { heldOutOutcome, scoreHeldOut, type HeldOutOutcome } from "./held-out.js";
 import { readLoopState, type EvalEvent, type StepMetrics } from "./state.js";
 import { trainStep } from "./step.js";
+import { secondsSince } from "./step-metrics.js";
+import { MetricSinks } from "../metrics/sink.js";
+import { heldOutScalars, stepScalars } from "../metrics/names.js";
 
 export interface LoopOptions {
   plan: Plan;
@@ -81,18 +84,24 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const seed = plan.seed;
   const python = trainer.python;
   const policyDir = trainingPolicyDir(model, external);
+  // TensorBoard / W&B, when the Experiment asks: started before anything runs, so a missing package stops the run at once.
+  const sinks = await MetricSinks.open(plan.metrics, store.dir, warn);
   const sftContext: SftContext = { plan, provider: o.provider, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) };
   // A server's model directory that holds a checkpoint reins did not make (no READY) is used as it is.
   const checkpoint = model.engine.type !== "onnx" && !hasPolicy(policyDir) && existsSync(join(policyDir, "config.json"));
-  const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
-  const init = checkpoint ? { version: "", created: false } : await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) });
+  const init = await closingOnError(sinks, async () => {
+    const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
+    if (checkpoint) return { corpus, version: "", created: false };
+    return { corpus, ...(await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) })) };
+  });
+  const corpus = init.corpus;
   if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
 
   const state = readLoopState(store);
   const sft = decideSft(plan.sft, { policyDir, sftDone: state.sftDone });
   const trainerOut = join(store.dir, "trainer");
   mkdirSync(trainerOut, { recursive: true });
-  const worker = await TrainerWorker.start({
+  const worker = await closingOnError(sinks, () => TrainerWorker.start({
     modelDir: policyDir,
     outDir: trainerOut,
     python,
@@ -101,7 +110,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     seed,
     valueHead: algorithm.type === "PPO",
     stderrLog: join(store.dir, "trainer.log"),
-  });
+  }));
   // The worker names a checkpoint's weights by their content.
   if (checkpoint) init.version = (await worker.client.health()).weightsVersion;
   let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
@@ -149,7 +158,11 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       log(`SFT skipped: ${sft.reason}`);
     } else if (sft.action === "run" && !o.signal?.aborted) {
       sftInfo = await runSft(sftContext, store, worker, publisher.version);
-      if (!o.signal?.aborted) await publisher.publish("sft", -1);
+      if (!o.signal?.aborted) {
+        o.onEvent?.({ type: "progress", phase: "publishing", label: "SFT publishing", unit: "weights", total: 1, done: 0 });
+        await publisher.publish("sft", -1);
+        o.onEvent?.({ type: "progress", phase: "publishing", label: "SFT publishing", unit: "weights", total: 1, done: 1 });
+      }
     }
     const sampleSteps = plan.steps.filter((s) => s.kind === "sample");
     let trained = 0;
@@ -162,22 +175,31 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       }
       const trainingStep = sampleSteps.findIndex((s) => s.index === step.index) + 1;
       log(step.kind === "eval" ? `held-out evaluation (${step.rollouts.length} rollouts, weights ${publisher.version})` : `step ${trainingStep}/${sampleSteps.length}: sampling ${step.rollouts.length} rollouts (weights ${publisher.version})`);
+      const started = performance.now();
+      const phase = step.kind === "eval" ? { phase: "held-out", label: "held-out evaluation" } : { phase: "rollouts", label: `step ${trainingStep}/${sampleSteps.length} rollouts` };
+      const done = store.finishedIds();
+      o.onEvent?.({ type: "progress", ...phase, unit: "rollouts", total: step.rollouts.length, done: step.rollouts.filter((r) => done.has(r.id)).length });
       const results = await executor.runRollouts(step.rollouts, step.index);
       if (o.signal?.aborted) break;
+      o.onEvent?.({ type: "progress", ...phase, unit: "rollouts", total: step.rollouts.length, done: step.rollouts.length });
+      const rolloutSeconds = secondsSince(started);
       if (step.kind === "eval") {
-        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, ...scoreHeldOut(results), version: publisher.version };
+        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, ...scoreHeldOut(results), version: publisher.version, seconds: rolloutSeconds };
         store.event({ ...ev });
         state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
+        sinks?.write(ev.trainedSteps, heldOutScalars(ev));
         log(`  held-out pass rate ${(ev.passRate * 100).toFixed(1)}%, mean reward ${ev.meanReward.toFixed(3)}`);
         const harnesses = Object.entries(ev.byHarness ?? {});
         if (harnesses.length > 1) for (const [h, r] of harnesses) log(`    ${h}: ${(r.passRate * 100).toFixed(1)}% of ${r.rollouts}`);
         continue;
       }
       const calls = executor.calls(results.map((r) => r.id));
-      const done = await trainStep({ plan, algorithm, store, worker, publisher, log, warn }, step, results, calls, { trainingStep, of: sampleSteps.length, done: trained, skipStreak });
-      skipStreak = done.skipStreak;
+      const context = { plan, algorithm, store, worker, publisher, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}) };
+      const stepDone = await trainStep(context, step, results, calls, { trainingStep, of: sampleSteps.length, done: trained, skipStreak, timing: { started, rollouts: rolloutSeconds } });
+      skipStreak = stepDone.skipStreak;
       trained++;
-      state.metrics = state.metrics.filter((x) => x.step !== done.metrics.step).concat(done.metrics);
+      state.metrics = state.metrics.filter((x) => x.step !== stepDone.metrics.step).concat(stepDone.metrics);
+      sinks?.write(stepDone.metrics.trainingStep, stepScalars(stepDone.metrics));
     }
     versions.push(...publisher.versions);
     interrupted = Boolean(o.signal?.aborted);
@@ -186,8 +208,19 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     await judges?.close();
     await (policy ?? external)?.close?.();
     await worker.stop();
+    await sinks?.close();
   }
   return outcome(plan, store, state, versions, sftInfo, interrupted, policy?.info ? summarizeEngine(policy.info) : undefined);
+}
+
+/** `work`, closing the metric sinks when it fails (before the loop's own cleanup takes over). */
+async function closingOnError<T>(sinks: MetricSinks | null, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    await sinks?.close();
+    throw err;
+  }
 }
 
 /** The run's outcome and its reward curve (reward-curve.svg in the run directory). */

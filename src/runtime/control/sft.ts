@@ -104,10 +104,13 @@ export async function tokenizerCorpus(c: SftContext, policyDir: string, python: 
     const runtime = await loadModelRuntime(bootModel);
     const engine = new ReferenceEngine({ model: bootModel, runtime }, (rolloutId) => scriptOf.get(rolloutId));
     const store = RunStore.open(join(bootDir, "run"), plan, { resume: false }).store!;
-    const exec = await createExecutor({ plan, store, provider: c.provider, engine, model: bootModel, ...(c.signal ? { signal: c.signal } : {}) });
+    const exec = await createExecutor({ plan, store, provider: c.provider, engine, model: bootModel, ...(c.onEvent ? { onEvent: c.onEvent } : {}), ...(c.signal ? { signal: c.signal } : {}) });
     let calls: ReturnType<Executor["calls"]>;
     try {
+      const phase = { type: "progress", phase: "tokenizer-corpus", label: "tokenizer corpus: reference replays", unit: "rollouts", total: rollouts.length };
+      c.onEvent?.({ ...phase, done: 0 });
       const results = await exec.runRollouts(rollouts, -1);
+      c.onEvent?.({ ...phase, done: rollouts.length });
       calls = exec.calls(results.map((r) => r.id));
     } finally {
       await exec.close();
@@ -138,7 +141,11 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   let results: RolloutResult[];
   let calls: ReturnType<Executor["calls"]>;
   try {
+    const phase = { type: "progress", phase: "sft-replay", label: "SFT reference replays", unit: "rollouts", total: rollouts.length };
+    const done = store.finishedIds();
+    c.onEvent?.({ ...phase, done: rollouts.filter((r) => done.has(r.id)).length });
     results = await exec.runRollouts(rollouts, -1);
+    if (!c.signal?.aborted) c.onEvent?.({ ...phase, done: rollouts.length });
     calls = exec.calls(results.map((r) => r.id));
   } finally {
     await exec.close();
@@ -163,6 +170,8 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   let last: Record<string, unknown> = {};
   let streak = 0;
   let skipped = 0;
+  const progress = (done: number) => c.onEvent?.({ type: "progress", phase: "sft", label: "SFT", unit: "steps", total: sft.steps, done });
+  progress(0);
   for (let s = 0; s < sft.steps && !c.signal?.aborted; s++) {
     const batch = size === passed ? full : buildSftBatch(plan.algorithm!, sample(passedResults, size, random), calls);
     const what = `SFT step ${s + 1}/${sft.steps}`;
@@ -175,11 +184,13 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
       const ev: SkipEvent = { type: "step-skipped", phase: "sft", step: s + 1, code: applied.bad.code, reason: applied.bad.reason, version: serving, consecutive: streak, maxSkips: policy.maxSkips };
       store.event({ ...ev });
       warn(describeSkip(ev, what));
+      progress(s + 1);
       continue;
     }
     refuseNonFinite(what, { loss: applied.fb.loss, gradNorm: applied.opt.gradNorm }, true);
     streak = 0;
     last = applied.fb;
+    progress(s + 1);
     const every = Math.max(1, Math.floor(sft.steps / 5));
     if ((s + 1) % every === 0 && s + 1 < sft.steps) log(`SFT step ${s + 1}/${sft.steps}: loss ${Number(applied.fb.loss).toFixed(4)}`);
   }

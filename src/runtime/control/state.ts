@@ -26,6 +26,8 @@ export interface EvalEvent {
   meanReward: number;
   rollouts: number;
   version: string;
+  /** Seconds the evaluation's rollouts took; absent in runs recorded before. */
+  seconds?: number;
   /** The same, per harness (every held-out task runs through every harness); absent in runs recorded before. */
   byHarness?: Record<string, { passRate: number; meanReward: number; rollouts: number }>;
 }

@@ -18,6 +18,8 @@ import { buildStepBatch } from "./batches.js";
 import { checkStepBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import type { Publisher } from "./publish.js";
 import type { StepMetrics } from "./state.js";
+import { breakdownByFamilyHarness, secondsSince, stepFidelity, treeCounts, type StepTiming } from "./step-metrics.js";
+import { splitMiniBatches } from "./mini-batches.js";
 import { applyMiniBatches } from "./train-step.js";
 
 export interface StepContext {
@@ -28,6 +30,8 @@ export interface StepContext {
   publisher: Publisher;
   log: (line: string) => void;
   warn: (line: string) => void;
+  /** Progress of the training and publishing phases (`progress` events). */
+  onEvent?: (e: { type: string; [k: string]: unknown }) => void;
 }
 
 /** Train one sampled step; returns its metrics (also recorded) and the run of consecutive skips. */
@@ -36,7 +40,7 @@ export async function trainStep(
   step: PlanStep,
   results: readonly RolloutResult[],
   calls: readonly CallRecord[],
-  at: { trainingStep: number; of: number; done: number; skipStreak: number },
+  at: { trainingStep: number; of: number; done: number; skipStreak: number; timing: { started: number; rollouts: number } },
 ): Promise<{ metrics: StepMetrics; skipStreak: number }> {
   const { plan, algorithm, store, worker, publisher } = c;
   const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
@@ -52,12 +56,18 @@ export async function trainStep(
     ({ batch, stats: critic } = applyCritic(batch, values, { gamma, lambda, normalize: normalizeStd, positiveOnly }));
   }
   const what = `training step ${at.trainingStep}/${at.of}`;
+  const progress = (phase: string, unit: string, total: number, done: number) =>
+    c.onEvent?.({ type: "progress", phase, label: `step ${at.trainingStep}/${at.of} ${phase}`, unit, total, done });
   // The batch as it goes to the trainer, checked token by token against the engine-sampled ids.
   const check = checkStepBatch(algorithm, batch, results, calls);
   recordCheck(store, "step", step.index, check);
   const mismatch = describeMismatch(check, what);
   if (mismatch) c.warn(mismatch);
-  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint) : { fb: null, opt: null };
+  const trainingStart = performance.now();
+  const parts = trees > 0 ? splitMiniBatches(batch, algorithm.miniBatches).length : 0;
+  if (parts > 0) progress("training", "mini-batches", parts, 0);
+  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done)) : { fb: null, opt: null };
+  const training = secondsSince(trainingStart);
   let skipStreak = at.skipStreak;
   let skipped: SkipEvent | null = null;
   if ("bad" in applied) {
@@ -71,6 +81,8 @@ export async function trainStep(
   const trainMetrics = {
     ...(fb ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond } : {}),
     ...(fb && fb.valueLoss !== undefined ? { valueLoss: fb.valueLoss } : {}),
+    // KL between the sampling engine's and the trainer's token distributions (prime-rl's mismatch_kl).
+    ...(fb && typeof fb.klRollout === "number" ? { mismatchKl: fb.klRollout } : {}),
     ...(opt ? { gradNorm: opt.gradNorm } : {}),
     ...(critic ? { critic } : {}),
   };
@@ -78,10 +90,15 @@ export async function trainStep(
   if (skipped) {
     store.event({ ...skipped });
     c.warn(describeSkip(skipped, what));
-  } else {
+  }
+  const publishingStart = performance.now();
+  if (!skipped) {
+    progress("publishing", "weights", 1, 0);
     await publisher.publish("step", step.index);
+    progress("publishing", "weights", 1, 1);
     skipStreak = 0;
   }
+  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
   const m: StepMetrics = {
     type: "step-metrics",
     step: step.index,
@@ -95,6 +112,10 @@ export async function trainStep(
     naiveTokens: report.totals.naiveTokens,
     version: publisher.version,
     ...trainMetrics,
+    ...treeCounts(report.rollouts),
+    timingSeconds: timing,
+    fidelity: stepFidelity(results, calls, check, algorithm.filters.dropClasses),
+    byFamilyHarness: breakdownByFamilyHarness(plan, results, report.rollouts),
     ...(skipped ? { skipped: { code: skipped.code, reason: skipped.reason } } : {}),
   };
   store.event({ ...m });

@@ -29,7 +29,7 @@ export async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: 
  * A training step as `n` mini-batches, one optimizer step each. A refusal after some mini-batches
  * were applied rolls the trainer back to the last checkpoint, so a skipped step leaves nothing behind.
  */
-export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined): Promise<Applied> {
+export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined, onApplied?: (done: number) => void): Promise<Applied> {
   const fbs: Record<string, unknown>[] = [];
   const opts: Record<string, unknown>[] = [];
   for (const part of splitMiniBatches(batch, n)) {
@@ -45,6 +45,7 @@ export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBat
     }
     fbs.push(applied.fb);
     opts.push(applied.opt);
+    onApplied?.(fbs.length);
   }
   return { fb: mergeTrainMetrics(fbs), opt: mergeTrainMetrics(opts) };
 }

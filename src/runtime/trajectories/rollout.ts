@@ -22,6 +22,8 @@ export interface RolloutStats {
   leaves: number;
   droppedDeadLeaves: number;
   droppedBranches: number;
+  /** Calls that are dead leaves (lineage.ts), whether or not the filters drop them. */
+  deadLeaves: number;
   /** Distinct generated tokens in the full tree. */
   generatedTokens: number;
   /** Generated tokens in the kept tree (0 when the rollout is dropped). */
@@ -63,6 +65,7 @@ export function analyzeRollout(
     leaves: filter.keptLeaves.length,
     droppedDeadLeaves: filter.droppedDeadLeaves,
     droppedBranches: filter.droppedBranches,
+    deadLeaves: lineage.filter((l) => l.dead).length,
     generatedTokens: counts.generated,
     trainedTokens: dropped ? 0 : counts.trained,
     contextTokens: dropped ? 0 : counts.context,
