@@ -209,7 +209,7 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
     dirs.forEach((name, i) => references.set(name, answers[dirs.length + i] as { ids: number[][]; texts: string[] }));
     for (const name of dirs) writeFileSync(join(work, `${name}.yaml`), modelYaml(`{type: huggingface, path: ./${name}}`));
     writeFileSync(join(work, "named-default.yaml"), modelYaml("{type: huggingface, path: ./named, template: default}"));
-  }, 180_000);
+  }, 600_000);
   afterAll(async () => {
     await Promise.all(proxies.map((p) => p.close()));
   });
@@ -240,7 +240,7 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
     expect((await loadModel(join(work, "named.yaml"))).chatTemplate).toBe(LLAMA_TEMPLATE);
     expect((await loadModel(join(work, "named-5x.yaml"))).chatTemplate).toBe(LLAMA_TEMPLATE);
     expect((await loadModel(join(work, "named-default.yaml"))).chatTemplate).toBe(PLAIN_TEMPLATE);
-  }, 180_000);
+  }, 600_000);
 
   it.each(["qwen3", "qwen3-4x", "llama", "named", "named-5x"])("%s: every call's prompt ids through the proxy equal transformers' apply_chat_template", async (name) => {
     const model = await loadModel(join(work, `${name}.yaml`));
@@ -258,7 +258,7 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
     const reference = references.get(name);
     CONVERSATIONS.forEach((c, i) => expect(ours[i], `${c.name}\n${reference!.texts[i]}`).toEqual(reference!.ids[i]));
     if (name !== "qwen3" && name !== "qwen3-4x") expect(ours[0]![0]).toBe(saved[2]!.ids["<|begin_of_text|>"]);
-  }, 240_000);
+  }, 600_000);
 
   it("the proxy's tokenizer threads load the directory's tokenizer.json", async () => {
     const spec = { type: "huggingface" as const, path: join(work, "llama") };
@@ -331,14 +331,14 @@ describe("Hugging Face directories that reins cannot use", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("missing.yaml:5:40: error[TokenizerNotFound]: Hugging Face directory ./nowhere does not exist.");
     expect(r.stderr).toMatch(/\n\s+hint: \S/);
-  }, 180_000);
+  }, 600_000);
 
   it("a missing directory, a file, no tokenizer.json, a bad tokenizer_config.json", () => {
     expectInvalid("missing", "TokenizerNotFound", "path", "./nowhere does not exist");
     expectInvalid("a-file", "TokenizerInvalid", "path", "is not a directory");
     expectInvalid("no-tokenizer", "TokenizerNotFound", "path", "has no tokenizer.json");
     expectInvalid("bad-config", "TokenizerInvalid", "path", "tokenizer_config.json is not valid JSON");
-  }, 180_000);
+  }, 600_000);
 
   it("a template that does not parse, none at all, an unknown name, a name beside the Model's own template", () => {
     expectInvalid("bad-template", "ChatTemplateInvalid", "path", "does not parse");
@@ -349,12 +349,12 @@ describe("Hugging Face directories that reins cannot use", () => {
     expect(reins(["validate", "named.yaml"], work).code).toBe(0);
     // The Model's own template and stop tokens replace the directory's (its broken template is not read).
     expect(reins(["validate", "own-template.yaml"], work).code).toBe(0);
-  }, 180_000);
+  }, 600_000);
 
   it("no end-of-sequence token anywhere, or an eos_token_id outside the vocabulary", () => {
     expectInvalid("no-eos", "StopTokensMissing", "path", "names no end-of-sequence token");
     expectInvalid("bad-eos-id", "StopTokenUnknown", "path", "eos_token_id 99999999 is not in its tokenizer.json");
-  }, 180_000);
+  }, 600_000);
 
   it("reins proxy refuses a template that passes validate but that it cannot cut into messages, or render", () => {
     for (const name of ["rewrites", "unrenderable"]) expect(reins(["validate", `${name}.yaml`], work).code).toBe(0);
@@ -370,5 +370,5 @@ describe("Hugging Face directories that reins cannot use", () => {
       expect(r.stderr).toMatch(/\n\s+hint: \S/);
       expect(r.stderr).not.toMatch(/^\s+at .+/m);
     }
-  }, 300_000);
+  }, 600_000);
 });
