@@ -87,6 +87,9 @@ export const CODES = {
   ChatTemplateInvalid: "Fix the Jinja chat template.",
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
+  StopTokensMissing: "Set stopTokens in the Model, e.g. [\"<|im_end|>\"], or give the directory a generation_config.json with eos_token_id.",
+  ChatTemplateConflict: "Give either tokenizer.template (one of the directory's templates) or chatTemplate/chatTemplateFile, not both.",
+  ChatTemplateUnknown: "Set tokenizer.template to one of the directory's chat templates (chat_template.jinja is \"default\"; additional_chat_templates/NAME.jinja is NAME).",
   DuplicateDocument: "The same file was given twice; it is read once.",
 
   // ── runtime: run directories and plan files ──

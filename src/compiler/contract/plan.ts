@@ -130,8 +130,10 @@ export interface ResolvedModel {
   name: string;
   /** File paths (tokenizer, onnx model) are absolute. */
   tokenizer: ModelSpec["tokenizer"];
-  /** Jinja chat template text; when absent the tokenizer package's own template is used. */
+  /** Jinja chat template text (a huggingface tokenizer's own, read at compile time); when absent the tokenizer package's own template is used. */
   chatTemplate?: string;
+  /** Named special tokens (bos_token, eos_token, ...) the chat template sees, from a huggingface tokenizer's directory. */
+  chatTemplateVariables?: Record<string, string>;
   toolCallFormat: Filled<ModelSpec>["toolCallFormat"];
   /** Reasoning markers; null when the model has none. */
   reasoning: Exclude<ModelSpec["reasoning"], undefined>;

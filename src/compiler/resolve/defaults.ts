@@ -23,6 +23,7 @@ import type { ModelSpec } from "../schema/model.js";
 import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
 import type { ExperimentSpec } from "../schema/experiment.js";
 import type { ProjectRoot } from "../source/project.js";
+import { readHfDirectory } from "./hf-directory.js";
 import { readChatTemplate, type HostPathProblem } from "./host-paths.js";
 
 export function toNumber(v: number | string | undefined, fallback: number): number {
@@ -59,12 +60,40 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
   const problems: HostPathProblem[] = [];
   const base = dirname(specFile);
   const abs = (p: string) => resolve(base, p);
-  const tokenizer = spec.tokenizer.type === "file" ? { type: "file" as const, path: abs(spec.tokenizer.path) } : { type: "qwen3" as const };
+  const t = spec.tokenizer;
+  const tokenizer: ResolvedModel["tokenizer"] =
+    t.type === "file"
+      ? { type: "file", path: abs(t.path) }
+      : t.type === "huggingface"
+        ? { type: "huggingface", path: abs(t.path), ...(t.template !== undefined ? { template: t.template } : {}) }
+        : { type: "qwen3" };
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
     const read = readChatTemplate(spec.chatTemplateFile, specFile, roots);
     if (read.ok) chatTemplate = read.text;
     else problems.push(read.problem);
+  }
+  let stopTokens = spec.stopTokens;
+  let chatTemplateVariables: Record<string, string> | undefined;
+  if (t.type === "huggingface") {
+    const ownTemplate = spec.chatTemplate !== undefined || spec.chatTemplateFile !== undefined;
+    if (ownTemplate && t.template !== undefined) {
+      problems.push({ path: ["tokenizer", "template"], code: "ChatTemplateConflict", message: `tokenizer.template picks one of ${t.path}'s chat templates, but the Model gives its own (${spec.chatTemplate !== undefined ? "chatTemplate" : "chatTemplateFile"}).` });
+    }
+    const read = readHfDirectory(abs(t.path), t.path, t.template, !ownTemplate);
+    if (!read.ok) problems.push({ path: ["tokenizer", read.problem.field], code: read.problem.code, message: read.problem.message, ...(read.problem.hint ? { hint: read.problem.hint } : {}) });
+    else {
+      const dir = read.value;
+      if (Object.keys(dir.variables).length > 0) chatTemplateVariables = dir.variables;
+      if (!ownTemplate) {
+        if (dir.chatTemplate !== undefined) chatTemplate = dir.chatTemplate;
+        else problems.push({ path: ["tokenizer", "path"], code: "ChatTemplateMissing", message: `${t.path} has no chat template (no chat_template.jinja, no chat_template in tokenizer_config.json).` });
+      }
+      if (stopTokens === undefined) {
+        if (dir.stopTokens.length > 0) stopTokens = dir.stopTokens;
+        else problems.push({ path: ["tokenizer", "path"], code: "StopTokensMissing", message: `${t.path} names no end-of-sequence token (no eos_token_id in generation_config.json, no eos_token in tokenizer_config.json).` });
+      }
+    }
   }
   const e = spec.engine;
   const engine: ResolvedModel["engine"] =
@@ -88,7 +117,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     tokenizer,
     toolCallFormat: spec.toolCallFormat ?? "qwen3",
     reasoning: spec.reasoning === undefined ? { start: "<think>", end: "</think>" } : spec.reasoning,
-    stopTokens: spec.stopTokens ?? ["<|im_end|>"],
+    stopTokens: stopTokens ?? ["<|im_end|>"],
     maxContextTokens: spec.maxContextTokens ?? 32768,
     sampling: {
       temperature: spec.sampling?.temperature ?? 1,
@@ -98,6 +127,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     engine,
   };
   if (chatTemplate !== undefined) model.chatTemplate = chatTemplate;
+  if (chatTemplateVariables) model.chatTemplateVariables = chatTemplateVariables;
   if (spec.proxy) {
     const set = Object.entries(spec.proxy).filter(([, v]) => v !== undefined);
     if (set.length > 0) model.proxy = Object.fromEntries(set);

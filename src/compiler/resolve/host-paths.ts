@@ -14,6 +14,8 @@ export interface HostPathProblem {
   path: (string | number)[];
   code: Code;
   message: string;
+  /** What to do, where the catalogue's hint for the code is too general. */
+  hint?: string;
 }
 
 /** Each mount must exist inside the project (symlinks resolved) and be a directory or a regular file. */

@@ -99,7 +99,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   const models = new Map<string, Entry<ResolvedModel>>();
   for (const doc of docsOf("Model")) {
     const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath, doc.source.roots);
-    for (const p of problems) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
+    for (const p of problems) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint ?? CODES[p.code]));
     models.set(doc.name, { value: model, doc });
   }
   const algorithms = new Map<string, Entry<ResolvedAlgorithm>>();

@@ -109,13 +109,22 @@ export const ModelSpecSchema = z
       .discriminatedUnion("type", [
         z.strictObject({ type: z.literal("qwen3") }),
         z.strictObject({ type: z.literal("file"), path: z.string().min(1).describe("tokenizer.json, relative to the spec file.") }),
+        z
+          .strictObject({
+            type: z.literal("huggingface"),
+            path: z.string().min(1).describe("A local Hugging Face model or tokenizer directory, relative to the spec file: tokenizer.json, tokenizer_config.json, chat_template.jinja (or chat_template in tokenizer_config.json), generation_config.json, as transformers 4.x and 5.x save them."),
+            template: z.string().min(1).optional().describe("Which of the directory's named chat templates to use (default: tool_use when the directory has one, else default)."),
+          })
+          .describe(
+            "The directory's own tokenizer, chat template (rendered with its bos_token, eos_token, pad_token and unk_token, as transformers does) and stop tokens (generation_config.json's eos_token_id, else tokenizer_config.json's eos_token) where the Model gives none.",
+          ),
       ])
       .describe("Tokenizer."),
     chatTemplate: z.string().optional().describe("Jinja chat template; default: the tokenizer's own."),
     chatTemplateFile: z.string().optional().describe("Jinja chat template file, relative to the spec file."),
     toolCallFormat: z.enum(["qwen3", "hermes", "none"]).optional(),
     reasoning: z.union([z.strictObject({ start: z.string().min(1), end: z.string().min(1) }), z.null()]).optional(),
-    stopTokens: z.array(z.string().min(1)).optional(),
+    stopTokens: z.array(z.string().min(1)).optional().describe("Token strings that end a completion (default: a huggingface tokenizer's eos tokens, else <|im_end|>)."),
     maxContextTokens: PositiveInt.optional(),
     sampling: z
       .strictObject({

@@ -9,6 +9,7 @@
  * model is loaded (`ChatTemplateNotSegmentable`).
  */
 import { Template } from "@huggingface/jinja";
+import { renderableChatTemplate } from "../../compiler/contract/chat-template-text.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 
 export interface TemplateToolCall {
@@ -54,9 +55,16 @@ export class ChatTemplate {
   /** Text the template writes after an assistant turn's content, e.g. `<|im_end|>\n`. */
   readonly assistantClosing: string;
 
-  constructor(source: string) {
+  /**
+   * `variables`: what the template sees besides messages, tools and add_generation_prompt (a
+   * tokenizer's bos_token, eos_token, ... as transformers passes them).
+   */
+  constructor(
+    source: string,
+    private readonly variables: Readonly<Record<string, string>> = {},
+  ) {
     try {
-      this.template = new Template(source);
+      this.template = new Template(renderableChatTemplate(source));
     } catch (err) {
       throw new ChatTemplateError(`the chat template does not parse: ${(err as Error).message}`, "ChatTemplateInvalid");
     }
@@ -81,7 +89,7 @@ export class ChatTemplate {
 
   /** Plain render of a whole conversation. */
   render(messages: TemplateMessage[], tools: TemplateTool[] | undefined, addGenerationPrompt: boolean): string {
-    const ctx: Record<string, unknown> = { messages, add_generation_prompt: addGenerationPrompt };
+    const ctx: Record<string, unknown> = { ...this.variables, messages, add_generation_prompt: addGenerationPrompt };
     if (tools && tools.length > 0) ctx.tools = tools;
     try {
       return this.template.render(ctx);

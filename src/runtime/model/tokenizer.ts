@@ -1,5 +1,6 @@
 /**
- * Tokenizers: the packaged Qwen3 tokenizer or a tokenizer.json on disk, loaded once per process.
+ * Tokenizers: the packaged Qwen3 tokenizer, a tokenizer.json on disk, or the tokenizer of a local
+ * Hugging Face directory (its tokenizer.json and tokenizer_config.json), loaded once per process.
  * `encode` never adds special tokens (the chat template writes them as text, and the tokenizer
  * splits them out as single ids); `decode` keeps special tokens.
  */
@@ -9,13 +10,13 @@ import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 
 export interface Tokenizer {
-  /** What was loaded: "qwen3" or the tokenizer.json path. */
+  /** What was loaded: "qwen3", the tokenizer.json path or the Hugging Face directory. */
   readonly source: string;
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
   /** Id of one vocabulary or added token given as its exact string, e.g. "<|im_end|>". */
   tokenId(token: string): number | undefined;
-  /** The chat template that ships with the tokenizer (tokenizer_config.json), if any. */
+  /** The chat template that ships with the tokenizer (tokenizer_config.json; a directory's chat_template.jinja first), if any. */
   readonly chatTemplate?: string;
 }
 
@@ -39,10 +40,10 @@ const cache = new Map<string, Promise<Tokenizer>>();
 
 /** Load (or reuse) the tokenizer a model names. Rejects with TokenizerLoadError on a bad file. */
 export function loadTokenizer(spec: ResolvedModel["tokenizer"]): Promise<Tokenizer> {
-  const key = spec.type === "qwen3" ? "qwen3" : `file:${spec.path}`;
+  const key = spec.type === "qwen3" ? "qwen3" : `${spec.type}:${spec.path}`;
   let pending = cache.get(key);
   if (!pending) {
-    pending = spec.type === "qwen3" ? loadQwen3() : loadFile(spec.path);
+    pending = spec.type === "qwen3" ? loadQwen3() : spec.type === "file" ? loadFile(spec.path, spec.path) : loadDirectory(spec.path);
     pending.catch(() => cache.delete(key));
     cache.set(key, pending);
   }
@@ -57,7 +58,14 @@ async function loadQwen3(): Promise<Tokenizer> {
   return wrap("qwen3", mod.fromPreTrained(), mod.tokenizerConfig.chat_template);
 }
 
-async function loadFile(path: string): Promise<Tokenizer> {
+/** A Hugging Face directory: tokenizer.json with its tokenizer_config.json, and chat_template.jinja (transformers 5) before the config's template. */
+async function loadDirectory(dir: string): Promise<Tokenizer> {
+  const jinja = await readFile(join(dir, "chat_template.jinja"), "utf8").catch(() => undefined);
+  const tok = await loadFile(join(dir, "tokenizer.json"), dir);
+  return jinja === undefined ? tok : { ...tok, chatTemplate: jinja };
+}
+
+async function loadFile(path: string, source: string): Promise<Tokenizer> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(path, "utf8"));
@@ -84,7 +92,7 @@ async function loadFile(path: string): Promise<Tokenizer> {
     throw new TokenizerLoadError(`tokenizer file ${path} could not be loaded: ${(err as Error).message}`, "TokenizerInvalid");
   }
   const template = typeof config.chat_template === "string" ? config.chat_template : undefined;
-  return wrap(path, tok, template);
+  return wrap(source, tok, template);
 }
 
 function wrap(source: string, tok: LenmlTokenizer, chatTemplate: string | undefined): Tokenizer {
