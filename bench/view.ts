@@ -22,6 +22,7 @@ import { startViewServer } from "../src/runtime/index.js";
 import { ViewApi } from "../src/runtime/view/api.js";
 import { RunData } from "../src/runtime/view/run-data.js";
 import { callRecord, writeRunFixture } from "../test/view/run-fixture.js";
+import { rng } from "../src/compiler/contract/rng.js";
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,17 +34,6 @@ const BIG_MB = Number(arg("big-mb", "100"));
 const keep = arg("keep", "");
 const dir = keep || join(tmpdir(), `reins-bench-view-${process.pid}`);
 const BIG_ID = "s1-big-session";
-
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A long session: each call's prompt is the whole history so far plus ~1,000 new context tokens. */
 function writeBigRollout(target: number): { calls: number; tokens: number } {

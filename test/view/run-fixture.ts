@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync, appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatRecordLine } from "../../src/runtime/records/index.js";
 import type { CallRecord, RolloutResult } from "../../src/runtime/records/index.js";
+import { rng } from "../../src/compiler/contract/rng.js";
 
 export interface FixtureOptions {
   /** Training steps (each: every pair × groupSize rollouts). */
@@ -30,18 +31,6 @@ export interface Fixture {
   rollouts: RolloutResult[];
   summary: { heldOut: { before: number; after: number; byHarness: Record<string, { before: number; after: number; n: number; gainStdErrors: number }> }; fidelity: unknown };
   taskNames: string[];
-}
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const byteEncode = (text: string) => [...Buffer.from(text, "utf8")];
