@@ -12,9 +12,9 @@ import { runEvaluation } from "../../src/runtime/control/evaluation.js";
 import { createEngine } from "../../src/runtime/engines/registry.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { RunStore } from "../../src/runtime/store/run-store.js";
-import { planOf, taskYaml, tempDir, writeSpecs } from "../executor/helpers.js";
+import { planOf, tempDir, writeSpecs } from "../executor/helpers.js";
 import { scriptedModel } from "../proxy/helpers.js";
-import { readFixture, startReplay, type Replay } from "./replay.js";
+import { evaluationWithEngine, readFixture, startReplay, type Replay } from "./replay.js";
 
 const fx = readFixture("vllm/vllm-0.32.0.json");
 const TURNS: ScriptedTurn[] = [{ text: "Writing it.", toolCalls: [{ name: "write_file", arguments: { path: "hello.txt", content: "hi" } }] }, { text: "done" }];
@@ -48,33 +48,7 @@ describe("reins eval through a vllm engine (replayed vLLM 0.32.0)", () => {
       return body.stream ? { sse: [{ choices: [choice] }, "[DONE]"] } : { json: { ...fx.completion.response, choices: [choice] } };
     };
     const dir = tempDir();
-    const agent = `  dialect: openai-chat\n  command: [node, "{{reinsAgent}}", "{{instruction}}"]\n  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}`;
-    const file = writeSpecs(
-      dir,
-      `apiVersion: reins/v1alpha1
-kind: Evaluation
-metadata: {name: t}
-spec:
-  model: {name: m}
-  tasks: [{labels: {suite: t}}]
-  harnesses: [{name: h}]
-  sandbox: {provider: local, concurrency: 1, retries: 0}
----
-apiVersion: reins/v1alpha1
-kind: Harness
-metadata: {name: h}
-spec:
-${agent}
----
-apiVersion: reins/v1alpha1
-kind: Model
-metadata: {name: m}
-spec:
-  tokenizer: {type: qwen3}
-  engine: {type: vllm, baseUrl: "${replay.url}/v1", model: tiny/qwen3_hd32}
----
-${taskYaml("t1")}`,
-    );
+    const file = writeSpecs(dir, evaluationWithEngine(`{type: vllm, baseUrl: "${replay.url}/v1", model: tiny/qwen3_hd32}`));
     const plan = planOf(file);
     const store = RunStore.open(join(dir, "run"), plan, { resume: false }).store!;
     let outcome;
