@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { startViewServer } from "../../src/runtime/index.js";
 import { tempDir } from "../executor/helpers.js";
 
 function quickstartCopy(dir: string): string {
@@ -20,7 +21,7 @@ function quickstartCopy(dir: string): string {
 }
 
 describe("the quickstart", () => {
-  it("improves the held-out pass rate well beyond noise (fixed seed)", () => {
+  it("improves the held-out pass rate well beyond noise (fixed seed), and reins view shows it", async () => {
     const dir = tempDir("reins-quickstart-learns-");
     const out = join(dir, "run");
     const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 2_400_000 });
@@ -39,5 +40,15 @@ describe("the quickstart", () => {
     console.error(`quickstart held-out pass rate ${res.heldOut.before} → ${res.heldOut.after} (gain ${gain.toFixed(3)}, ${(gain / se).toFixed(1)} standard errors)`);
     expect(gain).toBeGreaterThan(3 * se);
     expect(res.heldOut.byHarness["reins-agent"].gainStdErrors).toBeCloseTo(gain / se, 6);
+    // `reins view` on this run directory: its overview shows the same held-out figures.
+    const view = await startViewServer({ runDirs: [out] });
+    try {
+      const o = (await (await fetch(`${view.url}api/runs/0/overview`)).json()) as { finished: boolean; summary: { heldOut: unknown }; heldOut: { passRate: number }[] };
+      expect(o.finished).toBe(true);
+      expect(o.summary.heldOut).toEqual(res.heldOut);
+      expect([o.heldOut[0].passRate, o.heldOut.at(-1)!.passRate]).toEqual([res.heldOut.before, res.heldOut.after]);
+    } finally {
+      await view.close();
+    }
   }, 2_700_000);
 });

@@ -10,7 +10,8 @@
  * - the network is the proxy and nothing else (the host, its loopback, the proxy's own port, the
  *   internet and DNS are all out of reach from the harness's sandbox);
  * - the proxy key is the rollout's own (no key, a forged one, or the previous rollout's is refused);
- * - what the harness printed is kept in the run directory, harness-output/<rollout>.stdout|stderr.
+ * - what the harness printed is kept in the run directory, harness-output/<rollout>.stdout|stderr,
+ *   and the workspace before → after, workspace-diff/<rollout>.json.
  * Skipped only with REINS_SKIP_REAL_HARNESSES=1; the podman run as test/sandbox/podman.test.ts is.
  */
 import { execFileSync } from "node:child_process";
@@ -62,6 +63,18 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman"): vo
         expect(stdout.length).toBeGreaterThan(0);
         expect(stdout).toBe(launch.exit!.stdout);
         expect(readFileSync(path.join(dir, `${launch.tryId}.stderr`), "utf8")).toBe(launch.exit!.stderr);
+      }
+    });
+
+    it("keeps each rollout's workspace diff: hello.txt added, containing hi", () => {
+      const dir = path.join(run.runDir, "workspace-diff");
+      expect(readdirSync(dir).sort()).toEqual(run.results.map((r) => `${r.id}.json`).sort());
+      for (const r of run.results) {
+        const diff = JSON.parse(readFileSync(path.join(dir, `${r.id}.json`), "utf8"));
+        const hello = diff.files.find((f: { path: string }) => f.path === "hello.txt");
+        expect(hello, JSON.stringify(diff)).toMatchObject({ status: "added", kind: "text", bytesBefore: null });
+        expect(hello.patch).toMatch(/^\+hi$/m);
+        expect(diff.added).toBeGreaterThanOrEqual(1);
       }
     });
 

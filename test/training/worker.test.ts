@@ -243,4 +243,38 @@ describe("trainer worker", () => {
     expect(last.nll!).toBeLessThan(first.nll! - 0.1);
     await worker.client.optimStep({ learningRate: 0 });
   });
+
+  it("records the trainer's logprob of every trained token: the same values in both layouts, equal to compute_logprobs", async () => {
+    const trees = randomTrees(43, 3, model.vocabSize, { segments: 8 });
+    const dir = tempDir("reins-record-");
+    const read = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rollout: string; leaf: number | null; logprobs: number[] });
+    await worker.client.forwardBackward(treeBatch(trees), { recordLogprobs: join(dir, "tree.jsonl") });
+    await worker.client.forwardBackward(pathsBatch(trees), { recordLogprobs: join(dir, "paths.jsonl") });
+    // SFT writes nothing: there is no sampler to compare with.
+    await worker.client.forwardBackward(treeBatch(trees), { objective: "sft", recordLogprobs: join(dir, "sft.jsonl") });
+    expect(existsSync(join(dir, "sft.jsonl"))).toBe(false);
+    const tree = read(join(dir, "tree.jsonl"));
+    const paths = read(join(dir, "paths.jsonl"));
+    const batch = pathsBatch(trees);
+    for (const t of trees) {
+      const row = tree.find((r) => r.rollout === t.rollout)!;
+      expect(row.leaf).toBeNull();
+      expect(row.logprobs.length).toBe(t.lossMask.filter((m) => m === 1).length);
+      // The paths of the rollout, by leaf, give the tree's depth-first order.
+      const mine = paths.filter((r) => r.rollout === t.rollout).sort((a, b) => a.leaf! - b.leaf!);
+      const joined = mine.flatMap((r) => r.logprobs);
+      expect(joined.length).toBe(row.logprobs.length);
+      joined.forEach((v, i) => expect(Math.abs(v - row.logprobs[i])).toBeLessThan(1e-4));
+      // Each path's values are the model's logprobs of that path's trained tokens.
+      const samples = batch.paths!.filter((p) => p.rollout === t.rollout);
+      const exact = await worker.client.computeLogprobs(samples.map((p) => p.tokens));
+      samples.forEach((p, k) => {
+        const want = p.tokens.map((_, i) => exact[k][i]).filter((_, i) => p.lossMask[i] === 1) as number[];
+        const got = mine.find((r) => r.leaf === p.leaf)!.logprobs;
+        expect(got.length).toBe(want.length);
+        got.forEach((v, i) => expect(Math.abs(v - want[i])).toBeLessThan(1e-3));
+      });
+    }
+    await worker.client.optimStep({ learningRate: 0 });
+  });
 });

@@ -119,6 +119,15 @@ describe("reins view in chromium", () => {
     await page.waitForSelector('.call.selected[data-seq="0"]');
     expect(await page.locator("#call h2").innerText()).toContain("Call 0");
     await page.click('button[data-overlay="logprob"]');
+    // The trainer's logprobs against the sampler's: a ratio on every trained token of the page.
+    await page.click('button[data-overlay="ratio"]');
+    expect(await page.locator("#trainer-note").innerText()).toMatch(/trainer vs sampler on \d+ trained tokens here/);
+    expect(await page.locator("#tokens .tok.trained[data-ratio]").count()).toBe(await page.locator("#tokens .tok.trained").count());
+    expect(await page.locator("#tokens .tok.context[data-ratio]").count()).toBe(0);
+    // The workspace before → after.
+    await page.waitForSelector("#diff .diff-file");
+    expect(await page.locator("#diff .diff-file summary").innerText()).toContain("answer.txt");
+    expect((await page.locator("#diff .patch .add").last().innerText()).trim()).toBe(`+${withRetry.passed ? "yes" : "no"}`);
     expect(await page.locator("#stdout").innerText()).toContain(withRetry.id);
     await page.screenshot({ path: join(SHOTS, "rollout.png"), fullPage: true });
   }, 60_000);

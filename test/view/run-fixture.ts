@@ -3,7 +3,8 @@
  * writer), for the viewer's tests and bench/view.ts: a plan, a manifest, training steps of GRPO
  * groups and held-out evaluations before and after, calls that form real prefix trees (a retried
  * call left as a dead leaf, a title call the filters drop), step metrics and events, harness
- * output, and a summary.json with the held-out and fidelity reports. Token ids come from the
+ * output, workspace diffs and the trainer's per-token logprobs, and a summary.json with the
+ * held-out and fidelity reports. Token ids come from the
  * packaged Qwen3 tokenizer (the plan names it), so the viewer decodes them back to the text here.
  */
 import { mkdirSync, writeFileSync, appendFileSync } from "node:fs";
@@ -11,6 +12,8 @@ import { join } from "node:path";
 import { formatRecordLine } from "../../src/runtime/records/index.js";
 import type { CallRecord, RolloutResult } from "../../src/runtime/records/index.js";
 import { rng } from "../../src/compiler/contract/rng.js";
+import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
+import { analyzeRollout, packTree } from "../../src/runtime/trajectories/index.js";
 
 export interface FixtureOptions {
   /** Training steps (each: every pair × groupSize rollouts). */
@@ -24,6 +27,12 @@ export interface FixtureOptions {
   extra?: { id: string; task: string; harness: string; step: number; calls: CallRecord[]; stdout?: string; reward?: number }[];
   /** Leave summary.json out (a run still going). */
   running?: boolean;
+  /**
+   * Also write what a run keeps beside its records (default true): each rollout's workspace diff
+   * and, for training steps, the trainer's logprob of every trained token (the sampler's plus a
+   * little noise, in the packed tree's order).
+   */
+  sideFiles?: boolean;
 }
 
 export interface Fixture {
@@ -75,6 +84,21 @@ export function agentCalls(id: string, task: string, passed: boolean, random: ()
   return calls;
 }
 
+/** A rollout's workspace diff (answer.txt written) and, when trained, its trainer logprobs. */
+function writeSideFiles(dir: string, r: RolloutResult, calls: CallRecord[], filters: ResolvedAlgorithm["filters"], heldOut: boolean, random: () => number): void {
+  const word = r.passed ? "yes" : "no";
+  const diff = { formatVersion: 1, added: 1, modified: 0, deleted: 0, unchanged: 1, files: [{ path: "answer.txt", status: "added", kind: "text", bytesBefore: null, bytesAfter: word.length + 1, patch: `--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1,1 @@\n+${word}\n` }] };
+  mkdirSync(join(dir, "workspace-diff"), { recursive: true });
+  writeFileSync(join(dir, "workspace-diff", `${r.id}.json`), JSON.stringify(diff));
+  if (heldOut || r.step < 1 || calls.length === 0) return;
+  const a = analyzeRollout(r.id, calls, filters);
+  if (a.dropped) return;
+  const packed = packTree(a.tree, a.filter, { rollout: r.id, task: r.task, harness: r.harness }, 0);
+  const logprobs = packed.rolloutLogprobs.filter((_, i) => packed.lossMask[i] === 1).map((x) => Math.round((x + (random() - 0.5) * 0.04) * 1e5) / 1e5);
+  mkdirSync(join(dir, "trainer-logprobs"), { recursive: true });
+  appendFileSync(join(dir, "trainer-logprobs", `step-${r.step}.jsonl`), `${JSON.stringify({ rollout: r.id, leaf: null, logprobs })}\n`);
+}
+
 function verifierOf(passed: boolean) {
   return {
     status: "ok",
@@ -99,6 +123,8 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
   const heldOutNames = [`held-out-word-yes-000`, `held-out-word-no-001`];
   const category = (t: string) => (t.includes("yes") ? "productivity" : "writing");
   mkdirSync(join(dir, "harness-output"), { recursive: true });
+  const sideFiles = options.sideFiles ?? true;
+  const noise = rng(11);
   const plan = {
     planVersion: 1,
     kind: "Experiment",
@@ -141,6 +167,7 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
       weightsVersion: `w${Math.max(0, step)}`,
     };
     rollouts.push(r);
+    if (sideFiles) writeSideFiles(dir, r, calls, plan.algorithm.filters as ResolvedAlgorithm["filters"], heldOutNames.includes(task), noise);
     for (const c of calls) callLines.push(formatRecordLine(c));
     rolloutLines.push(formatRecordLine(r));
     writeFileSync(join(dir, "harness-output", `${id}.stdout`), stdout);

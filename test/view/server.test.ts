@@ -4,7 +4,7 @@
  * tricks, refuses foreign Host headers, and the CLI command starts, prints its URL and stops.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -96,6 +96,53 @@ describe("reins view: the API over a run directory", () => {
     expect(page.marks[0]).toBe("context");
     expect(page.logprobs.slice(page.promptLength - page.from).every((x: number | null) => typeof x === "number")).toBe(true);
     expect(page.conversation.completion.text).toMatch(/^I wrote (yes|no) into answer\.txt\.<\|im_end\|>$/);
+  });
+
+  it("overlays the trainer's logprob of each trained token where the trainer recorded it (paths joined by leaf), and never a misaligned one", async () => {
+    const [one, two] = fixture.rollouts.filter((r) => r.step === 1);
+    const tree = JSON.parse((await get(view.port, `/api/runs/0/rollouts/${one.id}/tree`)).body);
+    // The trained tokens in the packed tree's order: kept generated nodes by id, depth-first.
+    const offsets = new Map<number, number>();
+    let trained = 0;
+    for (const n of tree.nodes) if (n.kept && n.generated) (offsets.set(n.id, trained), (trained += n.tokens));
+    const values = Array.from({ length: trained }, (_, k) => -k / 1000);
+    const half = Math.floor(trained / 2);
+    mkdirSync(join(fixture.dir, "trainer-logprobs"), { recursive: true });
+    // A per-path batch's rows, out of order in the file; and a record that does not fit its tree.
+    writeFileSync(join(fixture.dir, "trainer-logprobs", "step-1.jsonl"), [
+      { rollout: one.id, leaf: 1, logprobs: values.slice(half) },
+      { rollout: one.id, leaf: 0, logprobs: values.slice(0, half) },
+      { rollout: two.id, leaf: null, logprobs: [-0.5] },
+    ].map((l) => JSON.stringify(l)).join("\n") + "\n");
+    const last = tree.calls.at(-1);
+    const page = JSON.parse((await get(view.port, `/api/runs/0/rollouts/${one.id}/calls/${last.seq}`)).body);
+    expect(page.trainerNote).toBeUndefined();
+    const start = page.promptLength - page.from;
+    const end = offsets.get(last.endNode)!;
+    expect(page.trainerLogprobs.slice(start)).toEqual(Array.from({ length: last.completionLength }, (_, i) => -(end + i) / 1000));
+    // Earlier calls' completions in this call's prompt are trained too; the context is not.
+    expect(page.trainerLogprobs.map((x: number | null) => x !== null)).toEqual(page.marks.map((m: string) => m === "trained"));
+    expect(page.marks.slice(0, start)).toContain("context");
+    const other = JSON.parse((await get(view.port, `/api/runs/0/rollouts/${two.id}/calls/0`)).body);
+    expect(other.trainerLogprobs.every((x: number | null) => x === null)).toBe(true);
+    expect(other.trainerNote).toMatch(/do not match/);
+  });
+
+  it("serves a try's workspace diff, and nothing through a link in its folder", async () => {
+    const [one, two, three] = fixture.rollouts.filter((r) => r.step === 1);
+    const diffs = join(fixture.dir, "workspace-diff");
+    mkdirSync(diffs, { recursive: true });
+    const diff = { formatVersion: 1, added: 1, modified: 0, deleted: 0, unchanged: 2, files: [{ path: "answer.txt", status: "added", kind: "text", bytesBefore: null, bytesAfter: 4, patch: "--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1 @@\n+yes\n" }] };
+    writeFileSync(join(diffs, `${one.id}.json`), JSON.stringify(diff));
+    rmSync(join(diffs, `${two.id}.json`), { force: true });
+    rmSync(join(diffs, `${three.id}.json`), { force: true });
+    symlinkSync("/etc/passwd", join(diffs, `${two.id}.json`));
+    expect(JSON.parse((await get(view.port, `/api/runs/0/rollouts/${one.id}/diff`)).body)).toEqual({ recorded: true, ...diff });
+    for (const id of [two.id, three.id]) {
+      const r = await get(view.port, `/api/runs/0/rollouts/${id}/diff`);
+      expect(r.body).not.toContain("root:");
+      expect(JSON.parse(r.body)).toEqual({ recorded: false });
+    }
   });
 
   it("finds nothing through path tricks: traversal, encoded slashes, unknown ids, other files", async () => {

@@ -43,6 +43,7 @@ class Row:
     group: int  # rollout index (micro-batches never split a rollout)
     coef: Optional[np.ndarray] = None  # float32 [n] aggregation coefficient per trained token
     end: Optional[np.ndarray] = None  # int64 [n] for trees: the last index of each token's subtree
+    leaf: int = -1  # the path's leaf index (layout "paths"); -1 for a tree
 
 
 @dataclass
@@ -197,7 +198,8 @@ def parse_batch(raw: Dict[str, Any], vocab_size: int) -> Batch:
         seq = np.full(n, -1, dtype=np.int64)
         for i in np.flatnonzero(mask):
             seq[i] = seq_of.setdefault((rollout, int(keys[i])), len(seq_of))
-        rows.append(Row(rollout, tokens, position, parent, pred, mask, rlp, adv, ret, seq, group, end=end))
+        leaf = -1 if layout == "tree" else int(item.get("leaf", k))
+        rows.append(Row(rollout, tokens, position, parent, pred, mask, rlp, adv, ret, seq, group, end=end, leaf=leaf))
     alg = raw.get("algorithm") or {}
     return Batch(int(raw.get("step", 0)), layout, alg, rows, max(len(seq_of), 1), len(group_of))
 

@@ -160,6 +160,8 @@ class Trainer:
         vf_coef = float(alg.get("valueCoef", self.vf_coef))
         sums: Dict[str, float] = {}
         processed = padded = 0
+        record = req.get("recordLogprobs") if objective == "rl" else None
+        recorded: List[tuple] = []
         self.model.train()
         for i in range(rounds):
             if i >= len(mine):
@@ -177,6 +179,8 @@ class Trainer:
                 past = run_kv["past"]
             logits, values = self._select(self.model, mb, use_values, past)
             lp, ent = token_terms(logits, mb.target)
+            if record:
+                recorded.extend(split_by_row(mine[i], lp))
             if objective == "sft":
                 out = sft_loss(lp, mb)
             else:
@@ -218,6 +222,8 @@ class Trainer:
             padded += mb.padded
         sums = self.dist.reduce_stats(sums)
         processed, padded = self.dist.sum_int(processed), self.dist.sum_int(padded)
+        if record:
+            write_logprobs(record if self.dist.world == 1 else f"{record}.rank{self.dist.rank}", recorded, self.step)
         if not all(torch.isfinite(torch.tensor(v)) for v in sums.values()):
             self._zero_grads()
             raise BatchProblem("NonFiniteLoss", "a metric of this batch is NaN or infinite; the step was refused",
@@ -411,3 +417,27 @@ class Trainer:
                 rows.append(vals)
         self.policy.train()
         return {"values": rows}
+
+
+def split_by_row(rows, lp: torch.Tensor) -> List[tuple]:
+    """The trainer's logprob of each trained token, per row of a micro-batch (rows' trained tokens
+    are concatenated in row order, each row's in index order: packing.build_micro_batch)."""
+    values = lp.detach().float().cpu().numpy()
+    out, at = [], 0
+    for r in rows:
+        n = int(r.loss_mask.sum())
+        out.append((r.rollout, r.leaf, values[at:at + n]))
+        at += n
+    return out
+
+
+def write_logprobs(path: str, recorded: List[tuple], optimizer_steps: int) -> None:
+    """Appends one JSON line per row: {"rollout", "leaf" (paths; null for a tree), "optimizerSteps"
+    (the weights' optimizer steps when the row was trained: a step's later mini-batches see what the
+    earlier ones moved), "logprobs"}, the trained tokens in the row's order (a tree: depth-first; a
+    path: by position). Rounded to 1e-5."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for rollout, leaf, values in recorded:
+            f.write(json.dumps({"rollout": rollout, "leaf": leaf if leaf >= 0 else None, "optimizerSteps": optimizer_steps,
+                                "logprobs": [round(float(v), 5) for v in values]}) + "\n")

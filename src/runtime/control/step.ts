@@ -5,12 +5,12 @@
  * weights → engine reload → checkpoint) → the step's metrics. A step the trainer refuses as
  * non-finite is skipped or stops the run, as the Experiment's onBadStep says (bad-step.ts).
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan, PlanStep, ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import type { CallRecord } from "../records/call-record.js";
 import type { RolloutResult } from "../records/index.js";
-import type { RunStore } from "../store/run-store.js";
+import { trainerLogprobsFile, type RunStore } from "../store/run-store.js";
 import { applyCritic, type CriticStats } from "../trajectories/gae.js";
 import type { TrainerWorker } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
@@ -66,7 +66,10 @@ export async function trainStep(
   const trainingStart = performance.now();
   const parts = trees > 0 ? splitMiniBatches(batch, algorithm.miniBatches).length : 0;
   if (parts > 0) progress("training", "mini-batches", parts, 0);
-  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done)) : { fb: null, opt: null };
+  // The trainer's logprob of each trained token (the viewer's ratio overlay); a redone step rewrites it.
+  const recordLogprobs = trainerLogprobsFile(store.dir, step.index);
+  rmSync(recordLogprobs, { force: true });
+  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done), { recordLogprobs }) : { fb: null, opt: null };
   const training = secondsSince(trainingStart);
   let skipStreak = at.skipStreak;
   let skipped: SkipEvent | null = null;

@@ -29,11 +29,11 @@ export async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: 
  * A training step as `n` mini-batches, one optimizer step each. A refusal after some mini-batches
  * were applied rolls the trainer back to the last checkpoint, so a skipped step leaves nothing behind.
  */
-export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined, onApplied?: (done: number) => void): Promise<Applied> {
+export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined, onApplied?: (done: number) => void, fb: ForwardBackwardOptions = {}): Promise<Applied> {
   const fbs: Record<string, unknown>[] = [];
   const opts: Record<string, unknown>[] = [];
   for (const part of splitMiniBatches(batch, n)) {
-    const applied = await applyStep(worker, part);
+    const applied = await applyStep(worker, part, { fb });
     if ("bad" in applied) {
       if (fbs.length > 0) {
         if (!lastCheckpoint) {

@@ -122,6 +122,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       opts.onEvent?.(e);
     },
     keepOutput: (tryId, output) => store.writeHarnessOutput(tryId, { ...output, stdout: scrubber.text(output.stdout), stderr: scrubber.text(output.stderr) }),
+    keepDiff: (tryId, diff) => store.writeWorkspaceDiff(tryId, scrubber.value(diff)),
     ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const concurrency = Math.max(1, opts.concurrency ?? plan.sandbox.concurrency);

@@ -20,6 +20,7 @@ import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
 import { snapshotWorkspace, verifySnapshot, type WorkspaceSnapshot } from "./sandbox-reader.js";
+import { readWorkspaceDiff, type WorkspaceDiff } from "./workspace-diff.js";
 
 export interface PreparedHarness {
   harness: ResolvedHarness;
@@ -45,6 +46,8 @@ export interface RolloutContext {
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
   /** Keeps what the harness of one try printed (the run directory's harness-output/). */
   keepOutput?: (tryId: string, output: HarnessOutput) => void;
+  /** Keeps the try's workspace diff, the task's files → what the verifier read (workspace-diff/). */
+  keepDiff?: (tryId: string, diff: WorkspaceDiff) => void;
   signal?: AbortSignal;
 }
 
@@ -196,6 +199,11 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       ...(ctx.judge ? { judge: ctx.judge } : {}),
     });
     phases.verifyMs = Date.now() - t;
+    // For the reader only: a diff that cannot be made is left out, never a failure of the try.
+    if (ctx.keepDiff) {
+      const diff = await readWorkspaceDiff(task, snapshot.dir, sandbox.workspacePath).catch(() => undefined);
+      if (diff) ctx.keepDiff(tryId, diff);
+    }
     if (exit.timedOut) {
       return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
     }

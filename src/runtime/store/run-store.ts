@@ -9,6 +9,11 @@
  *                   what the harness printed in each try of a rollout (<try> is the rollout id, then
  *                   `.t2`, `.t3`, … for retries), the last 256 KiB of each stream, secrets scrubbed;
  *                   written when the harness exits, whatever the outcome (also for a crashed try)
+ *   trainer-logprobs/step-<n>.jsonl
+ *                   the trainer's logprob of every token it trained in step n (one line per tree or
+ *                   path: {rollout, leaf, logprobs}), written by the worker; the viewer's ratio overlay
+ *   workspace-diff/<try>.json
+ *                   the workspace before (the task's files) → after (what the verifier saw), per try
  * Both record files are written and read only through src/runtime/records (one writer, one reader).
  * Crash safety: a rollout's calls are appended first, then its result line (fsync'ed). On resume,
  * a torn last line is ignored, calls of rollouts without a result are dropped, and finished
@@ -24,6 +29,12 @@ import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, pa
 
 /** Where each try's harness output is kept, under the run directory. */
 export const HARNESS_OUTPUT_DIR = "harness-output";
+/** Where the trainer's per-token logprobs of one step are kept, under the run directory. */
+export function trainerLogprobsFile(runDir: string, step: number): string {
+  return join(runDir, "trainer-logprobs", `step-${step}.jsonl`);
+}
+/** Where each try's workspace diff is kept, under the run directory. */
+export const WORKSPACE_DIFF_DIR = "workspace-diff";
 /** The tail of each harness output stream that is kept. */
 export const HARNESS_OUTPUT_BYTES = 256 * 1024;
 
@@ -138,13 +149,21 @@ export class RunStore {
 
   /** What the harness of one try printed (see the layout above); a later write for the same try replaces it. */
   writeHarnessOutput(tryId: string, output: HarnessOutput): void {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(tryId)) throw new Error(`bug: unsafe try id ${JSON.stringify(tryId)}`);
+    checkTryId(tryId);
     const dir = join(this.dir, HARNESS_OUTPUT_DIR);
     mkdirSync(dir, { recursive: true });
     for (const stream of ["stdout", "stderr"] as const) {
       const dropped = output[`${stream}Truncated`] ? `[reins: earlier output dropped; the last ${HARNESS_OUTPUT_BYTES / 1024} KiB follow]\n` : "";
       writeAtomic(join(dir, `${tryId}.${stream}`), dropped + output[stream]);
     }
+  }
+
+  /** The workspace diff of one try (see the layout above); a later write for the same try replaces it. */
+  writeWorkspaceDiff(tryId: string, diff: unknown): void {
+    checkTryId(tryId);
+    const dir = join(this.dir, WORKSPACE_DIFF_DIR);
+    mkdirSync(dir, { recursive: true });
+    writeAtomic(join(dir, `${tryId}.json`), `${JSON.stringify(diff)}\n`);
   }
 
   /** Add what the engine's probe found to manifest.json (`engine`), replacing an earlier one. */
@@ -164,6 +183,11 @@ export class RunStore {
     this.fdResults = null;
     this.lock.release();
   }
+}
+
+/** A try id names files in the run directory: never a path. */
+function checkTryId(tryId: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(tryId)) throw new Error(`bug: unsafe try id ${JSON.stringify(tryId)}`);
 }
 
 function readIfPresent(file: string): string {

@@ -34,6 +34,11 @@ export interface ForwardBackwardOptions {
   microBatchTokens?: number;
   /** Compute a prefix all rows of a micro-batch share once (default true; exact up to float rounding). */
   sharePrefix?: boolean;
+  /**
+   * Append the trainer's logprob of every trained token, per row, to this file (JSON lines
+   * `{rollout, leaf, logprobs}`; "rl" only): the token view's trainer logprob and ratio.
+   */
+  recordLogprobs?: string;
 }
 
 export interface CorrectionMetrics {

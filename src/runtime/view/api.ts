@@ -4,11 +4,11 @@
  * run's own index and never joined into a file path, so `../../etc/passwd` or an id with slashes
  * is simply not found.
  */
-import { closeSync, fstatSync, openSync, readSync, realpathSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { HARNESS_OUTPUT_DIR, WORKSPACE_DIFF_DIR } from "../store/run-store.js";
 import { buildHeldOut, buildMetricSeries, buildPhaseOverview, buildStepPoints, buildStepTiming, phaseOf, type Phase } from "./overview.js";
 import { analyze, callJson, groupAdvantages, lastTry, siblingsOf, tokenPage, treeJson, treeSvg, type Analyzed } from "./rollout-detail.js";
 import type { RolloutRow, RunData } from "./run-data.js";
+import { readRunFile, TrainerLogprobs, tryFileName } from "./run-files.js";
 import { decodeText, pieces, tokenTextFor, type TokenText } from "./token-text.js";
 
 export interface ApiAnswer {
@@ -21,12 +21,13 @@ const notFound = (what: string): ApiAnswer => ({ status: 404, type: "json", body
 const json = (value: unknown): ApiAnswer => ({ status: 200, type: "json", body: JSON.stringify(value) });
 
 const OUTPUT_BYTES = 256 * 1024;
-const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]*$/;
+const DIFF_BYTES = 4 * 1024 * 1024;
 const PAGE_TOKENS = 4000;
 
 export class ViewApi {
   private analyses = new Map<string, Analyzed>();
   private texts = new Map<RunData, Promise<TokenText>>();
+  private trainer = new Map<RunData, TrainerLogprobs>();
 
   constructor(readonly runs: readonly RunData[]) {}
 
@@ -52,6 +53,7 @@ export class ViewApi {
     if (!row) return notFound("rollout");
     if (segments.length === 5) return json(this.rollout(run, row));
     if (segments.length === 6 && sub === "tree") return json(treeJson(this.analyzed(run, row)));
+    if (segments.length === 6 && sub === "diff") return this.diff(run, row);
     if (segments.length === 6 && sub === "tree.svg") return { status: 200, type: "svg", body: treeSvg(this.analyzed(run, row)) };
     if (segments.length === 7 && sub === "output" && (arg === "stdout" || arg === "stderr")) return this.output(run, row, arg);
     if (segments.length === 7 && sub === "calls" && /^[0-9]{1,9}$/.test(arg)) return this.call(run, row, Number(arg), query);
@@ -139,7 +141,9 @@ export class ViewApi {
     const a = this.analyzed(run, row);
     const record = a.records.find((r) => r.seq === seq);
     const from = Number(query.get("from") ?? "0");
-    const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS);
+    let trainer = this.trainer.get(run);
+    if (!trainer) this.trainer.set(run, (trainer = new TrainerLogprobs(run.dir)));
+    const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS, trainer.of(row.step, row.id));
     if (!page || !record) return notFound("call");
     const t = await this.tokenText(run);
     const call = callJson(a, a.analysis.tree.calls.findIndex((c) => c.seq === seq));
@@ -150,27 +154,19 @@ export class ViewApi {
   }
 
   private output(run: RunData, row: RolloutRow, stream: "stdout" | "stderr"): ApiAnswer {
-    const record = run.rolloutRecord(row);
-    const tries = record?.tries ?? 1;
-    const name = `${tries > 1 ? `${row.id}.t${tries}` : row.id}.${stream}`;
-    if (!SAFE_NAME.test(name) || name.includes("..")) return { status: 200, type: "text", body: "" };
-    const dir = join(run.dir, "harness-output");
-    const file = join(dir, name);
-    let fd: number;
+    const name = tryFileName(row.id, run.rolloutRecord(row)?.tries ?? 1, `.${stream}`);
+    return { status: 200, type: "text", body: readRunFile(run.dir, HARNESS_OUTPUT_DIR, name, OUTPUT_BYTES) ?? "" };
+  }
+
+  /** The last try's workspace diff; `recorded: false` for a run (or try) that kept none. */
+  private diff(run: RunData, row: RolloutRow): ApiAnswer {
+    const name = tryFileName(row.id, run.rolloutRecord(row)?.tries ?? 1, ".json");
+    const text = readRunFile(run.dir, WORKSPACE_DIFF_DIR, name, DIFF_BYTES);
+    if (text === null) return json({ recorded: false });
     try {
-      if (dirname(realpathSync(file)) !== realpathSync(dir)) return { status: 200, type: "text", body: "" };
-      fd = openSync(file, "r");
+      return json({ recorded: true, ...(JSON.parse(text) as object) });
     } catch {
-      return { status: 200, type: "text", body: "" };
-    }
-    try {
-      const size = fstatSync(fd).size;
-      const length = Math.min(size, OUTPUT_BYTES);
-      const buffer = Buffer.alloc(length);
-      readSync(fd, buffer, 0, length, size - length);
-      return { status: 200, type: "text", body: buffer.toString("utf8") };
-    } finally {
-      closeSync(fd);
+      return json({ recorded: false });
     }
   }
 

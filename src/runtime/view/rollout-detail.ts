@@ -139,19 +139,43 @@ export interface TokenPage {
   /** Which call generated each token (-1: context). */
   genSeq: number[];
   advantage: number | null;
+  /** The trainer's logprob of each trained token (trainer-logprobs/), null elsewhere or when not recorded. */
+  trainerLogprobs: (number | null)[];
+  /** Why there are no trainer logprobs (absent when there are). */
+  trainerNote?: string;
+}
+
+/**
+ * Where each kept generated node's tokens start in the trainer's logprobs of the rollout (the
+ * packed tree's trained tokens, depth-first: trajectories/samples.ts packTree); null when the
+ * count differs from what the trainer recorded.
+ */
+export function trainedOffsets(a: Analyzed, recorded: number): Map<number, number> | null {
+  const kept = a.analysis.filter.kept;
+  const offsets = new Map<number, number>();
+  let at = 0;
+  for (const node of a.analysis.tree.nodes) {
+    if (kept[node.id] !== 1 || !node.generated) continue;
+    offsets.set(node.id, at);
+    at += node.tokens.length;
+  }
+  return at === recorded ? offsets : null;
 }
 
 /** Tokens [from, from+limit) of one call's full sequence (prompt + completion), with their marks. */
-export function tokenPage(a: Analyzed, seq: number, from: number, limit: number): TokenPage | undefined {
+export function tokenPage(a: Analyzed, seq: number, from: number, limit: number, trainer: readonly number[] | null = null): TokenPage | undefined {
   const call = a.analysis.tree.calls.find((c) => c.seq === seq);
   if (!call) return undefined;
   const chain = call.endNode ? nodeChain(call.endNode) : [];
   const total = call.length;
   const start = Math.max(0, Math.min(from, total));
   const end = Math.min(total, start + limit);
-  const page: TokenPage = { seq, total, promptLength: call.promptLength, from: start, ids: [], marks: [], logprobs: [], genSeq: [], advantage: a.advantage };
+  const page: TokenPage = { seq, total, promptLength: call.promptLength, from: start, ids: [], marks: [], logprobs: [], genSeq: [], advantage: a.advantage, trainerLogprobs: [] };
   const kept = a.analysis.filter.kept;
   const droppedRollout = a.analysis.dropped !== null;
+  const offsets = trainer && !droppedRollout ? trainedOffsets(a, trainer.length) : null;
+  if (!trainer) page.trainerNote = "The trainer recorded no logprobs for this rollout (not trained, an evaluation, or a run from before they were kept).";
+  else if (!offsets) page.trainerNote = "The trainer's logprobs of this rollout do not match its tree as read now; they are not shown.";
   for (const node of chain) {
     const nStart = node.depth;
     const nEnd = node.depth + node.tokens.length;
@@ -163,6 +187,8 @@ export function tokenPage(a: Analyzed, seq: number, from: number, limit: number)
       page.marks.push(mark);
       page.logprobs.push(node.generated && node.logprobs ? node.logprobs[i] : null);
       page.genSeq.push(node.generated ? node.genSeq : -1);
+      const o = offsets?.get(node.id);
+      page.trainerLogprobs.push(o !== undefined && trainer ? trainer[o + i] : null);
     }
   }
   return page;

@@ -11,6 +11,7 @@ export async function renderRollout(main, run, id, query) {
   const treeBox = el("div", { id: "tree" }, el("p", { class: "muted" }, `Reading ${r.calls.length} calls (${mb(r.callBytes)})…`));
   const callBox = el("div", { id: "call" });
   const out = el("div", { id: "output" });
+  const diffBox = el("div", { id: "diff" });
   put(main, el("div", { id: "rollout", "data-rollout": row.id },
     el("h1", {}, "Rollout ", el("span", { id: "rollout-id" }, row.id)),
     el("div", { class: "cards" },
@@ -28,10 +29,11 @@ export async function renderRollout(main, run, id, query) {
     treeBox,
     callBox,
     el("h2", {}, "Workspace diff"),
-    el("p", { class: "note", id: "diff-note" }, "Not recorded yet: the run directory keeps the verifier's verdicts on the final workspace, not the workspace before and after."),
+    diffBox,
     el("h2", {}, "Harness output"),
     out));
   loadOutput(out, run, row.id);
+  loadDiff(diffBox, run, row.id);
   if (r.calls.length === 0) { put(treeBox, el("p", { class: "note" }, "No model calls recorded for this rollout.")); return; }
   const tree = await getJson(`${api(run, id)}/tree`);
   put(treeBox, treeView(tree, run, id, callBox));
@@ -100,20 +102,29 @@ function treeView(tree, run, id, callBox) {
 }
 
 let overlay = "none";
+// The call last asked for: an earlier request that answers later is dropped, not drawn over it.
+let shown = 0;
 
 async function showCall(box, run, id, seq, tree, from) {
+  const mine = ++shown;
   document.querySelectorAll(".call.selected").forEach((n) => n.classList.remove("selected"));
   document.querySelector(`.call[data-seq="${seq}"]`)?.classList.add("selected");
   const c = tree.calls.find((x) => x.seq === seq);
   const start = from ?? Math.max(0, c.parentLength - 50);
   const page = await getJson(`${api(run, id)}/calls/${seq}?from=${start}`);
+  if (mine !== shown) return;
   const tokens = el("div", { class: "tokens", id: "tokens" });
   const draw = () => {
     const spans = page.ids.map((tokenId, i) => {
       const lp = page.logprobs[i];
+      const tlp = page.trainerLogprobs?.[i] ?? null;
+      const ratio = lp !== null && tlp !== null ? Math.exp(tlp - lp) : null;
       const text = page.pieces ? page.pieces[i] : `⟨${tokenId}⟩`;
-      const span = el("span", { class: `tok ${page.marks[i]}`, title: `#${page.from + i} id ${tokenId} · ${page.marks[i]}${lp !== null ? ` · logprob ${lp.toFixed(3)} · p ${Math.exp(lp).toFixed(3)}` : ""}${page.marks[i] === "trained" ? ` · advantage ${num(page.advantage)}` : ""}` }, text);
+      const span = el("span", { class: `tok ${page.marks[i]}`, "data-ratio": ratio === null ? null : ratio.toFixed(4), title: `#${page.from + i} id ${tokenId} · ${page.marks[i]}${lp !== null ? ` · logprob ${lp.toFixed(3)} · p ${Math.exp(lp).toFixed(3)}` : ""}${tlp !== null ? ` · trainer logprob ${tlp.toFixed(3)} · ratio ${ratio.toFixed(3)}` : ""}${page.marks[i] === "trained" ? ` · advantage ${num(page.advantage)}` : ""}` }, text);
       if (overlay === "logprob" && lp !== null) span.style.backgroundColor = `rgba(192, 57, 43, ${Math.min(1, -lp / 4).toFixed(2)})`;
+      if (overlay === "trainer" && tlp !== null) span.style.backgroundColor = `rgba(192, 57, 43, ${Math.min(1, -tlp / 4).toFixed(2)})`;
+      // |log ratio| of 0.2 (a clip range) is full colour: blue where the trainer gives more, orange less.
+      if (overlay === "ratio" && ratio !== null) span.style.backgroundColor = ratio >= 1 ? `rgba(21, 101, 192, ${Math.min(1, Math.log(ratio) / 0.2).toFixed(2)})` : `rgba(230, 81, 0, ${Math.min(1, -Math.log(ratio) / 0.2).toFixed(2)})`;
       if (overlay === "advantage" && page.marks[i] === "trained" && page.advantage !== null) span.style.backgroundColor = page.advantage >= 0 ? `rgba(46, 125, 50, ${Math.min(1, Math.abs(page.advantage) / 2 + 0.15).toFixed(2)})` : `rgba(192, 57, 43, ${Math.min(1, Math.abs(page.advantage) / 2 + 0.15).toFixed(2)})`;
       return span;
     });
@@ -130,8 +141,8 @@ async function showCall(box, run, id, seq, tree, from) {
     c.parse && !c.parse.ok ? el("p", { class: "fail" }, `completion did not parse: ${c.parse.error ?? ""} ${c.parse.detail ?? ""}`) : null,
     el("h3", {}, "Tokens"),
     el("p", { class: "legend" }, el("span", { class: "tok trained" }, "trained"), el("span", { class: "tok context" }, "context (masked)"), el("span", { class: "tok dropped" }, "dropped by a filter"),
-      " overlay: ", btn("none", "none"), btn("sampled logprob", "logprob"), btn("advantage", "advantage")),
-    el("p", { class: "note" }, "Trainer-side logprobs and the ratio π_train/π_rollout are not recorded per token in the run directory yet; the overlays show the sampler's logprob and the rollout's advantage."),
+      " overlay: ", btn("none", "none"), btn("sampled logprob", "logprob"), btn("trainer logprob", "trainer"), btn("ratio π_train/π_rollout", "ratio"), btn("advantage", "advantage")),
+    page.trainerNote ? el("p", { class: "note", id: "trainer-note" }, page.trainerNote) : el("p", { class: "muted", id: "trainer-note" }, ratioSummary(page)),
     page.tokenizerMissing ? el("p", { class: "note" }, `Token ids only: ${page.tokenizerMissing}`) : null,
     nav, tokens,
     el("h3", {}, "Conversation (decoded from the recorded token ids)"),
@@ -139,6 +150,25 @@ async function showCall(box, run, id, seq, tree, from) {
       el("div", { class: "turn" }, el("div", { class: "who" }, c.parentLength > 0 ? `context added since the previous call (from token ${page.conversation.promptFrom})` : "prompt"), el("pre", {}, page.conversation.prompt.text)),
       el("div", { class: "turn" }, el("div", { class: "who" }, "model"), el("pre", {}, page.conversation.completion.text))) : el("p", { class: "note" }, "No tokenizer to decode with."));
   draw();
+}
+
+/** Mean |log ratio| and the extremes over this page's trained tokens. */
+function ratioSummary(page) {
+  const logs = page.ids.map((_, i) => (page.logprobs[i] !== null && page.trainerLogprobs[i] !== null ? page.trainerLogprobs[i] - page.logprobs[i] : null)).filter((x) => x !== null);
+  if (logs.length === 0) return "No trained token on this page.";
+  const mean = logs.reduce((s, x) => s + Math.abs(x), 0) / logs.length;
+  return `trainer vs sampler on ${logs.length} trained tokens here: mean |log ratio| ${mean.toFixed(4)}, ratio ${Math.exp(Math.min(...logs)).toFixed(3)}–${Math.exp(Math.max(...logs)).toFixed(3)}`;
+}
+
+async function loadDiff(box, run, id) {
+  const d = await getJson(`${api(run, id)}/diff`);
+  if (!d.recorded) { put(box, el("p", { class: "note" }, "No workspace diff was kept for this rollout (it failed before verification, or the run is from before diffs were kept).")); return; }
+  const kb = (n) => (n === null ? "–" : n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
+  put(box,
+    el("p", { class: "muted" }, `${d.added} added · ${d.modified} modified · ${d.deleted} deleted · ${d.unchanged} unchanged (the task's files → what the verifier read)`),
+    d.files.map((f) => el("details", { class: `diff-file ${f.status}`, open: d.files.length <= 8 ? "" : null },
+      el("summary", {}, el("span", { class: `diff-status ${f.status}` }, f.status), ` ${f.path} `, el("span", { class: "muted" }, `${f.kind} · ${kb(f.bytesBefore)} → ${kb(f.bytesAfter)}${f.target !== undefined ? ` · → ${f.target}` : ""}`)),
+      f.patch ? el("pre", { class: "patch" }, f.patch.split("\n").slice(2).map((line) => el("span", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "" }, `${line}\n`))) : el("p", { class: "note" }, f.omitted ? `no patch: ${f.omitted}` : ""))));
 }
 
 async function loadOutput(box, run, id) {
