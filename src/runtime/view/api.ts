@@ -54,6 +54,7 @@ export class ViewApi {
     if (segments.length === 5) return json(this.rollout(run, row));
     if (segments.length === 6 && sub === "tree") return json(treeJson(this.analyzed(run, row)));
     if (segments.length === 6 && sub === "diff") return this.diff(run, row);
+    if (segments.length === 6 && sub === "calls") return json(this.callList(run, row));
     if (segments.length === 6 && sub === "tree.svg") return { status: 200, type: "svg", body: treeSvg(this.analyzed(run, row)) };
     if (segments.length === 7 && sub === "output" && (arg === "stdout" || arg === "stderr")) return this.output(run, row, arg);
     if (segments.length === 7 && sub === "calls" && /^[0-9]{1,9}$/.test(arg)) return this.call(run, row, Number(arg), query);
@@ -100,12 +101,19 @@ export class ViewApi {
     const record = run.rolloutRecord(row);
     const siblings = siblingsOf(run, row);
     const advantages = groupAdvantages(siblings, run.plan().algorithm);
-    const refs = run.callRefs(row.id);
+    // No call index here: the first paint of a rollout never waits for calls.jsonl to be indexed.
     return {
       row: { ...row, span: undefined, phase: phaseOf(row, run.plan()) },
       record,
       advantage: advantages.get(row.id) ?? null,
       siblings: siblings.map((s) => ({ id: s.id, reward: s.reward, passed: s.passed, advantage: advantages.get(s.id) ?? null })),
+    };
+  }
+
+  /** Where the rollout's calls are in calls.jsonl (its last try's; earlier tries' counted). */
+  callList(run: RunData, row: RolloutRow) {
+    const refs = run.callRefs(row.id);
+    return {
       calls: lastTry(refs).map((r) => ({ seq: r.seq, try: r.try, bytes: r.span.length })),
       callBytes: refs.reduce((s, r) => s + r.span.length, 0),
       earlierTryCalls: refs.length - lastTry(refs).length,

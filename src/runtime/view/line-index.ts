@@ -35,8 +35,14 @@ export class LineIndex<T> {
     private readonly options: LineIndexOptions<T>,
   ) {}
 
-  /** Read what was appended since the last refresh. Returns true when entries changed. */
-  refresh(): boolean {
+  /** True when the last refresh stopped at its byte budget with more of the file to read. */
+  more = false;
+
+  /**
+   * Read what was appended since the last refresh (at most about `maxBytes` of it, whole lines,
+   * at least one line; the rest on a later refresh). Returns true when entries changed.
+   */
+  refresh(maxBytes = Infinity): boolean {
     let fd: number;
     try {
       fd = openSync(this.file, "r");
@@ -55,8 +61,9 @@ export class LineIndex<T> {
         this.reset();
         this.identity = identity;
       }
+      this.more = false;
       if (stat.size === this.consumed) return changed;
-      return this.scan(fd, stat.size) || changed;
+      return this.scan(fd, stat.size, this.consumed + maxBytes) || changed;
     } finally {
       closeSync(fd);
     }
@@ -69,15 +76,16 @@ export class LineIndex<T> {
     this.version++;
   }
 
-  private scan(fd: number, size: number): boolean {
+  private scan(fd: number, size: number, limit: number): boolean {
     const head = this.options.head;
     const buffer = Buffer.allocUnsafe(CHUNK);
+    const first = this.consumed;
     let lineStart = this.consumed;
     let parts: Buffer[] = [];
     let kept = 0;
     let position = this.consumed;
     let added = 0;
-    while (position < size) {
+    while (position < size && (position < limit || lineStart === first)) {
       const n = readSync(fd, buffer, 0, Math.min(CHUNK, size - position), position);
       if (n <= 0) break;
       let from = 0;
@@ -107,6 +115,7 @@ export class LineIndex<T> {
       position += n;
     }
     this.consumed = lineStart;
+    this.more = position < size;
     if (added > 0) this.version++;
     return added > 0;
   }

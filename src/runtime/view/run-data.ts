@@ -219,6 +219,18 @@ export class RunData {
   /** The call references of one rollout, in file order. */
   callRefs(id: string): CallRef[] {
     this.calls.refresh();
+    this.indexCalls();
+    return this.callsById.get(id) ?? [];
+  }
+
+  /** Index about `maxBytes` more of calls.jsonl; true while more remains (the server's background warm-up). */
+  indexCallsSome(maxBytes: number): boolean {
+    this.calls.refresh(maxBytes);
+    this.indexCalls();
+    return this.calls.more;
+  }
+
+  private indexCalls(): void {
     if (this.callsVersion !== this.calls.version) {
       if (this.calls.entries.length < this.callsIndexed) {
         this.callsById.clear();
@@ -233,7 +245,6 @@ export class RunData {
       this.callsIndexed = this.calls.entries.length;
       this.callsVersion = this.calls.version;
     }
-    return this.callsById.get(id) ?? [];
   }
 
   metricRows(): Record<string, unknown>[] {

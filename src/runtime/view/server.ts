@@ -35,6 +35,8 @@ const STATIC: Record<string, { file: string; type: string }> = {
   "/style.css": { file: "style.css", type: "text/css; charset=utf-8" },
 };
 const TYPES = { json: "application/json; charset=utf-8", svg: "image/svg+xml", text: "text/plain; charset=utf-8" } as const;
+/** Bytes of calls.jsonl indexed per turn of the event loop while warming up in the background. */
+const WARM_BYTES = 4 * 1024 * 1024;
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** Check the run directories and start serving them. */
@@ -89,15 +91,17 @@ export async function startViewServer(options: ViewOptions): Promise<ViewHandle>
     warmCalls();
   };
   // After the first answer (the overview's first paint comes first), index calls.jsonl in the
-  // background, so the first rollout opened does not wait for it; later it grows incrementally.
+  // background, a few MB per turn of the event loop so that requests keep being answered in
+  // between; later it grows incrementally. Then load the tokenizers.
   let warmed = false;
   const warmCalls = () => {
     if (warmed) return;
     warmed = true;
-    setTimeout(() => {
-      for (const run of runs) run.callRefs("");
-      void api.warmTokenizers();
-    }, 100).unref();
+    const step = () => {
+      if (runs.map((run) => run.indexCallsSome(WARM_BYTES)).some((more) => more)) setTimeout(step, 5).unref();
+      else void api.warmTokenizers();
+    };
+    setTimeout(step, 100).unref();
   };
 
   const server = createServer((req, res) => {

@@ -8,7 +8,7 @@ const api = (run, id) => `/api/runs/${run}/rollouts/${encodeURIComponent(id)}`;
 export async function renderRollout(main, run, id, query) {
   const r = await getJson(api(run, id));
   const row = r.row;
-  const treeBox = el("div", { id: "tree" }, el("p", { class: "muted" }, `Reading ${r.calls.length} calls (${mb(r.callBytes)})…`));
+  const treeBox = el("div", { id: "tree" }, el("p", { class: "muted" }, `Reading ${row.calls} calls…`));
   const callBox = el("div", { id: "call" });
   const out = el("div", { id: "output" });
   const diffBox = el("div", { id: "diff" });
@@ -19,7 +19,7 @@ export async function renderRollout(main, run, id, query) {
       card("verdict", verdict(row.passed)),
       card("advantage", num(r.advantage), "advantage"),
       card("task", row.task), card("harness", row.harness), card("step", String(row.step)), card("phase", row.phase),
-      card("status", row.status), card("time", secs(row.durationMs)), card("calls", String(r.calls.length))),
+      card("status", row.status), card("time", secs(row.durationMs)), card("calls", String(row.calls))),
     el("p", {},
       el("a", { href: link("group", [], { run, step: row.step, task: row.task, harness: row.harness }) }, `group of ${r.siblings.length} (step ${row.step}, ${row.harness})`),
       " · siblings: ", r.siblings.map((s) => [el("a", { href: link("rollout", [s.id], { run }), class: s.passed ? "pass" : "fail" }, s.id), ` (${num(s.reward)}, adv ${num(s.advantage)}) `]),
@@ -34,15 +34,13 @@ export async function renderRollout(main, run, id, query) {
     out));
   loadOutput(out, run, row.id);
   loadDiff(diffBox, run, row.id);
-  if (r.calls.length === 0) { put(treeBox, el("p", { class: "note" }, "No model calls recorded for this rollout.")); return; }
+  if (row.calls === 0) { put(treeBox, el("p", { class: "note" }, "No model calls recorded for this rollout.")); return; }
   const tree = await getJson(`${api(run, id)}/tree`);
   put(treeBox, treeView(tree, run, id, callBox));
   const want = Number(query.get("call") ?? "NaN");
   const first = tree.calls.find((c) => c.seq === want) ?? tree.calls[tree.calls.length - 1];
   await showCall(callBox, run, id, first.seq, tree);
 }
-
-function mb(bytes) { return bytes > 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.round(bytes / 1e3)} kB`; }
 
 function card(k, v, id) {
   return el("div", { class: "card", "data-card": id ?? null }, el("div", { class: "k" }, k), el("div", { class: "v" }, v));
@@ -185,8 +183,9 @@ export async function renderRolloutColumn(box, run, id) {
   put(box, el("h3", {}, el("a", { href: link("rollout", [id], { run }) }, id), ` · run ${run + 1}`),
     el("p", {}, `${r.row.task} · ${r.row.harness} · step ${r.row.step} · reward ${num(r.row.reward)} · `, verdict(r.row.passed), ` · advantage ${num(r.advantage)}`),
     record(r.record));
-  if (r.calls.length === 0) return;
-  const last = r.calls[r.calls.length - 1];
+  const list = await getJson(`${api(run, id)}/calls`);
+  if (list.calls.length === 0) return;
+  const last = list.calls[list.calls.length - 1];
   const page = await getJson(`${api(run, id)}/calls/${last.seq}?from=0`);
   box.append(el("h3", {}, `last call (${last.seq})`), page.conversation ? el("pre", {}, page.conversation.completion.text) : el("p", { class: "note" }, page.tokenizerMissing ?? ""));
 }
