@@ -15,7 +15,7 @@ import { buildLaunchPlan } from "../harness/launch-plan.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import type { Sandbox, SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import { createSocketBridge, type SocketBridge } from "../sandbox/socket-bridge.js";
-import { HARNESS_OUTPUT_BYTES, type HarnessOutput } from "../store/run-store.js";
+import { HARNESS_OUTPUT_BYTES, tryIdOf, type HarnessOutput } from "../store/run-store.js";
 import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
@@ -80,7 +80,7 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
   for (;;) {
     tries++;
     // The try's own key: its proxy path, socket and sandbox. Records carry r.id and the try number.
-    const tryId = tries === 1 ? r.id : `${r.id}.t${tries}`;
+    const tryId = tryIdOf(r.id, tries);
     ctx.onEvent?.({ type: "rollout-started", rollout: r.id, try: tries });
     try {
       outcome = await runTry(tryId, { rolloutId: r.id, try: tries }, task, prepared, ctx);

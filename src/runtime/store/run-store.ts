@@ -33,6 +33,10 @@ export const HARNESS_OUTPUT_DIR = "harness-output";
 export function trainerLogprobsFile(runDir: string, step: number): string {
   return join(runDir, "trainer-logprobs", `step-${step}.jsonl`);
 }
+/** The id of a rollout's try, which names its files here: the rollout id, then `.t2`, `.t3`, … */
+export function tryIdOf(rolloutId: string, tries: number): string {
+  return tries > 1 ? `${rolloutId}.t${tries}` : rolloutId;
+}
 /** Where each try's workspace diff is kept, under the run directory. */
 export const WORKSPACE_DIFF_DIR = "workspace-diff";
 /** The tail of each harness output stream that is kept. */

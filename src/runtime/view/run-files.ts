@@ -6,7 +6,7 @@
  */
 import { closeSync, fstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { trainerLogprobsFile } from "../store/run-store.js";
+import { trainerLogprobsFile, tryIdOf } from "../store/run-store.js";
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]*$/;
 const LOGPROBS_DIR = basename(dirname(trainerLogprobsFile(".", 0)));
@@ -15,7 +15,7 @@ const LOGPROBS_BYTES = 256 * 1024 * 1024;
 
 /** The file a rollout's last try wrote in `folder` (`<id>[.t<n>]<suffix>`). */
 export function tryFileName(id: string, tries: number, suffix: string): string {
-  return `${tries > 1 ? `${id}.t${tries}` : id}${suffix}`;
+  return `${tryIdOf(id, tries)}${suffix}`;
 }
 
 /** The last `maxBytes` of `folder/name` under the run directory; null when absent or unsafe. */
