@@ -57,6 +57,48 @@ export interface ResolvedVerifier {
   passThreshold: number;
 }
 
+/**
+ * An MCP server of a rollout: declared in a Task, a TaskFamily's template (rendered per task), a
+ * Harness or an Experiment/Evaluation (`mcpServers`). Every server is a stdio MCP server that reins
+ * starts fresh for every try of every rollout and stops with it; the harness reaches it over MCP's
+ * streamable HTTP at `<rollout base URL>/mcp/<name>` through the proxy, with the rollout's key, and
+ * reins records every tools/call in between (so the agent cannot forge or skip the record).
+ */
+export interface ResolvedMcpServer {
+  /** `^[a-z][a-z0-9_-]{0,31}$`, unique among a rollout's servers. */
+  name: string;
+  /**
+   * "sandbox": inside the rollout's own sandbox (it sees the workspace the agent works in);
+   * "beside": in a sandbox of its own (no network, its own workspace), which the agent reaches
+   * only through MCP, so its state cannot be edited behind the tools' back.
+   */
+  where: "sandbox" | "beside";
+  /**
+   * argv of the stdio server. Handlebars (strict) over {{node}} (a node binary inside the sandbox),
+   * {{reinsMcp}} (the directory of reins's shipped MCP servers inside the sandbox, with the MCP SDK
+   * resolvable from it) and {{workspace}} (the server's sandbox workspace).
+   */
+  command: string[];
+  /** Environment of the server (nothing else of reins's environment reaches it). */
+  env: Record<string, string>;
+  /** Files written into the server's sandbox workspace before it starts (for "sandbox", the rollout's workspace). */
+  files: ResolvedFile[];
+  /** The tools the harness may see and call (others are hidden from tools/list and refused); null: all. */
+  tools: string[] | null;
+  /** Seconds the server may take to answer MCP's initialize; past it the try is an infrastructure failure. */
+  startupSeconds: number;
+}
+
+/** How a harness is told about a rollout's MCP servers (its spec's `mcp`); applied only when the rollout has any. */
+export interface ResolvedHarnessMcp {
+  /** Appended to argv; templates over the launch variables plus `mcpServers`. */
+  args: string[];
+  /** Added to the environment; templated likewise. */
+  env: Record<string, string>;
+  /** Written into HOME; templated likewise. */
+  homeFiles: { path: string; content: string }[];
+}
+
 export interface ResolvedTask {
   name: string;
   category: string;
@@ -74,8 +116,10 @@ export interface ResolvedTask {
   reference?: ScriptedTurn[];
   /** Set when the task came from a TaskFamily. */
   provenance?: { family: string; parameters: Record<string, unknown>; hash: string };
-  /** "sha256:<hex>" of the canonical task (instruction, files, verifier, timeout). */
+  /** "sha256:<hex>" of the canonical task (instruction, files, verifier, timeout, MCP servers). */
   digest: string;
+  /** The task's MCP servers: the Experiment's/Evaluation's first, then the task's own (or its family template's); absent when none (so plans without any hash as before). */
+  mcpServers?: ResolvedMcpServer[];
 }
 
 /** A rule classifying calls: all present `match` conditions must hold. */
@@ -112,6 +156,10 @@ export interface ResolvedHarness {
   knobs?: z.output<typeof HarnessKnobsSchema>;
   /** The knobs an Experiment or Evaluation set for this harness; applied when it is launched, part of the plan hash. */
   knobValues?: HarnessKnobValues;
+  /** MCP servers every rollout of this harness gets (its spec's `mcpServers`), after the task's; absent when none. */
+  mcpServers?: ResolvedMcpServer[];
+  /** How to tell the harness about MCP servers; absent when it cannot take any (a plan giving it some is a compile error). */
+  mcp?: ResolvedHarnessMcp;
 }
 
 /** Settings of a harness for one Experiment or Evaluation (`harnesses[]`), applied as its spec's `knobs` say. */

@@ -33,4 +33,25 @@ export interface RolloutResult {
   retries: { code: string; message: string }[];
   weightsVersion?: string;
   finishedAt: string;
+  /** The final try's MCP servers and every tools/call the harness made of them; absent when the rollout had none. */
+  mcp?: RolloutMcp;
+}
+
+/** One tools/call, as reins relayed it between the harness and the server. */
+export interface McpCallRecord {
+  server: string;
+  tool: string;
+  arguments: unknown;
+  /** ms from the try's start to the request. */
+  atMs: number;
+  latencyMs: number;
+  /** The server's result (content, structuredContent, isError), as it answered. */
+  result?: unknown;
+  /** A JSON-RPC error, or reins's refusal (a tool outside the allow-list: code "ToolNotAllowed"). */
+  error?: { code: string | number; message: string };
+}
+
+export interface RolloutMcp {
+  servers: { name: string; where: "sandbox" | "beside"; tools: string[]; exit?: { code: number | null; signal: string | null } }[];
+  calls: McpCallRecord[];
 }
