@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { renderEvalTable, runEvaluation } from "../../runtime/index.js";
+import { makeProblem, type Problem } from "../../compiler/index.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
 import { Progress } from "../progress.js";
 import { renderFidelityTable } from "../render/fidelity.js";
+import { renderProblems } from "../render/problems.js";
 import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
 import { viewCommand } from "../view-command.js";
 
@@ -59,6 +61,26 @@ export function register(program: Command): void {
         const engine = summary.engine ? `engine: ${summary.engine.server} ${summary.engine.version ?? "(version unknown)"}, ${summary.engine.logprobsMode} logprobs\n` : "";
         process.stdout.write(`${renderEvalTable(summary)}\n${renderFidelityTable(summary.fidelity)}\n${engine}run directory: ${store.dir}\n`);
       }
-      process.exitCode = EXIT.ok;
+      // The summary is printed either way; a run that scored nothing is still a failure.
+      const unscored = unscoredProblem(summary);
+      if (unscored) process.stderr.write(renderProblems([unscored]));
+      process.exitCode = unscored ? EXIT.failed : EXIT.ok;
     });
+}
+
+/**
+ * Why an evaluation measured nothing: every rollout ended without a reward (its sandbox, harness or
+ * engine failed, or its verifier did), so no figure it printed means anything and the exit code is 1.
+ */
+export function unscoredProblem(summary: { rollouts: number; errors: number; infraErrors: ErrorCount[]; verifierErrors: ErrorCount[] }): Problem | undefined {
+  if (summary.rollouts === 0 || summary.errors < summary.rollouts) return undefined;
+  const causes = [...summary.infraErrors, ...summary.verifierErrors].sort((a, b) => b.count - a.count);
+  const listed = causes.slice(0, 3).map((c) => `${c.code} ×${c.count} (${c.example})`).join("; ");
+  return makeProblem("NothingScored", `None of the ${summary.rollouts} rollouts got a reward, so this evaluation measured nothing: ${listed || "no cause recorded"}.`);
+}
+
+interface ErrorCount {
+  code: string;
+  count: number;
+  example: string;
 }

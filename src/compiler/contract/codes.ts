@@ -132,6 +132,7 @@ export const CODES = {
   EngineUnavailable: "The inference engine failed during the rollout; check the engine and its logs.",
   VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
   NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
+  NothingScored: "No rollout of the evaluation got a reward; fix the first cause named (each rollout's error is in the run directory's rollouts.jsonl, its output under harness-output/), then run again.",
   InternalError: "This is a bug in reins; please report it with the output of the command run with REINS_DEBUG=1 (for a rollout: the run's events.jsonl).",
 
   // ── runtime: inference engines ──
