@@ -15,6 +15,7 @@ import { lstat, mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResolvedTask } from "../../compiler/contract/plan.js";
+import type { McpCallRecord } from "../records/rollout-result.js";
 import type { CopyLimits, CopyReport, ExecResult, Sandbox, SandboxFile } from "../sandbox/provider.js";
 import { DirectoryReader, verifierEnv } from "../verifiers/directory-reader.js";
 import type { Judge } from "../verifiers/judge.js";
@@ -192,7 +193,7 @@ export async function snapshotWorkspace(sandbox: Sandbox, limits?: CopyLimits): 
 export async function verifySnapshot(
   snapshot: WorkspaceSnapshot,
   task: ResolvedTask,
-  opts: { rollout: string; judge?: Judge; createSandbox: VerifierSandboxFactory; description?: string },
+  opts: { rollout: string; judge?: Judge; createSandbox: VerifierSandboxFactory; description?: string; mcpCalls?: readonly McpCallRecord[] },
 ): Promise<VerifierResult> {
   const started = Date.now();
   const { incomplete } = snapshot.report;
@@ -216,6 +217,7 @@ export async function verifySnapshot(
       hiddenFiles: task.hiddenFiles,
       rollout: opts.rollout,
       ...(opts.judge ? { judge: opts.judge } : {}),
+      ...(opts.mcpCalls ? { mcpCalls: opts.mcpCalls } : {}),
     });
     // A verifier that could not get its sandbox has not judged anything: retried, never a reward.
     if (reader.createError !== undefined) throw reader.createError;

@@ -4,6 +4,7 @@
  * error with reward null: the executor reports or retries it, and never records it as reward 0.
  */
 import type { ResolvedFile, ResolvedTask, ResolvedVerifier } from "../../compiler/contract/plan.js";
+import type { McpCallRecord } from "../records/rollout-result.js";
 import { CheckContext } from "./checks/context.js";
 import { combineScores, type PartName, type PartScores } from "./combine.js";
 import { DirectoryReader } from "./directory-reader.js";
@@ -29,6 +30,8 @@ export interface VerifyOptions {
   maxFileBytes?: number;
   rubricLimits?: Partial<RubricLimits>;
   signal?: AbortSignal;
+  /** The try's MCP tools/calls (mcpCall checks); absent when the rollout had no MCP servers. */
+  mcpCalls?: readonly McpCallRecord[];
 }
 
 export interface VerifierResult {
@@ -62,6 +65,7 @@ export async function runVerifier(verifier: ResolvedVerifier, opts: VerifyOption
       const ctx = new CheckContext(opts.reader, {
         ...(hiddenDir !== undefined ? { hidden: new DirectoryReader(hiddenDir, { exec: false }), hiddenDir } : {}),
         ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+        ...(opts.mcpCalls ? { mcpCalls: opts.mcpCalls } : {}),
       });
       const part = await runChecks(verifier.checks, ctx);
       result.parts.checks = part;

@@ -4,6 +4,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
+import type { McpCallRecord } from "../../records/rollout-result.js";
 import { describeReadFailure, type ListResult, type WorkspaceReader } from "../workspace.js";
 
 export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;
@@ -54,6 +55,8 @@ export class CheckContext {
       /** Host directory of the hidden files, passed to commands as $REINS_HIDDEN. */
       hiddenDir?: string;
       maxFileBytes?: number;
+      /** The try's MCP tools/calls as reins relayed them (absent: the rollout had no MCP servers). */
+      mcpCalls?: readonly McpCallRecord[];
     } = {},
   ) {}
 

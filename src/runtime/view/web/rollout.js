@@ -58,7 +58,23 @@ function record(rec) {
     Object.entries(rec.verifier?.parts ?? {}).filter(([, p]) => !Array.isArray(p?.results)).map(([part, p]) => el("pre", {}, `${part}: ${JSON.stringify(p, null, 1)}`)),
     el("p", { class: "muted" }, `harness exit: ${rec.harnessExit ? `code ${rec.harnessExit.code ?? "–"}${rec.harnessExit.signal ? ` signal ${rec.harnessExit.signal}` : ""}${rec.harnessExit.timedOut ? " (timed out)" : ""}` : "–"} · tries ${rec.tries} · ${phases}`),
     rec.error ? el("p", { class: "fail" }, `${rec.error.code}: ${rec.error.message}`) : null,
-    (rec.retries ?? []).length ? el("p", { class: "muted" }, `retried after: ${rec.retries.map((x) => x.code).join(", ")}`) : null);
+    (rec.retries ?? []).length ? el("p", { class: "muted" }, `retried after: ${rec.retries.map((x) => x.code).join(", ")}`) : null,
+    mcpCalls(rec.mcp));
+}
+
+/** The try's MCP servers and every tools/call reins relayed (recorded outside the sandbox). */
+function mcpCalls(mcp) {
+  if (!mcp) return null;
+  const servers = mcp.servers.map((s) => `${s.name} (${s.where}; ${s.tools.length} tools${s.exit ? `; exited ${s.exit.code ?? s.exit.signal}` : ""})`).join(" · ");
+  const short = (v) => { const t = v === undefined ? "" : JSON.stringify(v); return t.length > 240 ? `${t.slice(0, 239)}…` : t; };
+  const answer = (c) => (c.error ? `error ${c.error.code}: ${c.error.message}` : short(c.result));
+  return el("div", { id: "mcp" },
+    el("h2", {}, "MCP calls"),
+    el("p", { class: "muted" }, `servers: ${servers || "none"}`),
+    mcp.calls.length
+      ? table([{ label: "at", num: true }, { label: "server" }, { label: "tool" }, { label: "arguments" }, { label: "latency", num: true }, { label: "answer" }],
+        mcp.calls.map((c) => [secs(c.atMs), c.server, c.tool, short(c.arguments), secs(c.latencyMs), answer(c)]), { id: "mcp-calls" })
+      : el("p", { class: "note" }, "The harness made no MCP tool call."));
 }
 
 /** Calls as nodes: each call hangs under the call whose sequence its prompt continues. */
