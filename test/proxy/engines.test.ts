@@ -34,6 +34,26 @@ describe("scripted engine", () => {
     await expect(engine.generate(req({ rolloutId: "a" }))).rejects.toBeInstanceOf(EngineError);
   });
 
+  it("gives a turn with `harnesses` only to rollouts of those harnesses", async () => {
+    const model = scriptedModel([
+      { text: "for claude", harnesses: ["claude-code"] },
+      { text: "for the agent", harnesses: ["reins-agent", "codex"] },
+      { text: "for all" },
+    ]);
+    const runtime = await loadModelRuntime(model);
+    const engine = await createEngine(model.engine, { model, runtime });
+    const texts = async (harness: string | undefined, rolloutId: string, n: number) => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i++) out.push(runtime.tokenizer.decode((await engine.generate(req({ rolloutId, ...(harness ? { harness } : {}) }))).ids));
+      return out;
+    };
+    expect(await texts("claude-code", "a", 2)).toEqual(["for claude<|im_end|>", "for all<|im_end|>"]);
+    expect(await texts("codex", "b", 2)).toEqual(["for the agent<|im_end|>", "for all<|im_end|>"]);
+    // A rollout whose harness the proxy did not name gets only the turns for every harness.
+    expect(await texts(undefined, "c", 1)).toEqual(["for all<|im_end|>"]);
+    await expect(engine.generate(req({ rolloutId: "a", harness: "claude-code" }))).rejects.toThrow(/the script has 2 turn\(s\) for claude-code and rollout a asked for turn 3/);
+  });
+
   it("truncates at maxTokens, streams the same ids in chunks", async () => {
     const model = scriptedModel([TOOL_TURN, TOOL_TURN]);
     const runtime = await loadModelRuntime(model);

@@ -15,6 +15,11 @@ export const ScriptedTurnSpec = z
     raw: z.string().optional().describe("Raw completion text used verbatim."),
     finish: z.enum(["stop", "length"]).optional(),
     fault: z.enum(["engine-error", "cut-stream"]).optional(),
+    harnesses: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe("Given only to rollouts of these harnesses (by name); a rollout's script is the turns for its harness, in order. Default: every harness. Lets one scripted policy speak each harness's own tools in one Evaluation."),
   })
   .describe("One scripted model turn.");
 

@@ -25,6 +25,8 @@ export interface GenerateRequest {
   rolloutId: string;
   try: number;
   seq: number;
+  /** The rollout's harness, when the proxy knows it. */
+  harness?: string;
   /** Aborted when the client goes away; engines should stop promptly. */
   signal?: AbortSignal;
 }

@@ -3,7 +3,9 @@
  * Each turn is written in the model's output format and tokenized with the real tokenizer, so
  * every downstream stage (parsing, dialects, TITO, trajectories) runs on real token ids.
  * Logprobs are pseudo-values from a hash of (turn, position, token): deterministic, in (-3, 0).
- * Each try of a rollout starts the script from its first turn. A turn may fail on purpose:
+ * Each try of a rollout starts the script from its first turn. A turn with `harnesses` is given
+ * only to rollouts of those harnesses (the proxy tells the engine each rollout's harness), so one
+ * script can speak each harness's own tool names. A turn may fail on purpose:
  * `fault: engine-error` throws an EngineError; `fault: cut-stream` produces the turn and then
  * breaks its stream (EngineError "stream-cut" carrying the turn as the partial result).
  */
@@ -20,6 +22,7 @@ export const createScriptedEngine: EngineFactory<ScriptedSpec> = async (spec, ct
 export class ScriptedEngine implements Engine {
   readonly type = "scripted";
   private readonly next = new Map<string, number>();
+  private readonly byHarness = new Map<string, ScriptedTurn[]>();
 
   constructor(
     private readonly script: ScriptedTurn[],
@@ -41,6 +44,16 @@ export class ScriptedEngine implements Engine {
     return result;
   }
 
+  /** The turns a rollout of `harness` is given: those without `harnesses`, and those naming it. */
+  private scriptFor(harness: string | undefined): ScriptedTurn[] {
+    let turns = this.byHarness.get(harness ?? "");
+    if (!turns) {
+      turns = this.script.filter((t) => !t.harnesses || (harness !== undefined && t.harnesses.includes(harness)));
+      this.byHarness.set(harness ?? "", turns);
+    }
+    return turns;
+  }
+
   /** Turns a rollout's try has consumed so far. */
   consumed(rolloutId: string, tryNumber = 1): number {
     return this.next.get(scriptKey(rolloutId, tryNumber)) ?? 0;
@@ -56,10 +69,12 @@ export class ScriptedEngine implements Engine {
   private produce(req: GenerateRequest): { result: GenerateResult; cut?: EngineError } {
     const key = scriptKey(req.rolloutId, req.try);
     const index = this.next.get(key) ?? 0;
-    const turn = this.script[index];
+    const script = this.scriptFor(req.harness);
+    const turn = script[index];
     if (!turn) {
+      const whose = req.harness !== undefined && script.length < this.script.length ? ` for ${req.harness}` : "";
       throw new EngineError(
-        `scripted engine: the script has ${this.script.length} turn(s) and rollout ${req.rolloutId} asked for turn ${index + 1}`,
+        `scripted engine: the script has ${script.length} turn(s)${whose} and rollout ${req.rolloutId} asked for turn ${index + 1}`,
         "failed",
       );
     }

@@ -138,7 +138,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
   try {
     let apiKey = "none";
     if (usesModel) {
-      const reg = ctx.proxy!.registerRollout(tryId, { ...identity, callClasses: harness.callClasses });
+      const reg = ctx.proxy!.registerRollout(tryId, { ...identity, harness: harness.name, callClasses: harness.callClasses });
       registered = true;
       apiKey = reg.apiKey;
       bridge = await createSocketBridge(join(ctx.socketDir, `${tryId}.sock`), "127.0.0.1", ctx.proxy!.port);

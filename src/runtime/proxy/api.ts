@@ -34,6 +34,8 @@ export interface RolloutIdentity {
   rolloutId?: string;
   /** The rollout's infrastructure try, 1-based (default 1). */
   try?: number;
+  /** The rollout's harness, told to the engine (a scripted policy may answer each harness its own turns). */
+  harness?: string;
 }
 
 export interface RolloutRegistration {

@@ -56,6 +56,7 @@ export async function generateCompletion(
     rolloutId: call.rollout.rolloutId,
     try: call.rollout.try,
     seq: call.record.seq,
+    ...(call.rollout.harness !== undefined ? { harness: call.rollout.harness } : {}),
     signal: client.signal,
   };
   const stopKeepalive = call.record.stream ? keepAlive(res) : () => {};

@@ -17,6 +17,7 @@ export interface Rollout {
   /** The plan's rollout id and try: stamped on every record. */
   rolloutId: string;
   try: number;
+  harness?: string;
   apiKey: string;
   callClasses: ResolvedCallClassRule[];
   weightsVersion?: string;
@@ -122,6 +123,7 @@ export class RolloutTable {
       path,
       rolloutId: identity.rolloutId ?? path,
       try: identity.try ?? 1,
+      ...(identity.harness !== undefined ? { harness: identity.harness } : {}),
       apiKey,
       callClasses: [],
       nextSeq: 0,
