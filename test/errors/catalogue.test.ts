@@ -18,6 +18,7 @@ const INDIRECT: Record<string, string> = {
   DuplicateDocument: "reserved: catalogued for the loader, which reads a file given twice once, silently",
   InvalidWeight: "reserved: harness mix weights are checked by the schema (InvalidValue) today",
   NoHarnesses: "reserved: an empty harness list is refused by the schema (InvalidValue) today",
+  NotSupportedYet: "retired: its last use, a Harness's mcpServers, is supported now; kept for a field the schema takes that reins cannot honour yet",
 };
 
 function sourceFiles(dir: string): string[] {

@@ -73,11 +73,9 @@ export interface ResolvedMcpServer {
    * only through MCP, so its state cannot be edited behind the tools' back.
    */
   where: "sandbox" | "beside";
-  /**
-   * argv of the stdio server. Handlebars (strict) over {{node}} (a node binary inside the sandbox),
-   * {{reinsMcp}} (the directory of reins's shipped MCP servers inside the sandbox, with the MCP SDK
-   * resolvable from it) and {{workspace}} (the server's sandbox workspace).
-   */
+  /** A server shipped with reins (src/runtime/mcp/servers/<shipped>.mjs, run with reins's node); `command` then holds its arguments. */
+  shipped?: "web-search" | "tickets";
+  /** argv of the stdio server (run in its workspace, node on PATH), or a shipped server's arguments. */
   command: string[];
   /** Environment of the server (nothing else of reins's environment reaches it). */
   env: Record<string, string>;

@@ -5,6 +5,7 @@
  * retries, the bad-step policy) stay out of the hashes.
  */
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import { checkPairMcpServers, resolveMcpServers } from "../resolve/mcp-servers.js";
 import { CODES } from "../contract/codes.js";
 import type { HarnessKnobValues, Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
 import { digestOf, seedOf } from "../contract/hash.js";
@@ -88,6 +89,9 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (needsModel && !spec.model) {
     diagnostics.push(makeDiagnostic("ModelRequired", at("harnesses"), `Harness "${needsModel.use.name}" calls a model (${needsModel.harness!.dialect}), but no model is given.`, CODES.ModelRequired));
   }
+
+  const planMcp = resolveMcpServers(spec.mcpServers, { specFile: target.source.absPath, roots: target.source.roots, positionOf: (p) => at("mcpServers", ...p) });
+  diagnostics.push(...planMcp.diagnostics);
 
   const sandbox = refOrInline<ResolvedSandbox>(spec.sandbox, world.sandboxes, resolveSandbox, "Sandbox", () => at("sandbox", "name"), diagnostics) ?? resolveSandbox(undefined);
   let algorithm: ResolvedAlgorithm | undefined;
@@ -174,10 +178,21 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   diagnostics.push(...judged.diagnostics);
   if (judged.diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
   // A task without its own timeoutSeconds takes the Sandbox's (the "default rollout timeout").
-  const tasks = judged.tasks.map((t) => (t.timeoutDefaulted && t.timeoutSeconds !== sandbox.timeoutSeconds ? { ...t, timeoutSeconds: sandbox.timeoutSeconds } : t));
+  const timed = judged.tasks.map((t) => (t.timeoutDefaulted && t.timeoutSeconds !== sandbox.timeoutSeconds ? { ...t, timeoutSeconds: sandbox.timeoutSeconds } : t));
+  // The Experiment's or Evaluation's MCP servers come first in every task's (they are in the plan hash through the tasks).
+  const tasks = planMcp.value.length > 0 ? timed.map((t) => ({ ...t, mcpServers: [...planMcp.value, ...(t.mcpServers ?? [])] })) : timed;
   const judges = judged.judges;
   const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
   const usedHarnesses = harnesses.map(({ use }) => applyUse(world.harnesses.get(use.name)!.value, use));
+  const byName = new Map(tasks.map((t) => [t.name, t]));
+  const pairMcp = checkPairMcpServers(
+    pairs.map((p) => {
+      const hi = harnessList.findIndex((h) => h.name === p.harness);
+      return { task: byName.get(p.task)!, harness: usedHarnesses[hi]!, at: at("harnesses", hi, "name") };
+    }),
+  );
+  diagnostics.push(...pairMcp);
+  if (pairMcp.length > 0) return { value: undefined, diagnostics };
   const common = {
     model: model ? portableModel(model, opts.cwd) : null,
     algorithm: algorithm ?? null,

@@ -5,6 +5,7 @@ import { digestOf } from "../contract/hash.js";
 import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import type { TaskSpec } from "../schema/task.js";
 import type { VerifierSpec } from "../schema/verifier.js";
+import { resolveMcpServers } from "./mcp-servers.js";
 import { resolveVerifierSpec } from "./verifier.js";
 import { verifierDiagnostics } from "./verifier-problems.js";
 import { resolveWorkspace } from "./workspace.js";
@@ -47,6 +48,13 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     notes: ctx.notes,
   });
   diagnostics.push(...hidden.diagnostics);
+  const mcp = resolveMcpServers(spec.mcpServers, {
+    specFile: ctx.specFile,
+    roots: ctx.roots,
+    positionOf: (p) => ctx.positionOf(["mcpServers", ...p]),
+    ...(ctx.notes ? { notes: ctx.notes } : {}),
+  });
+  diagnostics.push(...mcp.diagnostics);
 
   let verifier: ResolvedVerifier | undefined;
   const v = spec.verifier as { ref?: string } & VerifierSpec;
@@ -73,6 +81,8 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     verifier,
     timeoutSeconds,
     reference: spec.reference ?? null,
+    // Only when present, so a task without servers keeps the digest it always had.
+    ...(mcp.value.length > 0 ? { mcpServers: mcp.value.map((m) => ({ ...m, files: m.files.map((f) => [f.path, f.digest, f.mode]) })) } : {}),
   });
   const task: ResolvedTask = {
     name: ctx.name,
@@ -87,6 +97,7 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     digest,
   };
   if (ctx.provenance) task.provenance = ctx.provenance;
+  if (mcp.value.length > 0) task.mcpServers = mcp.value;
   if (spec.timeoutSeconds === undefined) task.timeoutDefaulted = true;
   if (spec.reference) task.reference = spec.reference.turns.map((t) => ({ ...t }) as ResolvedTask["reference"] extends (infer U)[] | undefined ? U : never);
   return { value: task, diagnostics };

@@ -20,6 +20,7 @@ import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
+import { resolveMcpServers } from "./mcp-servers.js";
 import { expandFamily, newExpansionBudget } from "./families.js";
 import { mountProblems } from "./host-paths.js";
 import { checkJudgeReferences } from "./judges.js";
@@ -94,7 +95,11 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   for (const doc of docsOf("Harness")) {
     for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
     for (const p of knobDeclarationProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint));
-    harnesses.set(doc.name, { value: resolveHarness(doc.name, doc.doc.spec, doc.source.absPath), doc });
+    const harness = resolveHarness(doc.name, doc.doc.spec, doc.source.absPath);
+    const mcp = resolveMcpServers(doc.doc.spec.mcpServers, { specFile: doc.source.absPath, roots: doc.source.roots, positionOf: (p) => positionAt(doc.source, ["spec", "mcpServers", ...p]) });
+    diagnostics.push(...mcp.diagnostics);
+    if (mcp.value.length > 0) harness.mcpServers = mcp.value;
+    harnesses.set(doc.name, { value: harness, doc });
   }
   const models = new Map<string, Entry<ResolvedModel>>();
   for (const doc of docsOf("Model")) {

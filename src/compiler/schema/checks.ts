@@ -167,6 +167,14 @@ export const checkSchemas = {
       timeoutSeconds: Count.optional().describe("Default 60, at most 3600."),
     })
     .describe("A command run in the sandbox, in the workspace, exits with status 0."),
+  mcpCall: z
+    .strictObject({
+      tool: z.string().min(1).describe("The MCP tool's name, as its server lists it."),
+      server: z.string().min(1).optional().describe("The server's name (default: any of the rollout's servers)."),
+      present: z.boolean().optional().describe("true (default): at least one such call succeeded; false: none did (a refused or failed call does not count)."),
+      argumentsInclude: z.record(z.string(), z.unknown()).optional().describe("The call's arguments hold these (a subset match: objects by key, other values by equality)."),
+    })
+    .describe("An MCP tool call the harness made (or did not make), read from the record reins kept while relaying it, never from the workspace."),
 };
 
 export type CheckType = keyof typeof checkSchemas;
@@ -181,6 +189,7 @@ export const CHECK_SHORTHAND: Partial<Record<CheckType, string>> = {
   yamlValid: "path",
   fileCount: "glob",
   commandExitsZero: "command",
+  mcpCall: "tool",
 };
 
 const CheckName = z.string().min(1).max(200).describe("Label shown in reports (default: type and path).");

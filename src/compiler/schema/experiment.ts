@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { Name, NonNegativeInt, PositiveInt, Ref, documentSchema } from "./common.js";
 import { AlgorithmSpecSchema } from "./algorithm.js";
+import { McpServersSchema } from "./mcp.js";
 import { SandboxSpecSchema, TrainerSpecSchema } from "./sandbox.js";
 
 export const TaskSelector = z
@@ -120,6 +121,7 @@ export const ExperimentSpecSchema = z
       .optional(),
     onBadStep: BadStepPolicy,
     metrics: MetricsSinks,
+    mcpServers: McpServersSchema,
     seed: z.number().int().optional(),
   })
   .describe("A training experiment.");
@@ -132,6 +134,7 @@ export const EvaluationSpecSchema = z
     harnesses: z.array(EvaluationHarnessUse).min(1).describe("Every task runs through every harness."),
     attempts: PositiveInt.max(10_000).optional().describe("Attempts per task × harness (default 1)."),
     sandbox: z.union([Ref, SandboxSpecSchema]).optional(),
+    mcpServers: McpServersSchema,
     seed: z.number().int().optional(),
   })
   .describe("An evaluation: tasks × harnesses × attempts, reported as pass@k and pass^k.");

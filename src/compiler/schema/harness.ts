@@ -3,6 +3,7 @@ import { z } from "zod";
 import { CALL_CLASSES, DIALECTS } from "../contract/vocabulary.js";
 export { KNOB_NAMES, type KnobName } from "../contract/vocabulary.js";
 import { documentSchema } from "./common.js";
+import { HarnessMcpSpecSchema, McpServersSchema } from "./mcp.js";
 
 export const DialectSchema = z.enum(DIALECTS).describe("API dialect the harness speaks to its model.");
 
@@ -115,6 +116,8 @@ export const HarnessSpecSchema = z
       )
       .optional()
       .describe("Host paths shown read-only inside the sandbox (e.g. a baseline solver's scripts)."),
+    mcpServers: McpServersSchema,
+    mcp: HarnessMcpSpecSchema.optional(),
   })
   .describe("An agent harness.");
 

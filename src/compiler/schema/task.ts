@@ -3,20 +3,10 @@ import { z } from "zod";
 import { Name, PositiveInt, documentSchema } from "./common.js";
 import { VerifierSpecSchema } from "./verifier.js";
 import { ScriptedTurnSpec } from "./model.js";
+import { McpServersSchema } from "./mcp.js";
+import { WorkspaceFileSpec } from "./workspace-file.js";
 
-const FilePath = z.string().min(1).max(4096).describe("Relative path inside the workspace (no leading '/', no '..').");
-
-export const WorkspaceFileSpec = z
-  .strictObject({
-    path: FilePath,
-    content: z.string().optional().describe("UTF-8 text content."),
-    base64: z.string().optional().describe("Binary content, base64-encoded."),
-    from: z.string().optional().describe("Copy from this file, relative to the spec file and inside the project (a regular file of at most 16 MiB)."),
-    json: z.unknown().optional().describe("Any value, written as pretty JSON."),
-    yaml: z.unknown().optional().describe("Any value, written as YAML."),
-    executable: z.boolean().optional().describe("Mark the file executable (mode 0755)."),
-  })
-  .describe("One workspace file: exactly one of content, base64, from, json, yaml.");
+export { WorkspaceFileSpec };
 
 export const WorkspaceSpec = z
   .strictObject({
@@ -44,6 +34,7 @@ export const TaskSpecSchema = z
       })
       .optional()
       .describe("A reference solution as model turns: replayed through a harness to make SFT trajectories."),
+    mcpServers: McpServersSchema,
   })
   .describe("A task: instruction, workspace, verifier.");
 

@@ -18,14 +18,6 @@ export interface UnsupportedField {
 
 export const UNSUPPORTED_FIELDS: readonly UnsupportedField[] = [
   {
-    kind: "Harness",
-    at: ["spec"],
-    field: "mcpServers",
-    code: "NotSupportedYet",
-    message: "MCP servers are not supported yet: reins would not attach them to the harness.",
-    hint: "Remove `mcpServers`. A harness that must have an MCP server can configure it in its own config file through `homeFiles`, with the server's program installed in the sandbox.",
-  },
-  {
     kind: "Model",
     at: ["spec", "engine"],
     field: "weightsDir",
