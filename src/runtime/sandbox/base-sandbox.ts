@@ -10,6 +10,7 @@
  * A provider supplies how a command starts, whether the sandbox is still there, how it is stopped
  * and how its files travel.
  */
+import type { Readable } from "node:stream";
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { execResultOf, superviseCommand, type CommandRun, type OutputSink, type RunningCommand, type SupervisedCommand } from "./command.js";
@@ -39,7 +40,7 @@ export interface CommandRequest {
   cwd: string;
   /** The command's whole environment. */
   env: Record<string, string>;
-  stdin?: string | Uint8Array;
+  stdin?: string | Uint8Array | Readable;
 }
 
 function tail(text: string): string {

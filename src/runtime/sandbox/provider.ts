@@ -8,6 +8,8 @@
  * path, so whoever reads a sandbox (the executor, the verifier) works the same on every provider.
  */
 
+import type { Readable } from "node:stream";
+
 export type SandboxProviderType = "local" | "podman" | "kubernetes";
 
 export type SandboxNetwork = "proxy-only" | "none";
@@ -87,7 +89,8 @@ export interface ExecOptions {
   env?: Record<string, string>;
   /** At expiry the command's whole process tree is killed and `timedOut` is true. */
   timeoutMs?: number;
-  stdin?: string | Uint8Array;
+  /** What the command reads: all of it at once, or a stream fed while it runs (an MCP server's requests). */
+  stdin?: string | Uint8Array | Readable;
   /** Every output chunk as it arrives (not capped). */
   onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void;
   /** Cap for the `stdout`/`stderr` strings in the result; the tail is kept. Default 1 MiB. */

@@ -8,6 +8,7 @@
  * it leaves behind when it exits is killed too, and its pipes are given a short grace to close.
  * A provider whose tree lies elsewhere (a pid namespace, a container) passes its own `killTree`.
  */
+import { Readable } from "node:stream";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import os from "node:os";
@@ -22,7 +23,8 @@ export interface HostProcessOptions {
   /** The exact environment of the process. */
   env: Record<string, string>;
   cwd?: string;
-  stdin?: string | Uint8Array;
+  /** Written and closed at once, or piped in as it comes (a stream). */
+  stdin?: string | Uint8Array | Readable;
   /** Start in a new session, without the runner's controlling terminal (no /dev/tty, no TIOCSTI, no Ctrl-C). Default true. */
   newSession?: boolean;
   /** Kills the tree standing behind the process; resolves once it is gone. Default: the marked tree. */
@@ -52,7 +54,9 @@ export function startHostProcess(argv: string[], options: HostProcessOptions, si
   child.stderr?.on("data", (chunk: Buffer) => sink?.("stderr", chunk));
   if (child.stdin) {
     child.stdin.on("error", () => undefined);
-    child.stdin.end(options.stdin);
+    const input = options.stdin;
+    if (input instanceof Readable) input.pipe(child.stdin);
+    else child.stdin.end(input);
   }
   const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
   const killTree = options.killTree ?? (async (c: ChildProcess) => void (c.pid !== undefined && killHostTree(c.pid, marker)));

@@ -35,10 +35,10 @@ function streamTo(sink: OutputSink | undefined, name: "stdout" | "stderr"): Writ
   });
 }
 
-export function startPodExec(target: PodTarget, command: string[], stdinData?: string | Uint8Array, sink?: OutputSink): PodExec {
+export function startPodExec(target: PodTarget, command: string[], stdinData?: string | Uint8Array | Readable, sink?: OutputSink): PodExec {
   const stdout = streamTo(sink, "stdout");
   const stderr = streamTo(sink, "stderr");
-  const stdin = stdinData !== undefined ? Readable.from([Buffer.from(stdinData)]) : null;
+  const stdin = stdinData === undefined ? null : stdinData instanceof Readable ? stdinData : Readable.from([Buffer.from(stdinData)]);
   // Our own streams, so that a close frame from the server never ends the runner's stdio.
   const handler = new WebSocketHandler(target.config, undefined, { stdin: stdin ?? Readable.from([]), stdout, stderr });
   const exec = new Exec(target.config, handler);
