@@ -133,6 +133,8 @@ export const CODES = {
   // ── runtime: rollouts ──
   RolloutTimeout: "The harness ran past the task's timeoutSeconds; raise it if the task needs more time.",
   EngineUnavailable: "The inference engine failed during the rollout; check the engine and its logs.",
+  McpServerUnavailable: "An MCP server of the rollout did not start or answer MCP's initialize in its startupSeconds; the end of its stderr is in the message. Check its command and files (or raise startupSeconds). Retried as an infrastructure failure.",
+  McpServerCrashed: "An MCP server of the rollout exited while the harness ran; the end of its stderr is in the message. Retried as an infrastructure failure, never a reward of 0.",
   VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
   NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
   NothingScored: "No rollout of the evaluation got a reward; fix the first cause named (each rollout's error is in the run directory's rollouts.jsonl, its output under harness-output/), then run again.",

@@ -19,6 +19,9 @@ import { HARNESS_OUTPUT_BYTES, tryIdOf, type HarnessOutput } from "../store/run-
 import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
+import type { RolloutMcp } from "../records/rollout-result.js";
+import { mcpMounts, startRolloutServers, type RolloutServers } from "../mcp/rollout-servers.js";
+import { McpRelayError } from "../mcp/relay.js";
 import { snapshotWorkspace, verifySnapshot, type WorkspaceSnapshot } from "./sandbox-reader.js";
 import { readWorkspaceDiff, type WorkspaceDiff } from "./workspace-diff.js";
 
@@ -67,6 +70,7 @@ interface TryOutcome {
   verifier: VerifierResult | null;
   calls: CallRecord[];
   error?: { code: string; message: string };
+  mcp?: RolloutMcp;
 }
 
 export async function runRollout(r: PlanRollout, step: number, ctx: RolloutContext): Promise<{ result: RolloutResult; calls: CallRecord[] }> {
@@ -118,6 +122,7 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
     finishedAt: new Date().toISOString(),
     ...(outcome.error ? { error: outcome.error } : {}),
     ...(weightsVersion ? { weightsVersion } : {}),
+    ...(outcome.mcp ? { mcp: outcome.mcp } : {}),
   };
   ctx.onEvent?.({ type: "rollout-finished", rollout: r.id, status: result.status, reward: result.reward, passed: result.passed });
   return { result, calls: outcome.calls };
@@ -135,6 +140,10 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
   let calls: CallRecord[] = [];
   let registered = false;
   let snapshot: WorkspaceSnapshot | undefined;
+  // The try's MCP servers: the task's (the plan's first), then the harness's; fresh for this try.
+  const mcpServers = [...(task.mcpServers ?? []), ...(harness.mcpServers ?? [])];
+  let servers: RolloutServers | undefined;
+  let mcp: RolloutMcp | undefined;
   try {
     let apiKey = "none";
     if (usesModel) {
@@ -150,7 +159,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       harness: harness.name,
       network: usesModel ? "proxy-only" : "none",
       ...(bridge ? { proxySocketPath: bridge.path } : {}),
-      mounts,
+      mounts: mcpServers.some((s) => s.where === "sandbox") ? [...mounts, ...mcpMounts()] : mounts,
       timeoutSeconds: task.timeoutSeconds,
       ...(ctx.image ? { image: ctx.image } : {}),
       ...(ctx.resources ? { resources: ctx.resources } : {}),
@@ -161,7 +170,16 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     let t = Date.now();
     await sandbox.writeFiles(task.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
     const baseUrl = usesModel ? `${sandbox.proxyUrl}/r/${tryId}` : "http://127.0.0.1:9/unused";
-    const launch = buildLaunchPlan(harness, { instruction: task.instruction, workspace: sandbox.workspacePath, baseUrl, apiKey, home: sandbox.homePath }, runtime);
+    if (mcpServers.length > 0) {
+      if (!usesModel) throw new InfraFailure("McpUnsupportedByHarness", `The harness ${harness.name} calls no model, so it cannot reach MCP servers through the proxy.`);
+      t = Date.now();
+      servers = await startRolloutServers({ servers: mcpServers, sandbox, createBeside: (s) => createBesideSandbox(tryId, s.name, task, harness.name, ctx), startedAt: t0, deadline }).catch((e: unknown) => {
+        throw e instanceof McpRelayError ? new InfraFailure(e.code, e.message) : e;
+      });
+      ctx.proxy!.attachMcp(tryId, (name, req, res) => servers!.handle(name, req, res));
+      phases.mcpStartMs = Date.now() - t;
+    }
+    const launch = buildLaunchPlan(harness, { instruction: task.instruction, workspace: sandbox.workspacePath, baseUrl, apiKey, home: sandbox.homePath, ...(servers ? { mcpServers: servers.urls(baseUrl) } : {}) }, runtime);
     if (!launch.ok) throw new InfraFailure(launch.problem.code, launch.problem.message);
     if (launch.value.homeFiles.length > 0) await sandbox.writeFiles(launch.value.homeFiles.map((f) => ({ path: f.path, content: f.content })));
     phases.workspaceMs = Date.now() - t;
@@ -179,6 +197,11 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     if (ctx.signal?.aborted) throw new InfraFailure("Interrupted", "The run was interrupted.");
     if (!(await sandbox.alive())) throw new InfraFailure("SandboxDied", "The sandbox died while the harness ran.");
     if (registered) calls = ctx.proxy!.records(tryId);
+    if (servers) {
+      const crashed = servers.failure();
+      if (crashed) throw new InfraFailure(crashed.code, crashed.message);
+      mcp = servers.record();
+    }
     const failed = exit.exitCode !== 0 && !exit.timedOut;
     if (usesModel && failed && calls.length === 0) {
       const where = ctx.keepOutput ? ` (its whole output: harness-output/${tryId}.stderr and .stdout in the run directory)` : "";
@@ -195,6 +218,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     await sandbox.destroy().catch(() => undefined);
     const verifier = await verifySnapshot(snapshot, task, {
       rollout: identity.rolloutId,
+      ...(mcp ? { mcpCalls: mcp.calls } : {}),
       createSandbox: () => createVerifierSandbox(tryId, task, harness.name, ctx),
       ...(ctx.judge ? { judge: ctx.judge } : {}),
     });
@@ -205,14 +229,16 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       if (diff) ctx.keepDiff(tryId, diff);
     }
     if (exit.timedOut) {
-      return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
+      return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}), error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
     }
     if (verifier.status === "error") {
-      return { status: "verifier-error", reward: null, passed: false, phases, harnessExit, verifier, calls, error: { code: verifier.error?.code ?? "VerifierError", message: verifier.error?.message ?? "The verifier failed." } };
+      return { status: "verifier-error", reward: null, passed: false, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}), error: { code: verifier.error?.code ?? "VerifierError", message: verifier.error?.message ?? "The verifier failed." } };
     }
-    return { status: "ok", reward: verifier.reward, passed: verifier.passed, phases, harnessExit, verifier, calls };
+    return { status: "ok", reward: verifier.reward, passed: verifier.passed, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}) };
   } finally {
     const t = Date.now();
+    if (servers && registered) ctx.proxy!.attachMcp(tryId, undefined);
+    await servers?.close().catch(() => undefined);
     await sandbox?.destroy().catch(() => undefined);
     await snapshot?.remove().catch(() => undefined);
     await bridge?.close().catch(() => undefined);
@@ -244,6 +270,22 @@ async function createVerifierSandbox(tryId: string, task: ResolvedTask, harness:
     ...(ctx.resources ? { resources: ctx.resources } : {}),
   });
   return withDeadline(create, Date.now() + task.timeoutSeconds * 1000, () => new InfraFailure("SandboxCreateTimeout", `The verifier's sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
+}
+
+/** A sandbox of its own for an MCP server that runs beside the rollout's: no network, the MCP mounts, the agent's uid. */
+async function createBesideSandbox(tryId: string, server: string, task: ResolvedTask, harness: string, ctx: RolloutContext): Promise<Sandbox> {
+  const create = ctx.provider.create({
+    id: `${tryId}.mcp-${server}`,
+    runId: ctx.runId,
+    task: task.name,
+    harness,
+    network: "none",
+    mounts: mcpMounts(),
+    timeoutSeconds: task.timeoutSeconds,
+    ...(ctx.image ? { image: ctx.image } : {}),
+    ...(ctx.resources ? { resources: ctx.resources } : {}),
+  });
+  return withDeadline(create, Date.now() + task.timeoutSeconds * 1000, () => new InfraFailure("SandboxCreateTimeout", `The sandbox of the MCP server ${server} was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
 }
 
 function tail(s: string): string {

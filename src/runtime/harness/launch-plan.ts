@@ -37,6 +37,8 @@ export interface LaunchContext {
   home: string;
   /** Overrides the harness's own `model`. */
   model?: string;
+  /** The rollout's MCP servers as the harness reaches them (template variable `mcpServers`; [] when none). */
+  mcpServers?: { name: string; url: string; tools: string[] }[];
 }
 
 export interface LaunchRuntime {
@@ -170,6 +172,7 @@ export function templateVars(harness: ResolvedHarness, ctx: LaunchContext, runti
     home: ctx.home,
     node: runtime.node,
     reinsAgent: runtime.reinsAgent,
+    mcpServers: ctx.mcpServers ?? [],
   };
 }
 
@@ -191,6 +194,16 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   const knobs = renderKnobs(harness, vars);
   if (!knobs.ok) return knobs;
   argv.push(...knobs.value.args);
+  // A rollout with MCP servers: the harness's `mcp` says how it is told of them.
+  const mcp = ctx.mcpServers && ctx.mcpServers.length > 0 ? harness.mcp : undefined;
+  if (ctx.mcpServers && ctx.mcpServers.length > 0 && !mcp) {
+    return fail("McpUnsupportedByHarness", `The harness ${harness.name} was given MCP servers but its spec has no \`mcp\` section.`, "Add `mcp` to the Harness spec, or drop the servers.");
+  }
+  for (const [i, template] of (mcp?.args ?? []).entries()) {
+    const r = renderTemplate(template, vars, `mcp.args[${i}]`);
+    if (!r.ok) return r;
+    argv.push(r.value);
+  }
   if (runtime.bin && argv[0] === path.basename(runtime.bin)) argv[0] = runtime.bin;
 
   const env: Record<string, string> = {
@@ -207,10 +220,13 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
     for (const [k, v] of rendered.value) env[k] = v;
     if (prefix === "env.") Object.assign(env, knobs.value.env);
   }
+  const mcpEnv = renderAll(Object.entries(mcp?.env ?? {}), vars, "mcp.env.");
+  if (!mcpEnv.ok) return mcpEnv;
+  for (const [k, v] of mcpEnv.value) env[k] = v;
   Object.assign(env, runtime.extraEnv ?? {});
 
   const homeFiles: LaunchPlan["homeFiles"] = [];
-  for (const file of harness.homeFiles) {
+  for (const file of [...harness.homeFiles, ...(mcp?.homeFiles ?? [])]) {
     const target = homeFilePath(ctx.home, file.path);
     if (!target.ok) return target;
     const content = renderWithReferences(file.content, { ...vars, knobs: knobVariables(harness) }, hostEnv, `homeFiles[${file.path}]`);

@@ -2,6 +2,7 @@
  * The proxy's programmatic surface, used by the executor, the CLI (`reins proxy`) and tests.
  * Implemented in ./server.ts as `startProxy(options)`.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedCallClassRule, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine, EngineInfo } from "../engines/engine.js";
 import type { CallRecord } from "../records/index.js";
@@ -38,6 +39,9 @@ export interface RolloutIdentity {
   harness?: string;
 }
 
+/** Serves one HTTP request to the rollout's MCP server `name`; false when it has none of that name. */
+export type McpHandler = (name: string, req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
 export interface RolloutRegistration {
   /** The URL path segment and the key of `records` / `unregisterRollout`: one per try. */
   path: string;
@@ -62,6 +66,8 @@ export interface ProxyHandle {
   ): RolloutRegistration;
   /** Stop serving a path (later requests get 401); returns its records. */
   unregisterRollout(path: string): CallRecord[];
+  /** Routes `/r/<path>/mcp/<name>` of a registered rollout to its MCP servers (undefined: none). */
+  attachMcp(path: string, handler: McpHandler | undefined): void;
   /** The records of one path, or of all. */
   records(path?: string): CallRecord[];
   /** The engine's capability probe, for engines behind a probed server (vllm, sglang, llama-cpp). */

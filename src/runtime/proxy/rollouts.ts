@@ -7,7 +7,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { ResolvedCallClassRule } from "../../compiler/contract/plan.js";
 import type { CallRecord } from "../records/index.js";
-import type { RolloutIdentity } from "./api.js";
+import type { McpHandler, RolloutIdentity } from "./api.js";
 import { RolloutPromptState } from "./render.js";
 import { SegmentCache } from "./segment-cache.js";
 
@@ -18,6 +18,8 @@ export interface Rollout {
   rolloutId: string;
   try: number;
   harness?: string;
+  /** The try's MCP servers, once started (`/r/<path>/mcp/<name>`). */
+  mcp?: McpHandler;
   apiKey: string;
   callClasses: ResolvedCallClassRule[];
   weightsVersion?: string;
@@ -83,6 +85,13 @@ export class RolloutTable {
     this.rollouts.set(path, rollout);
     this.shared.delete(path);
     return rollout;
+  }
+
+  attachMcp(path: string, handler: McpHandler | undefined): void {
+    const r = this.rollouts.get(path);
+    if (!r) throw new Error(`bug: MCP servers attached to ${path}, which is not registered`);
+    if (handler) r.mcp = handler;
+    else delete r.mcp;
   }
 
   unregister(path: string): CallRecord[] {

@@ -24,6 +24,7 @@ type Route =
   | { kind: "count-tokens" }
   | { kind: "models"; id?: string }
   | { kind: "probe" }
+  | { kind: "mcp"; name: string }
   | { kind: "unknown"; dialect: Dialect };
 
 /** Start the proxy. Rejects with ModelLoadError when the model's tokenizer or template is unusable. */
@@ -74,6 +75,10 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       sendJson(res, 200, route.id !== undefined ? modelObject(route.id) : modelList(options.model.name));
       return;
     }
+    if (route.kind === "mcp") {
+      await handleMcp(path === undefined ? undefined : table.authorize(path, credentialOf(req)), route.name, req, res);
+      return;
+    }
     const dialect = DIALECT_HANDLERS[route.kind === "count-tokens" ? "anthropic-messages" : route.dialect];
     const rollout = path === undefined ? undefined : table.authorize(path, credentialOf(req));
     if (route.kind === "unknown") {
@@ -115,6 +120,9 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       return { path, rolloutId: r.rolloutId, try: r.try, apiKey: r.apiKey, baseUrl: `${url}/r/${encodeURIComponent(path)}` };
     },
     unregisterRollout: (path) => table.unregister(path),
+    attachMcp(path, handler) {
+      table.attachMcp(path, handler);
+    },
     records: (path) => table.records(path),
     ...(engine.info ? { engineInfo: engine.info() } : {}),
     async close() {
@@ -126,6 +134,23 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       if (ownsEngine) await engine.close?.();
     },
   };
+}
+
+/**
+ * `/r/<path>/mcp/<name>`: MCP's streamable HTTP to one of the rollout's MCP servers, with the
+ * rollout's own key (another rollout's key, or none, is refused like a model call's).
+ */
+async function handleMcp(rollout: Rollout | undefined, name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (!rollout) {
+    req.resume();
+    closeAfterAnswer(res);
+    sendJson(res, 401, { jsonrpc: "2.0", error: { code: -32001, message: "invalid x-api-key or bearer token for this rollout" }, id: null });
+    return;
+  }
+  if (!rollout.mcp || !(await rollout.mcp(name, req, res))) {
+    req.resume();
+    sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: `this rollout has no MCP server named ${name}` }, id: null });
+  }
 }
 
 /** `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. */
@@ -142,6 +167,8 @@ export function parsePath(method: string, rawUrl: string): { path?: string; rout
     }
     rest = m[2] ?? "";
   }
+  const mcp = path !== undefined ? /^\/mcp\/([a-z][a-z0-9_-]{0,31})$/.exec(rest) : null;
+  if (mcp) return { path: path!, route: { kind: "mcp", name: mcp[1]! } };
   rest = rest.replace(/^\/v1(?=\/|$)/, "");
   const isGet = method === "GET" || method === "HEAD";
   if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(path ? { path } : {}), route: { kind: "probe" } };

@@ -1,0 +1,106 @@
+/**
+ * A try's MCP servers: each started fresh — `where: sandbox` in the rollout's own sandbox,
+ * `where: beside` in a sandbox of its own (no network) — opened by reins before the harness
+ * starts, relayed to the harness through the proxy, and stopped with the try (beside sandboxes
+ * destroyed), so no state crosses rollouts or tries. Servers shipped with reins run with reins's
+ * node from src/runtime/mcp/servers, with reins's node_modules (the MCP SDK) mounted read-only.
+ */
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ResolvedMcpServer } from "../../compiler/contract/plan.js";
+import type { McpCallRecord, RolloutMcp } from "../records/rollout-result.js";
+import type { Sandbox, SandboxMount } from "../sandbox/provider.js";
+import { McpRelay, McpRelayError } from "./relay.js";
+import { ServerProcess } from "./server-process.js";
+
+export const SHIPPED_SERVERS_DIR = fileURLToPath(new URL("./servers/", import.meta.url)).replace(/\/$/, "");
+/** reins's node_modules: the shipped servers import the MCP SDK (and zod) from it. */
+const NODE_MODULES = dirname(dirname(dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/package.json"))));
+
+/** What a sandbox running MCP servers needs mounted (read-only, at the same paths). */
+export function mcpMounts(): SandboxMount[] {
+  const mounts: SandboxMount[] = [
+    { hostPath: SHIPPED_SERVERS_DIR, sandboxPath: SHIPPED_SERVERS_DIR },
+    { hostPath: NODE_MODULES, sandboxPath: NODE_MODULES },
+  ];
+  const nodeDir = dirname(dirname(process.execPath));
+  if (!process.execPath.startsWith("/usr/")) mounts.push({ hostPath: nodeDir, sandboxPath: nodeDir });
+  return mounts;
+}
+
+export function serverArgv(s: ResolvedMcpServer): string[] {
+  return s.shipped ? [process.execPath, join(SHIPPED_SERVERS_DIR, `${s.shipped}.mjs`), ...s.command] : [...s.command];
+}
+
+export interface RolloutServers {
+  /** Serves one HTTP request of the harness to the server `name`; false when the try has no such server. */
+  handle(name: string, req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** What the harness is told: each server's URL under the rollout's base URL, and its tools. */
+  urls(baseUrl: string): { name: string; url: string; tools: string[] }[];
+  /** The first server that ended while the harness ran. */
+  failure(): McpRelayError | undefined;
+  record(): RolloutMcp;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  servers: readonly ResolvedMcpServer[];
+  /** The rollout's sandbox (for `where: sandbox`). */
+  sandbox: Sandbox;
+  /** A fresh sandbox of its own for a `where: beside` server (no network, the MCP mounts). */
+  createBeside: (server: ResolvedMcpServer) => Promise<Sandbox>;
+  /** ms epoch of the try's start (calls are timed from it) and of its deadline. */
+  startedAt: number;
+  deadline: number;
+}
+
+/** Starts and opens every server; on a failure, stops what was started and throws McpRelayError. */
+export async function startRolloutServers(o: StartOptions): Promise<RolloutServers> {
+  const calls: McpCallRecord[] = [];
+  const relays: { relay: McpRelay; server: ResolvedMcpServer; process: ServerProcess }[] = [];
+  const beside: Sandbox[] = [];
+  const stop = async () => {
+    await Promise.all(relays.map((r) => r.relay.close().catch(() => undefined)));
+    await Promise.all(beside.map((s) => s.destroy().catch(() => undefined)));
+  };
+  try {
+    for (const s of o.servers) {
+      let box = o.sandbox;
+      if (s.where === "beside") {
+        box = await o.createBeside(s);
+        beside.push(box);
+      }
+      if (s.files.length > 0) await box.writeFiles(s.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
+      const proc = new ServerProcess(box, serverArgv(s), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) });
+      const relay = new McpRelay(s.name, proc, { allowed: s.tools, startedAt: o.startedAt, record: (c) => calls.push(c) });
+      relays.push({ relay, server: s, process: proc });
+      await relay.open(Math.min(s.startupSeconds * 1000, Math.max(1, o.deadline - Date.now())));
+    }
+  } catch (e) {
+    await stop();
+    if (e instanceof McpRelayError) throw e;
+    throw new McpRelayError("McpServerUnavailable", `An MCP server could not be started: ${(e as Error).message}`);
+  }
+  return {
+    async handle(name, req, res) {
+      const r = relays.find((x) => x.server.name === name);
+      if (!r) return false;
+      await r.relay.handle(req, res);
+      return true;
+    },
+    urls: (baseUrl) => relays.map((r) => ({ name: r.server.name, url: `${baseUrl.replace(/\/+$/, "")}/mcp/${r.server.name}`, tools: r.relay.tools })),
+    failure: () => relays.map((r) => r.relay.failure()).find((f) => f !== undefined),
+    record: () => ({
+      servers: relays.map((r) => ({
+        name: r.server.name,
+        where: r.server.where,
+        tools: r.relay.tools,
+        ...(r.process.exit ? { exit: { code: r.process.exit.exitCode, signal: r.process.exit.signal } } : {}),
+      })),
+      calls: [...calls].sort((a, b) => a.atMs - b.atMs),
+    }),
+    close: stop,
+  };
+}
