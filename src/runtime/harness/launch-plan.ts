@@ -38,7 +38,7 @@ export interface LaunchContext {
   /** Overrides the harness's own `model`. */
   model?: string;
   /** The rollout's MCP servers as the harness reaches them (template variable `mcpServers`; [] when none). */
-  mcpServers?: { name: string; url: string; tools: string[] }[];
+  mcpServers?: { name: string; url: string; tools: string[] | null }[];
 }
 
 export interface LaunchRuntime {

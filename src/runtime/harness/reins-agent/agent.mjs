@@ -14,12 +14,14 @@
 //   REINS_TOOLS      comma-separated tools to offer (default: all four)
 //   REINS_SYSTEM_PROMPT  replaces the system prompt ({workspace} is substituted)
 //   REINS_APPEND_SYSTEM_PROMPT  added to the end of the system prompt, after a blank line
+//   REINS_MCP_SERVERS  JSON [{name, url}] of streamable-HTTP MCP servers (bearer REINS_API_KEY); tool T of S is offered as S__T
 // stdout: the final answer. stderr: one line per step. Exit: 0 the model answered without a tool
 // call, 1 the model endpoint failed, 2 usage, 3 out of turns.
 import process from "node:process";
 import path from "node:path";
 import { complete, ModelError } from "./client.mjs";
 import { TOOL_SCHEMAS, runTool } from "./tools.mjs";
+import { connectMcp } from "./mcp.mjs";
 
 const SYSTEM_PROMPT = `You are an autonomous software agent working alone in a workspace directory: {workspace}.
 Carry out the user's task completely, using the tools. There is nobody to ask: make reasonable choices yourself.
@@ -79,6 +81,9 @@ async function main() {
     log(`missing ${missing.join(", ")}`);
     return 2;
   }
+  const mcp = process.env.REINS_MCP_SERVERS ? await connectMcp(process.env.REINS_MCP_SERVERS, config.apiKey, log) : undefined;
+  const own = config.tools ? TOOL_SCHEMAS.filter((t) => config.tools.includes(t.function.name)) : TOOL_SCHEMAS;
+  const offered = mcp ? [...own, ...mcp.schemas] : own;
   const messages = [
     { role: "system", content: config.systemPrompt.replace("{workspace}", config.workspace) },
     { role: "user", content: config.instruction },
@@ -86,7 +91,7 @@ async function main() {
   for (let turn = 1; turn <= config.maxTurns; turn++) {
     let answer;
     try {
-      answer = await complete(config, messages, config.tools ? TOOL_SCHEMAS.filter((t) => config.tools.includes(t.function.name)) : TOOL_SCHEMAS, log);
+      answer = await complete(config, messages, offered, log);
     } catch (e) {
       if (e instanceof ModelError) {
         log(`model call ${turn} failed: ${e.message}`);
@@ -103,7 +108,7 @@ async function main() {
     }
     for (const call of message.tool_calls) {
       log(`turn ${turn}: ${call.function.name} ${call.function.arguments.slice(0, 200)}`);
-      const result = await runTool(config.workspace, call.function.name, call.function.arguments);
+      const result = mcp?.owns(call.function.name) ? await mcp.call(call.function.name, call.function.arguments) : await runTool(config.workspace, call.function.name, call.function.arguments);
       messages.push({ role: "tool", tool_call_id: call.id, content: result });
     }
   }
