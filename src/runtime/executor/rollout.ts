@@ -159,7 +159,8 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       harness: harness.name,
       network: usesModel ? "proxy-only" : "none",
       ...(bridge ? { proxySocketPath: bridge.path } : {}),
-      mounts: mcpServers.some((s) => s.where === "sandbox") ? [...mounts, ...mcpMounts()] : mounts,
+      // Servers in the sandbox, and reins-agent's MCP client, read the MCP SDK from reins's node_modules.
+      mounts: mcpServers.length > 0 ? [...mounts, ...mcpMounts()] : mounts,
       timeoutSeconds: task.timeoutSeconds,
       ...(ctx.image ? { image: ctx.image } : {}),
       ...(ctx.resources ? { resources: ctx.resources } : {}),

@@ -17,7 +17,13 @@ import { ServerProcess } from "./server-process.js";
 
 export const SHIPPED_SERVERS_DIR = fileURLToPath(new URL("./servers/", import.meta.url)).replace(/\/$/, "");
 /** reins's node_modules: the shipped servers import the MCP SDK (and zod) from it. */
-const NODE_MODULES = dirname(dirname(dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/package.json"))));
+const NODE_MODULES = nodeModulesOf(createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/server/mcp.js"));
+
+function nodeModulesOf(file: string): string {
+  const at = file.lastIndexOf("/node_modules/");
+  if (at < 0) throw new Error(`bug: the MCP SDK (${file}) is not under a node_modules directory`);
+  return file.slice(0, at + "/node_modules".length);
+}
 
 /** What a sandbox running MCP servers needs mounted (read-only, at the same paths). */
 export function mcpMounts(): SandboxMount[] {
