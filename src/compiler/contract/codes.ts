@@ -134,6 +134,7 @@ export const CODES = {
   RolloutTimeout: "The harness ran past the task's timeoutSeconds; raise it if the task needs more time.",
   EngineUnavailable: "The inference engine failed during the rollout; check the engine and its logs.",
   McpServerUnavailable: "An MCP server of the rollout did not start or answer MCP's initialize in its startupSeconds; the end of its stderr is in the message. Check its command and files (or raise startupSeconds). Retried as an infrastructure failure.",
+  ToolNotAllowed: "The harness called an MCP tool outside the task's allow-list (its server's `tools`); reins refused it without forwarding it, and recorded the call.",
   McpServerCrashed: "An MCP server of the rollout exited while the harness ran; the end of its stderr is in the message. Retried as an infrastructure failure, never a reward of 0.",
   VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
   NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
