@@ -49,6 +49,17 @@ describe("launch plans with MCP servers", () => {
     expect(Object.keys(config.mcp.servers)).toEqual(["search", "tickets"]);
   });
 
+  it("openclaw with the tools knob: each server's tools join tools.allow as <name>__*", () => {
+    const harness = { ...loadHarnessSpec("openclaw"), knobValues: { tools: ["write"] } };
+    const r = buildLaunchPlan(harness, { ...ctx, mcpServers: servers }, runtime);
+    if (!r.ok) throw new Error(r.problem.message);
+    const config = JSON.parse(r.value.homeFiles.find((f) => f.path.endsWith("reins.json5"))!.content);
+    expect(config.tools).toEqual({ allow: ["write", "search__*", "tickets__*"], toolSearch: false, deny: ["apply_patch"] });
+    const none = buildLaunchPlan(harness, ctx, runtime);
+    if (!none.ok) throw new Error(none.problem.message);
+    expect(JSON.parse(none.value.homeFiles.find((f) => f.path.endsWith("reins.json5"))!.content).tools.allow).toEqual(["write"]);
+  });
+
   it("reins-agent: REINS_MCP_SERVERS holds the list", () => {
     expect(JSON.parse(plan("reins-agent", servers).env.REINS_MCP_SERVERS!)).toEqual(servers);
   });

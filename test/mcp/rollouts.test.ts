@@ -1,6 +1,6 @@
 /**
  * MCP servers in real rollouts, through `reins eval` in local sandboxes:
- * - examples/mcp/evaluation.yaml: Claude Code and reins-agent each search the runbooks and file a
+ * - examples/mcp/evaluation.yaml: Claude Code, Codex, OpenClaw and reins-agent each search the runbooks and file a
  *   ticket through MCP (scripted policy), every attempt scores 1, and each rollout's record lists
  *   the calls reins relayed (server, tool, arguments, answer, latency);
  * - a harness that attacks its servers gets nothing outside its own rollout and its allow-list: a
@@ -28,12 +28,14 @@ function reinsEval(file: string, out: string) {
   return { code: r.status, stderr: r.stderr, summary: r.stdout ? JSON.parse(r.stdout) : undefined, rollouts };
 }
 
-describe.skipIf(skipHarness("claude-code"))(`examples/mcp/evaluation.yaml${skipNote("claude-code")}`, () => {
-  it("Claude Code and reins-agent complete the MCP task; every record lists its MCP calls", () => {
+describe.skipIf(skipHarness("claude-code") || skipHarness("codex") || skipHarness("openclaw"))(`examples/mcp/evaluation.yaml${skipNote("claude-code")}`, () => {
+  it("Claude Code, Codex, OpenClaw and reins-agent complete the MCP task; every record lists its MCP calls", () => {
     const run = reinsEval("examples/mcp/evaluation.yaml", join(tempDir("reins-mcp-example-"), "run"));
     expect(run.code, run.stderr).toBe(0);
-    expect(run.summary).toMatchObject({ rollouts: 4, errors: 0, meanReward: 1 });
-    expect(Object.keys(run.summary.harnesses).sort()).toEqual(["claude-code", "reins-agent"]);
+    expect(run.summary).toMatchObject({ rollouts: 8, errors: 0, meanReward: 1 });
+    expect(Object.keys(run.summary.harnesses).sort()).toEqual(["claude-code", "codex", "openclaw", "reins-agent"]);
+    // Codex sends a namespaced call back split (namespace mcp__search, name search); every harness's prompts still extend
+    for (const h of ["claude-code", "codex", "openclaw", "reins-agent"]) expect(run.summary.fidelity.byHarness[h], h).toMatchObject({ prefixBreaks: 0, mismatchedTrainedTokens: 0 });
     for (const r of run.rollouts) {
       expect([r.status, r.reward, r.tries], JSON.stringify(r.error ?? r.verifier)).toEqual(["ok", 1, 1]);
       expect(r.mcp.servers.map((s: { name: string; where: string; tools: string[] }) => [s.name, s.where, s.tools])).toEqual([

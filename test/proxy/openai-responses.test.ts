@@ -110,3 +110,50 @@ describe("openai-responses custom (freeform) tools", () => {
     }
   });
 });
+
+describe("openai-responses namespaced tools (Codex's MCP servers)", () => {
+  // Codex offers an MCP server's tools as one `namespace` tool; the model calls them by one flat
+  // name and Codex expects the call back split into namespace and name.
+  const tools = [
+    { type: "function", name: "exec_command", description: "Run a command", parameters: { type: "object", properties: { cmd: { type: "string" } } } },
+    {
+      type: "namespace",
+      name: "mcp__search",
+      description: "Tools in the mcp__search namespace.",
+      tools: [{ type: "function", name: "search", description: "Search the runbooks", parameters: { type: "object", properties: { query: { type: "string" } } } }],
+    },
+  ];
+  const script = [{ text: "", toolCalls: [{ name: "mcp__search__search", arguments: { query: "billing owner" } }] }, { text: "done" }];
+
+  for (const stream of [true, false]) {
+    it(`offers mcp__search's search as mcp__search__search and answers its call split (${stream ? "streaming" : "whole"}); the echo extends the prompt`, async () => {
+      const proxy = await startProxy({ model: scriptedModel(script) });
+      try {
+        const r = proxy.registerRollout("resp-ns");
+        const post = (b: unknown) => httpCall(`${r.baseUrl}/v1/responses`, { body: b, headers: { authorization: `Bearer ${r.apiKey}` } });
+        const input: any[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "who owns billing?" }] }];
+        const reply = await post({ model: "m", stream, tools, input });
+        expect(reply.status).toBe(200);
+        const items: any[] = stream ? accumulateResponses(parseSse(reply.text)).items : JSON.parse(reply.text).output;
+        const call = items.find((i) => i.type === "function_call");
+        expect(call).toMatchObject({ name: "search", namespace: "mcp__search" });
+        expect(JSON.parse(call.arguments)).toEqual({ query: "billing owner" });
+        for (const it of items) {
+          const { id: _id, status: _s, ...rest } = it;
+          input.push(rest);
+        }
+        input.push({ type: "function_call_output", call_id: call.call_id, output: "billing.md: payments-core" });
+        expect((await post({ model: "m", stream, tools, input })).status).toBe(200);
+        const [c0, c1] = proxy.records("resp-ns");
+        const { tokenizer } = await import("../../src/runtime/model/model-runtime.js").then((m) => m.loadModelRuntime(scriptedModel([])));
+        const prompt = tokenizer.decode(c0!.promptIds);
+        expect(prompt).toContain('"name": "mcp__search__search"');
+        expect(prompt).not.toContain('"name": "mcp__search"');
+        expect(c1!.reused).toEqual([0]);
+        expect(c1!.promptIds.slice(0, c0!.promptIds.length + c0!.completionIds.length)).toEqual([...c0!.promptIds, ...c0!.completionIds]);
+      } finally {
+        await proxy.close();
+      }
+    });
+  }
+});

@@ -6,10 +6,44 @@ import { isRecord } from "./dialect.js";
 /** What a response object shows of its completion (usage only once it is done). */
 export type ResponseHead = Pick<CanonicalCompletion, "callKey" | "model" | "promptTokens" | "completionTokens">;
 
-export function customToolNames(body: Record<string, unknown>): Set<string> {
-  const names = new Set<string>();
-  for (const t of Array.isArray(body.tools) ? body.tools : []) if (isRecord(t) && t.type === "custom" && typeof t.name === "string") names.add(t.name);
-  return names;
+/**
+ * The flat name the model sees for a tool inside a `namespace` tool (Codex groups an MCP server's
+ * tools as namespace `mcp__search` holding `search`): namespace + "__" + name, `mcp__search__search`.
+ * A namespace that already ends in "__" is joined as is.
+ */
+export function namespacedName(namespace: string, name: string): string {
+  return namespace.endsWith("__") ? namespace + name : `${namespace}__${name}`;
+}
+
+/** How a tool the model calls by its flat name goes back to the client: its kind, and its namespace and own name when it has one. */
+export interface ToolRoute {
+  custom: boolean;
+  name: string;
+  namespace?: string;
+}
+
+/** Every tool of the request by the flat name the model calls it by (tools inside a namespace under {@link namespacedName}). */
+export function toolRoutes(body: Record<string, unknown>): Map<string, ToolRoute> {
+  const routes = new Map<string, ToolRoute>();
+  for (const t of Array.isArray(body.tools) ? body.tools : []) {
+    if (!isRecord(t) || typeof t.name !== "string") continue;
+    if (t.type === "namespace" && Array.isArray(t.tools)) {
+      for (const inner of t.tools) {
+        if (isRecord(inner) && typeof inner.name === "string") routes.set(namespacedName(t.name, inner.name), { custom: inner.type === "custom", name: inner.name, namespace: t.name });
+      }
+    } else routes.set(t.name, { custom: t.type === "custom", name: t.name });
+  }
+  return routes;
+}
+
+/** A tool call item as the client expects it: a custom tool's `input` or a function's `arguments`, under the tool's own name and namespace. */
+export function toolCallItem(id: string, callId: string, call: { name: string; arguments?: Record<string, unknown> | null; argumentsText: string }, route: ToolRoute | undefined): Record<string, unknown> {
+  const named = route ? { name: route.name, ...(route.namespace !== undefined ? { namespace: route.namespace } : {}) } : { name: call.name };
+  if (route?.custom) {
+    const input = typeof call.arguments?.input === "string" ? call.arguments.input : call.argumentsText;
+    return { id, type: "custom_tool_call", status: "completed", call_id: callId, ...named, input };
+  }
+  return { id, type: "function_call", status: "completed", call_id: callId, ...named, arguments: call.argumentsText };
 }
 
 export function wantsReasoning(body: Record<string, unknown>): boolean {
@@ -40,21 +74,10 @@ export function outputItems(c: CanonicalCompletion, body: Record<string, unknown
       content: [{ type: "output_text", text: c.parsed.text, annotations: [], logprobs: [] }],
     });
   }
-  const custom = customToolNames(body);
+  const routes = toolRoutes(body);
   c.parsed.toolCalls.forEach((tc, i) => {
-    if (custom.has(tc.name)) {
-      const input = typeof tc.arguments?.input === "string" ? tc.arguments.input : tc.argumentsText;
-      items.push({ id: makeId("ctc_", `${c.callKey}:fc:${i}`), type: "custom_tool_call", status: "completed", call_id: c.toolCallIds[i], name: tc.name, input });
-      return;
-    }
-    items.push({
-      id: makeId("fc_", `${c.callKey}:fc:${i}`),
-      type: "function_call",
-      status: "completed",
-      call_id: c.toolCallIds[i],
-      name: tc.name,
-      arguments: tc.argumentsText,
-    });
+    const route = routes.get(tc.name);
+    items.push(toolCallItem(makeId(route?.custom ? "ctc_" : "fc_", `${c.callKey}:fc:${i}`), c.toolCallIds[i]!, tc, route));
   });
   return items;
 }

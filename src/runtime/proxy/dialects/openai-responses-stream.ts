@@ -10,7 +10,7 @@ import type { OutputPiece } from "../../model/output-stream.js";
 import type { CanonicalCompletion, SseEvent } from "../canonical.js";
 import { chunkArguments, chunkText, makeId, makeReasoningToken, nowSeconds } from "../ids.js";
 import type { DialectStream, StreamHead } from "./dialect.js";
-import { customToolNames, finalStatus, outputItems, responseObject, wantsEncrypted, wantsReasoning } from "./openai-responses-items.js";
+import { finalStatus, outputItems, responseObject, toolCallItem, toolRoutes, wantsEncrypted, wantsReasoning } from "./openai-responses-items.js";
 
 interface OpenItem {
   kind: "reasoning" | "message" | "tool";
@@ -24,7 +24,7 @@ interface OpenItem {
 export function openResponsesStream(head: StreamHead, body: Record<string, unknown>): DialectStream {
   const createdAt = nowSeconds();
   const showReasoning = wantsReasoning(body) || wantsEncrypted(body);
-  const custom = customToolNames(body);
+  const routes = toolRoutes(body);
   let seq = 0;
   let items = 0;
   let tools = 0;
@@ -81,12 +81,11 @@ export function openResponsesStream(head: StreamHead, body: Record<string, unkno
     close(events, "completed");
     const index = items++;
     const i = tools++;
-    const isCustom = custom.has(call.name);
+    const route = routes.get(call.name);
+    const isCustom = route?.custom === true;
     const id = makeId(isCustom ? "ctc_" : "fc_", `${head.callKey}:fc:${i}`);
-    const text = isCustom && typeof call.arguments?.input === "string" ? call.arguments.input : call.argumentsText;
-    const item: Record<string, unknown> = isCustom
-      ? { id, type: "custom_tool_call", status: "completed", call_id: head.toolCallId(i), name: call.name, input: text }
-      : { id, type: "function_call", status: "completed", call_id: head.toolCallId(i), name: call.name, arguments: text };
+    const item = toolCallItem(id, head.toolCallId(i), call, route);
+    const text = (isCustom ? item.input : item.arguments) as string;
     current = { kind: "tool", id, index, text, item };
     ev(events, "response.output_item.added", { output_index: index, item: { ...item, status: "in_progress", [isCustom ? "input" : "arguments"]: "" } });
     const delta = isCustom ? "response.custom_tool_call_input.delta" : "response.function_call_arguments.delta";

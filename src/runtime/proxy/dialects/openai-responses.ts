@@ -8,7 +8,7 @@ import type { CanonicalCompletion, CanonicalMessage, CanonicalTool, ParsedReques
 import { chunkArguments, chunkText, makeId, nowSeconds } from "../ids.js";
 import { contentText, type DialectHandler, isRecord, type ProxyErrorKind } from "./dialect.js";
 import { openAIError } from "./openai-chat.js";
-import { customToolNames, finalStatus, outputItems, responseObject } from "./openai-responses-items.js";
+import { finalStatus, namespacedName, outputItems, responseObject } from "./openai-responses-items.js";
 import { openResponsesStream } from "./openai-responses-stream.js";
 
 type Assistant = Extract<CanonicalMessage, { role: "assistant" }>;
@@ -59,9 +59,11 @@ function parseRequest(body: unknown): ParsedRequest {
       case "custom_tool_call": {
         // a custom (freeform) tool's input is the `input` argument of the model's tool call
         const args = type === "custom_tool_call" ? { input: typeof item.input === "string" ? item.input : "" } : item.arguments;
+        const name = typeof item.name === "string" ? item.name : "";
         assistant().toolCalls.push({
           id: typeof item.call_id === "string" ? item.call_id : typeof item.id === "string" ? item.id : `call_${i}`,
-          name: typeof item.name === "string" ? item.name : "",
+          // the model called a namespaced tool by its flat name; the client sends it back split
+          name: typeof item.namespace === "string" && item.namespace ? namespacedName(item.namespace, name) : name,
           arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}),
         });
         break;
@@ -77,11 +79,15 @@ function parseRequest(body: unknown): ParsedRequest {
     }
   }
   const tools: CanonicalTool[] = [];
-  const addTool = (t: unknown) => {
+  const addTool = (t: unknown, namespace?: string) => {
     if (!isRecord(t)) return;
-    if (Array.isArray(t.tools)) for (const inner of t.tools) addTool(inner);
-    const name = typeof t.name === "string" ? t.name : isRecord(t.function) && typeof t.function.name === "string" ? t.function.name : undefined;
-    if (!name) return;
+    if (t.type === "namespace") {
+      if (Array.isArray(t.tools) && typeof t.name === "string") for (const inner of t.tools) addTool(inner, t.name);
+      return;
+    }
+    const own = typeof t.name === "string" ? t.name : isRecord(t.function) && typeof t.function.name === "string" ? t.function.name : undefined;
+    if (!own) return;
+    const name = namespace !== undefined ? namespacedName(namespace, own) : own;
     const params = t.type === "custom" ? customToolParameters(t) : (t.parameters ?? (isRecord(t.function) ? t.function.parameters : undefined));
     const tool: CanonicalTool = { name, parameters: params ?? { type: "object", properties: {} } };
     const description = typeof t.description === "string" ? t.description : undefined;
