@@ -101,8 +101,24 @@ export function taskDocument(t: ResolvedTask): Record<string, unknown> {
   const spec: Record<string, unknown> = { instruction: t.instruction, category: t.category };
   if (t.files.length > 0) spec.workspace = { files: t.files.map(fileOut) };
   if (t.hiddenFiles.length > 0) spec.hidden = { files: t.hiddenFiles.map(fileOut) };
+  if (t.mcpServers && t.mcpServers.length > 0) {
+    spec.mcpServers = t.mcpServers.map((s) => {
+      const o: Record<string, unknown> = { name: s.name };
+      if (s.shipped) {
+        o.shipped = s.shipped;
+        if (s.command.length > 0) o.args = s.command;
+      } else o.command = s.command;
+      o.where = s.where;
+      if (Object.keys(s.env).length > 0) o.env = s.env;
+      if (s.files.length > 0) o.files = s.files.map(fileOut);
+      if (s.tools) o.tools = s.tools;
+      o.startupSeconds = s.startupSeconds;
+      return o;
+    });
+  }
   spec.verifier = verifierSpecOf(t.verifier);
   spec.timeoutSeconds = t.timeoutSeconds;
+  if (t.reference && t.reference.length > 0) spec.reference = { turns: t.reference };
   return { apiVersion: "reins/v1alpha1", kind: "Task", metadata, spec };
 }
 

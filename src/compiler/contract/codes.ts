@@ -39,7 +39,7 @@ export const CODES = {
   NotSupportedYet: "Remove the field: reins does not support it yet, and it would otherwise be silently ignored.",
   McpServerDuplicate: "Give each of a rollout's MCP servers its own name (the task's, the Experiment's or Evaluation's and the harness's together).",
   McpServerCommandMissing: "Give an MCP server exactly one of `shipped` (web-search, tickets) and `command` (your own stdio server's argv).",
-  McpUnsupportedByHarness: "Add an `mcp` section to the Harness spec (how it is told of servers: args, env or homeFiles over {{mcpServers}}), or use a harness that has one (claude-code, codex, openclaw, reins-agent), or drop the servers.",
+  McpUnsupportedByHarness: "Use a harness that calls the model (a `dialect`) and has an `mcp` section saying how it is told of servers (args, env or homeFiles over {{mcpServers}}) — claude-code, codex, openclaw and reins-agent do — or drop the servers.",
   FieldHasNoEffect: "Remove the field: nothing reads it.",
   // ── compiler: resolve (references, families, templates) ──
   DuplicateName: "Rename one of them: names are unique per kind.",

@@ -95,6 +95,8 @@ export interface ResolvedHarnessMcp {
   env: Record<string, string>;
   /** Written into HOME; templated likewise. */
   homeFiles: { path: string; content: string }[];
+  /** How the model names tool {{tool}} of server {{server}} here (default "{{server}}__{{tool}}"). */
+  toolName: string;
 }
 
 export interface ResolvedTask {

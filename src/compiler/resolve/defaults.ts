@@ -49,7 +49,7 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
   if (spec.install) out.install = { ...spec.install };
   if (spec.referenceTools) out.referenceTools = structuredClone(spec.referenceTools);
   if (spec.knobs && Object.keys(spec.knobs).length > 0) out.knobs = structuredClone(spec.knobs);
-  if (spec.mcp) out.mcp = { args: [...(spec.mcp.args ?? [])], env: { ...(spec.mcp.env ?? {}) }, homeFiles: (spec.mcp.homeFiles ?? []).map((f) => ({ ...f })) };
+  if (spec.mcp) out.mcp = { args: [...(spec.mcp.args ?? [])], env: { ...(spec.mcp.env ?? {}) }, homeFiles: (spec.mcp.homeFiles ?? []).map((f) => ({ ...f })), toolName: spec.mcp.toolName ?? "{{server}}__{{tool}}" };
   return out;
 }
 

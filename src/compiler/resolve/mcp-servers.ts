@@ -74,10 +74,12 @@ export function checkPairMcpServers(pairs: readonly { task: ResolvedTask; harnes
   for (const { task, harness, at } of pairs) {
     const servers = rolloutMcpServers(task, harness);
     if (servers.length === 0) continue;
-    if (!harness.mcp && !seen.has(`mcp:${harness.name}`)) {
+    if ((!harness.mcp || !harness.dialect) && !seen.has(`mcp:${harness.name}`)) {
       seen.add(`mcp:${harness.name}`);
-      const message = `The harness ${harness.name} would be given MCP servers (${servers.map((s) => s.name).join(", ")}, for task ${task.name}), but its spec has no \`mcp\` section saying how to tell it about them.`;
-      out.push(makeDiagnostic("McpUnsupportedByHarness", at, message, CODES.McpUnsupportedByHarness));
+      const given = `The harness ${harness.name} would be given MCP servers (${servers.map((s) => s.name).join(", ")}, for task ${task.name})`;
+      // MCP is relayed by the proxy, which only a harness that calls the model is given
+      const why = !harness.mcp ? "its spec has no `mcp` section saying how to tell it about them" : "it calls no model (no `dialect`), so it is never given the proxy that relays them";
+      out.push(makeDiagnostic("McpUnsupportedByHarness", at, `${given}, but ${why}.`, CODES.McpUnsupportedByHarness));
     }
     const names = servers.map((s) => s.name);
     const dup = names.find((n, i) => names.indexOf(n) < i);

@@ -55,6 +55,11 @@ export const HarnessMcpSpecSchema = z
       .array(z.strictObject({ path: z.string().min(1), content: z.string() }))
       .optional()
       .describe("Config files written into HOME when the rollout has MCP servers; templated likewise (e.g. {{#each mcpServers}}…{{/each}})."),
+    toolName: z
+      .string()
+      .regex(/^(?=.*\{\{server\}\})(?=.*\{\{tool\}\})(?:[A-Za-z0-9_.-]|\{\{server\}\}|\{\{tool\}\})+$/, "a name made of {{server}}, {{tool}} and letters, digits, '_', '-' or '.', with both {{server}} and {{tool}}")
+      .optional()
+      .describe("The name the model calls tool {{tool}} of server {{server}} by in this harness (default {{server}}__{{tool}}; Claude Code: mcp__{{server}}__{{tool}}). A reference solution's call of <server>__<tool> is renamed to it when replayed through the harness."),
   })
   .describe("How this harness is told about a rollout's MCP servers (each at {{url}}, authenticated with the rollout's key {{apiKey}}). A harness without it cannot be given MCP servers.");
 

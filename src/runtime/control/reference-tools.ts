@@ -40,20 +40,34 @@ function mapCall(call: { name: string; arguments: Record<string, unknown> | stri
 }
 
 /**
- * The turns as this harness's model would say them. Calls of a reins tool the harness maps are
- * rewritten; any other call (already in the harness's own tools) is kept as written.
- * Throws ReferenceToolError when a mapping does not render for a call.
+ * The name this harness's model calls an MCP tool by, for a reference call named
+ * `<server>__<tool>` of one of the rollout's servers (the longest server name that fits); undefined
+ * for any other call.
  */
-export function referenceTurnsFor(turns: readonly ScriptedTurn[], harness: Pick<ResolvedHarness, "name" | "referenceTools">): ScriptedTurn[] {
-  const tools = harness.referenceTools;
-  if (!tools) return turns.map((t) => ({ ...t }));
+function mcpToolName(name: string, servers: readonly string[], harness: Pick<ResolvedHarness, "mcp">): string | undefined {
+  const server = [...servers].sort((a, b) => b.length - a.length).find((s) => name.startsWith(`${s}__`) && name.length > s.length + 2);
+  if (server === undefined) return undefined;
+  const template = harness.mcp?.toolName ?? "{{server}}__{{tool}}";
+  return template.replaceAll("{{server}}", server).replaceAll("{{tool}}", name.slice(server.length + 2));
+}
+
+/**
+ * The turns as this harness's model would say them. Calls of a reins tool the harness maps are
+ * rewritten, and calls of an MCP tool written `<server>__<tool>` (a server of `mcpServers`, the
+ * rollout's) take the harness's MCP tool name; any other call (already in the harness's own
+ * tools) is kept as written. Throws ReferenceToolError when a mapping does not render for a call.
+ */
+export function referenceTurnsFor(turns: readonly ScriptedTurn[], harness: Pick<ResolvedHarness, "name" | "referenceTools" | "mcp">, mcpServers: readonly string[] = []): ScriptedTurn[] {
+  const tools = harness.referenceTools ?? {};
   return turns.map((turn, i) => {
     if (!turn.toolCalls) return { ...turn };
     return {
       ...turn,
       toolCalls: turn.toolCalls.map((call, j) => {
         const tool = tools[call.name as keyof typeof tools];
-        return tool ? mapCall(call, tool, `harness ${harness.name} referenceTools.${call.name} (turn ${i + 1}, call ${j + 1})`) : call;
+        if (tool) return mapCall(call, tool, `harness ${harness.name} referenceTools.${call.name} (turn ${i + 1}, call ${j + 1})`);
+        const mcpName = mcpToolName(call.name, mcpServers, harness);
+        return mcpName === undefined ? call : { ...call, name: mcpName };
       }),
     };
   });

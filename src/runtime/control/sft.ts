@@ -71,15 +71,16 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
     for (const h of plan.harnesses.filter((x) => x.dialect && (limited.get(x.name)?.has(i) ?? true))) {
       const id = `sft-${i}-${h.name}`;
       rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0, seed: 0 });
-      scriptOf.set(id, { key: id, turns: mappedReference(t.reference!, h) });
+      const servers = [...(t.mcpServers ?? []), ...(h.mcpServers ?? [])].map((s) => s.name);
+      scriptOf.set(id, { key: id, turns: mappedReference(t.reference!, h, servers) });
     }
   });
   return { rollouts, scriptOf };
 }
 
-function mappedReference(turns: ScriptedTurn[], harness: Plan["harnesses"][number]): ScriptedTurn[] {
+function mappedReference(turns: ScriptedTurn[], harness: Plan["harnesses"][number], mcpServers: string[]): ScriptedTurn[] {
   try {
-    return referenceTurnsFor(turns, harness);
+    return referenceTurnsFor(turns, harness, mcpServers);
   } catch (e) {
     if (!(e instanceof ReferenceToolError)) throw e;
     throw new LoopError("ReferenceToolInvalid", `A reference solution cannot be replayed through ${harness.name}: ${e.message}.`, "Fix the harness's referenceTools templates (they may name only the reins tool's arguments).");
