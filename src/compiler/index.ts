@@ -12,11 +12,15 @@ import { loadAndResolve, settle, type Loaded } from "./load-world.js";
 import { buildPlan } from "./plan/build.js";
 import type { Plan, ResolvedTask } from "./contract/plan.js";
 import { positionAt } from "./source/yaml.js";
+import { CODES } from "./contract/codes.js";
+import type { ResolvedSynthesis } from "./contract/synthesis.js";
+import { resolveSynthesis } from "./resolve/synthesis.js";
 
 export type { Diagnostic, Result, SourcePosition, Severity } from "./contract/diagnostics.js";
 export { DiagnosticsError, diagnosticOf } from "./contract/diagnostics.js";
 export { hasErrors, makeDiagnostic, sortDiagnostics } from "./contract/diagnostics.js";
 export type * from "./contract/plan.js";
+export type * from "./contract/synthesis.js";
 export { CALL_CLASSES, DIALECTS, DEFAULT_BAD_STEP_POLICY } from "./contract/plan.js";
 export { CODES, type Code, type DiagnosticCode } from "./contract/codes.js";
 export { ReinsError, isReinsError, makeProblem, failWith, succeed, type Outcome, type Problem } from "./contract/problem.js";
@@ -45,6 +49,7 @@ export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}):
   for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
     diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd, rollouts }).diagnostics);
   }
+  for (const synthesis of r.value.world.syntheses) diagnostics.push(...resolveSynthesis(synthesis).diagnostics);
   return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
 
@@ -80,6 +85,23 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
   const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, sources: r.value.loaded.sources });
   diagnostics.push(...plan.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
+}
+
+/** The Synthesis to run (`reins synth`): the one in `paths`, or the one named `target`. */
+export function compileSynthesis(paths: readonly string[], opts: CompileOptions = {}): Result<ResolvedSynthesis | undefined> {
+  const r = loadAndResolve(paths, settle(opts));
+  const diagnostics: Diagnostic[] = [...r.diagnostics];
+  const all = r.value.world.syntheses;
+  const chosen = opts.target ? all.filter((d) => d.name === opts.target) : all;
+  if (chosen.length !== 1) {
+    const file = paths[0] ?? ".";
+    const message = chosen.length === 0 ? (opts.target ? `No Synthesis named "${opts.target}".` : "There is no Synthesis document.") : `Several Syntheses were found (${chosen.map((d) => d.name).join(", ")}).`;
+    diagnostics.push(makeDiagnostic("NoSynthesisTarget", chosen[1] ? positionAt(chosen[1].source, ["metadata", "name"]) : { file, line: 1, column: 1 }, message, CODES.NoSynthesisTarget));
+    return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
+  }
+  const resolved = resolveSynthesis(chosen[0]!);
+  diagnostics.push(...resolved.diagnostics);
+  return { value: hasErrors(diagnostics) ? undefined : resolved.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
 
 /** The expanded documents (families rendered into Tasks), as plain objects for YAML output. */

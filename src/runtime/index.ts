@@ -48,3 +48,6 @@ export { DirectoryReader, judgeFromFunction, runVerifier, writeResolvedFiles, ty
 
 // The run viewer (reins view).
 export { startViewServer, type ViewHandle, type ViewOptions } from "./view/server.js";
+
+// `reins synth`: task families written by a generator, kept only when they pass the gates.
+export { runSynthesis, type SynthesisOptions, type SynthesisSummary } from "./synth/synthesize.js";

@@ -30,7 +30,7 @@ describe("JSON Schemas", () => {
 
   it("are draft-07, one per kind plus any.schema.json", () => {
     expect(schemas.map((s) => s.path).sort()).toContain("v1alpha1/any.schema.json");
-    expect(schemas.length).toBe(11);
+    expect(schemas.length).toBe(12);
     for (const s of schemas) expect(s.json.$schema).toBe("http://json-schema.org/draft-07/schema#");
   });
 

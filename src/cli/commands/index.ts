@@ -10,8 +10,9 @@ import { register as trajectories } from "./trajectories.js";
 import { register as proxy } from "./proxy.js";
 import { register as init } from "./init.js";
 import { register as view } from "./view.js";
+import { register as synth } from "./synth.js";
 
 /** Each command module exports `register(program)`. Order = order in `reins --help`. */
 export function registerCommands(program: Command): void {
-  for (const r of [init, validate, render, plan, run, evaluate, proxy, trajectories, view, diff, schema]) r(program);
+  for (const r of [init, validate, render, plan, run, evaluate, synth, proxy, trajectories, view, diff, schema]) r(program);
 }

@@ -66,6 +66,9 @@ export const CODES = {
   InvalidVerifier: "Give the verifier at least one part (checks, script or rubric) and weigh only the parts it has.",
   NoPlanTarget: "Add an Experiment or Evaluation document.",
   AmbiguousPlanTarget: "Choose one with --target NAME.",
+  NoSynthesisTarget: "Give a file with a `kind: Synthesis` document (or choose one with --target NAME).",
+  GeneratorChoice: "Give the generator exactly one of `scripted` (answers from files) and `hosted` (a model behind an API).",
+  ScriptedAnswersTooFew: "Give as many answer files as `count`, or lower `count`: a scripted generator answers each candidate from its own file.",
   AlgorithmNotFound: "Give a file with one `kind: Algorithm` document (apiVersion: reins/v1alpha1, a name and a spec with at least `type`).",
   AlgorithmAmbiguous: "Keep one Algorithm document in the file.",
   // ── compiler: semantic checks ──
@@ -246,6 +249,14 @@ export const CODES = {
   WeightsFormatUnsupported: "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
   MetricsSinkUnavailable:
     "Install the metrics Python environment with `bash scripts/install-metrics-python.sh` (tensorboardX and wandb, pinned), or set REINS_METRICS_PYTHON to a Python that has them; or remove spec.metrics.",
+
+  // ── runtime: reins synth ──
+  OutDirNotEmpty: "Give another --out, or empty this one yourself: reins synth writes only into a new or empty directory.",
+  GeneratorKeyMissing: "Export the key in the variable the generator names (generator.hosted.apiKeyEnv; it is read when asking, never written).",
+  GeneratorRequestFailed: "Check the generator's baseUrl, model and key; the candidate is dropped by the generator gate and the synthesis goes on.",
+  GeneratorAnswerInvalid: "The generator's API answered without text; check that baseUrl is the API the generator's `api` names.",
+  NothingKept: "Every candidate was dropped: read each one's gate and reason in synth-report.json, then fix the generator's prompt or answers.",
+  ReverifyFailed: "Fewer kept tasks passed again than reverify.minPassRate asks: the tasks are flaky (timing, randomness, network); see synth-report.json.",
 } as const;
 
 /** A permanent code of the catalogue. */

@@ -25,3 +25,13 @@ export interface Rng {
 export function createRng(seed: number): Rng {
   return { next: rng(seed) };
 }
+
+/** 0..n-1 in a Fisher–Yates order drawn from `random`. */
+export function shuffledIndexes(n: number, random: () => number): number[] {
+  const out = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

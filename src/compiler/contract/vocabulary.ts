@@ -9,6 +9,10 @@
 export const DIALECTS = ["anthropic-messages", "openai-chat", "openai-responses"] as const;
 export type Dialect = (typeof DIALECTS)[number];
 
+/** The dialects a hosted model is asked in (a Synthesis's hosted generator): the stateless ones. */
+export const HOSTED_APIS = DIALECTS.filter((d): d is Exclude<Dialect, "openai-responses"> => d !== "openai-responses");
+export type HostedApi = (typeof HOSTED_APIS)[number];
+
 /** Classes a call is sorted into (Harness `callClasses`; Algorithm `filters.dropClasses`). */
 export const CALL_CLASSES = ["main", "subagent", "compaction", "title", "auxiliary"] as const;
 export type CallClass = (typeof CALL_CLASSES)[number];

@@ -42,6 +42,8 @@ export interface World {
   verifiers: Map<string, Entry<ResolvedVerifier>>;
   experiments: TypedDocument[];
   evaluations: TypedDocument[];
+  /** Synthesis documents (read by `reins synth`, never planned). */
+  syntheses: TypedDocument[];
 }
 
 export function resolveWorld(documents: readonly TypedDocument[], builtins: readonly TypedDocument[] = []): Result<World> {
@@ -131,6 +133,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
       verifiers,
       experiments: docsOf("Experiment"),
       evaluations: docsOf("Evaluation"),
+      syntheses: docsOf("Synthesis"),
     },
     diagnostics,
   };

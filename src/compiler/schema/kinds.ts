@@ -8,6 +8,7 @@ import { AlgorithmDocument } from "./algorithm.js";
 import { SandboxDocument, TrainerDocument } from "./sandbox.js";
 import { ExperimentDocument, EvaluationDocument } from "./experiment.js";
 import { VerifierDocument } from "./verifier.js";
+import { SynthesisDocument } from "./synthesis.js";
 
 export const KINDS = {
   Task: { schema: TaskDocument, file: "task" },
@@ -20,6 +21,7 @@ export const KINDS = {
   Trainer: { schema: TrainerDocument, file: "trainer" },
   Experiment: { schema: ExperimentDocument, file: "experiment" },
   Evaluation: { schema: EvaluationDocument, file: "evaluation" },
+  Synthesis: { schema: SynthesisDocument, file: "synthesis" },
 } as const satisfies Record<string, { schema: z.ZodType; file: string }>;
 
 export type Kind = keyof typeof KINDS;

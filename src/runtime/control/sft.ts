@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/contract/plan.js";
-import { rng } from "../../compiler/contract/rng.js";
+import { rng, shuffledIndexes } from "../../compiler/contract/rng.js";
 import { createExecutor, type Executor } from "../executor/executor.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
@@ -65,7 +65,7 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
   const rollouts: PlanRollout[] = [];
   const scriptOf = new Map<string, { key: string; turns: ScriptedTurn[] }>();
   // A harness with a reference limit replays a seeded sample of the tasks, the same in every run of the plan.
-  const order = shuffledIndexes(tasks.length, plan.seed);
+  const order = shuffledIndexes(tasks.length, rng((plan.seed ^ 0x5bd1e995) >>> 0));
   const limited = new Map(Object.entries(plan.sft?.referencesPerHarness ?? {}).map(([h, n]) => [h, new Set(order.slice(0, n))]));
   tasks.forEach((t, i) => {
     for (const h of plan.harnesses.filter((x) => x.dialect && (limited.get(x.name)?.has(i) ?? true))) {
@@ -200,15 +200,6 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerWork
   return { rollouts: results.length, passed, sequences, steps: sft.steps };
 }
 
-function shuffledIndexes(n: number, seed: number): number[] {
-  const random = rng((seed ^ 0x5bd1e995) >>> 0);
-  const out = Array.from({ length: n }, (_, i) => i);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 /** The SFT subsets' random source: the compiler's mulberry32, on a seed of its own. */
 function seededRandom(seed: number): () => number {
