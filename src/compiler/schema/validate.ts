@@ -111,9 +111,13 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
           makeDiagnostic("MissingField", positionAt(src, path.slice(0, -1), { key: path.length > 1 }), `Required field "${String(field)}" is missing${path.length > 1 ? ` in ${describePath(path.slice(0, -1))}` : ""}.`, `${CODES.MissingField} Expected ${issue.expected ?? "a value"}.`),
         ];
       }
-      return [
-        makeDiagnostic("InvalidType", positionAt(src, path), `${where || "The value"} should be ${article(issue.expected)}, not ${typeName(actual)}.`, CODES.InvalidType),
-      ];
+      // A family's template is checked rendered: a whole-value template ("{{count}}") keeps its parameter's type.
+      const rendered = typeof actual === "string" && /^\s*\{\{[^{}]+\}\}\s*$/.test(actual);
+      const message = rendered
+        ? `${where || "The value"} should be ${article(issue.expected)}, but ${JSON.stringify(actual)} renders to the parameter's own type (a template that is one {{…}} keeps it).`
+        : `${where || "The value"} should be ${article(issue.expected)}, not ${typeName(actual)}.`;
+      const hint = rendered ? `${CODES.InvalidType} Declare the parameter with that type (e.g. type: string), or add text around the template.` : CODES.InvalidType;
+      return [makeDiagnostic("InvalidType", positionAt(src, path), message, hint)];
     }
     case "invalid_value": {
       const allowed = (issue.values ?? []).map((x) => JSON.stringify(x));
