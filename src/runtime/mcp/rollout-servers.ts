@@ -36,8 +36,9 @@ export function mcpMounts(): SandboxMount[] {
   return mounts;
 }
 
-export function serverArgv(s: ResolvedMcpServer): string[] {
-  return s.shipped ? [process.execPath, join(SHIPPED_SERVERS_DIR, `${s.shipped}.mjs`), ...s.command] : [...s.command];
+/** The server's argv in `box`: a shipped server runs with the node the sandbox has (the host's where mounted, else its image's). */
+export function serverArgv(s: ResolvedMcpServer, box: Pick<Sandbox, "nodePath">): string[] {
+  return s.shipped ? [box.nodePath ?? "node", join(SHIPPED_SERVERS_DIR, `${s.shipped}.mjs`), ...s.command] : [...s.command];
 }
 
 export interface RolloutServers {
@@ -79,7 +80,7 @@ export async function startRolloutServers(o: StartOptions): Promise<RolloutServe
         beside.push(box);
       }
       if (s.files.length > 0) await box.writeFiles(s.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
-      const proc = new ServerProcess(box, serverArgv(s), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) });
+      const proc = new ServerProcess(box, serverArgv(s, box), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) });
       const relay = new McpRelay(s.name, proc, { allowed: s.tools, startedAt: o.startedAt, record: (c) => calls.push(c) });
       relays.push({ relay, server: s, process: proc });
       await relay.open(Math.min(s.startupSeconds * 1000, Math.max(1, o.deadline - Date.now())));

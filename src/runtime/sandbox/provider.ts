@@ -185,6 +185,8 @@ export interface Sandbox {
   readonly homePath: string;
   /** The proxy as seen from inside, e.g. "http://127.0.0.1:18080"; absent without network. */
   readonly proxyUrl?: string;
+  /** The host's node as seen from inside (local: its own path; podman: /usr/local/bin/node); absent when the sandbox has only its image's `node` on PATH. */
+  readonly nodePath?: string;
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
   spawn(argv: string[], options?: ExecOptions): SandboxProcess;
   /**

@@ -59,6 +59,8 @@ async function killEnterTree(child: ChildProcess, ownPidNamespace: boolean): Pro
 
 export class LocalSandbox extends BaseSandbox {
   readonly provider = "local" as const;
+  /** The sandbox sees the host's /usr, and reins mounts node's own directory when it lives elsewhere. */
+  readonly nodePath = process.execPath;
   /** The workspace on this host (for tests and diagnostics; readers go through the contract). */
   readonly workspaceHostPath: string;
   protected readonly files: FileTransport;

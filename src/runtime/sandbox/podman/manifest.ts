@@ -6,6 +6,9 @@
  * pod is played with `--network none`, so it has nothing else).
  */
 import type { Manifest } from "../kubernetes/objects.js";
+
+/** Where a podman sandbox sees the host's node (read-only). */
+export const HOST_NODE_PATH = "/usr/local/bin/node";
 import { PROXY_SOCKET_IN_SANDBOX, SANDBOX_CONTAINER } from "../layout.js";
 
 export interface PodmanAdaptation {
@@ -41,7 +44,7 @@ export function adaptPodForPodman(pod: Manifest, a: PodmanAdaptation): Manifest 
   const mounts = sandbox.volumeMounts as Obj[];
   if (a.nodeHost) {
     volumes.push({ name: "host-node", hostPath: { path: a.nodeHost, type: "File" } });
-    mounts.push({ name: "host-node", mountPath: "/usr/local/bin/node", readOnly: true });
+    mounts.push({ name: "host-node", mountPath: HOST_NODE_PATH, readOnly: true });
   }
   (a.extraMounts ?? []).forEach((m, i) => {
     volumes.push({ name: `extra-${i}`, hostPath: { path: m.hostPath } });

@@ -23,7 +23,7 @@ import { layOutState, removeState } from "../local/state.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
 import { preparePodmanCli, runPodman, sandboxContainersConf, type PodmanCli } from "./cli.js";
-import { adaptPodForPodman, podmanContainerName } from "./manifest.js";
+import { adaptPodForPodman, HOST_NODE_PATH, podmanContainerName } from "./manifest.js";
 import { PodmanSandbox } from "./sandbox.js";
 
 export interface PodmanProviderOptions {
@@ -121,6 +121,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
         manifest: played,
         fileTransfer: this.options.fileTransfer ?? "host",
         proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
+        ...(this.options.mountHostNode === false ? {} : { nodePath: HOST_NODE_PATH }),
       });
       if (socket) await this.awaitForwarder(sandbox, spec.id, port);
       return sandbox;

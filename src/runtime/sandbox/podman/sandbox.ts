@@ -29,6 +29,8 @@ export interface PodmanSandboxState {
   manifest: Manifest;
   fileTransfer: "host" | "exec";
   proxyUrl?: string;
+  /** Where the host's node is mounted, when it is. */
+  nodePath?: string;
 }
 
 /** `podman exec` exits 125 when it could not run the command at all. */
@@ -36,6 +38,9 @@ const PODMAN_EXEC_FAILED = 125;
 
 export class PodmanSandbox extends BaseSandbox {
   readonly provider = "podman" as const;
+  get nodePath(): string | undefined {
+    return this.state.nodePath;
+  }
   /** The workspace on this host (for tests and diagnostics; readers go through the contract). */
   readonly workspaceHostPath: string;
   protected readonly files: FileTransport;
