@@ -32,6 +32,11 @@ describe.skipIf(skipHarness("claude-code") || skipHarness("codex") || skipHarnes
   it("Claude Code, Codex, OpenClaw and reins-agent complete the MCP task; every record lists its MCP calls", () => {
     const run = reinsEval("examples/mcp/evaluation.yaml", join(tempDir("reins-mcp-example-"), "run"));
     expect(run.code, run.stderr).toBe(0);
+    // each rollout's harness, status and reward first, so a failure says which and how
+    const outcomes = run.rollouts.map((r) => `${r.harness} ${r.status} ${r.reward}${r.error ? ` ${r.error.code}` : ""}`).sort();
+    expect(outcomes, JSON.stringify(run.rollouts.filter((r) => r.reward !== 1).map((r) => [r.id, r.harnessExit, r.verifier]))).toEqual(
+      ["claude-code", "claude-code", "codex", "codex", "openclaw", "openclaw", "reins-agent", "reins-agent"].map((h) => `${h} ok 1`),
+    );
     expect(run.summary).toMatchObject({ rollouts: 8, errors: 0, meanReward: 1 });
     expect(Object.keys(run.summary.harnesses).sort()).toEqual(["claude-code", "codex", "openclaw", "reins-agent"]);
     // Codex sends a namespaced call back split (namespace mcp__search, name search); every harness's prompts still extend
