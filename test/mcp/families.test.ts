@@ -86,7 +86,7 @@ describe("the starter MCP families", () => {
     const r = spawnSync(process.execPath, ["bin/reins.js", "render", FAMILIES], { encoding: "utf8" });
     writeFileSync(join(dir, "rendered.yaml"), r.stdout);
     expect(render(join(dir, "rendered.yaml"))).toEqual(docs);
-  });
+  }, 300_000);
 
   it("a reference's <server>__<tool> call takes each harness's MCP tool name; other calls map as before", () => {
     const turns: ScriptedTurn[] = [
@@ -101,7 +101,7 @@ describe("the starter MCP families", () => {
     expect(names("reins-agent")).toEqual(["search__search", "write_file", "nosuch__search"]);
     // without the rollout's servers the call is not an MCP call
     expect(referenceTurnsFor(turns, loadHarnessSpec("claude-code"))[0]!.toolCalls![0]!.name).toBe("search__search");
-  });
+  }, 60_000);
 
   const real = ["claude-code", "codex", "openclaw"];
   describe.skipIf(real.some(skipHarness))(`reference replays through the harnesses${skipNote("claude-code")}`, () => {
