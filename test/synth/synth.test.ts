@@ -86,14 +86,14 @@ describe("examples/synth/support.yaml", () => {
     const v = reins(["validate", out, "--json"]);
     expect(v.code, v.stdout + v.stderr).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ ok: true, tasks: 6 });
-  });
+  }, 300_000);
 
   it("refuses an output directory that is not empty, touching nothing in it", () => {
     const again = reins(["synth", "examples/synth/support.yaml", "--out", out]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("OutDirNotEmpty");
     expect(filesUnder(out).sort()).toEqual([join(out, "faq-plan-price/family.yaml"), join(out, "open-ticket-count/family.yaml"), join(out, "synth-report.json")].sort());
-  });
+  }, 300_000);
 });
 
 describe("a hosted generator", () => {
@@ -204,5 +204,5 @@ describe("a synthesis in another directory", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("OutsideProject");
     expect(readdirSync(dir).sort()).toEqual(["synth"]);
-  });
+  }, 300_000);
 });
