@@ -49,7 +49,7 @@ export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}):
   for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
     diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd, rollouts }).diagnostics);
   }
-  for (const synthesis of r.value.world.syntheses) diagnostics.push(...resolveSynthesis(synthesis).diagnostics);
+  for (const synthesis of r.value.world.syntheses) diagnostics.push(...resolveSynthesis(synthesis, r.value.world.models).diagnostics);
   return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
 
@@ -99,7 +99,7 @@ export function compileSynthesis(paths: readonly string[], opts: CompileOptions 
     diagnostics.push(makeDiagnostic("NoSynthesisTarget", chosen[1] ? positionAt(chosen[1].source, ["metadata", "name"]) : { file, line: 1, column: 1 }, message, CODES.NoSynthesisTarget));
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }
-  const resolved = resolveSynthesis(chosen[0]!);
+  const resolved = resolveSynthesis(chosen[0]!, r.value.world.models);
   diagnostics.push(...resolved.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : resolved.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }

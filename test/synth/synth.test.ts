@@ -6,31 +6,22 @@
  * - a hosted generator (local fakes of the Anthropic Messages and OpenAI Chat Completions APIs):
  *   asked with the persona, scenario and skill, the key sent only in the request and written
  *   nowhere; a failing API drops the candidate by the generator gate; a missing key stops the run;
+ * - examples/synth/banded.yaml: the difficulty band keeps the candidate its baseline passes 1 time
+ *   in 3 and drops the one it never passes, saying the rate; infrastructure failures are no tries;
  * - an output directory that is not empty is refused, nothing in it touched.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 function reins(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [resolve("bin/reins.js"), ...args], { encoding: "utf8", timeout: 600_000, env: { ...process.env, NO_COLOR: "1", ...env } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** reins run without blocking this process (the fake APIs below answer from it). */
-function reinsAsync(args: string[], env: Record<string, string> = {}): Promise<ReturnType<typeof reins>> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [resolve("bin/reins.js"), ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("close", (code) => done({ code, stdout, stderr }));
-  });
 }
 
 function filesUnder(dir: string): string[] {
@@ -94,6 +85,30 @@ describe("examples/synth/support.yaml", () => {
     expect(again.stderr).toContain("OutDirNotEmpty");
     expect(filesUnder(out).sort()).toEqual([join(out, "faq-plan-price/family.yaml"), join(out, "open-ticket-count/family.yaml"), join(out, "synth-report.json")].sort());
   }, 300_000);
+});
+
+describe("examples/synth/banded.yaml: the difficulty band", () => {
+  it("keeps what the baseline passes 10-90% of the time, drops what it never passes, and says the rate", () => {
+    const out = join(tempDir("reins-synth-banded-"), "out");
+    const r = reins(["synth", "examples/synth/banded.yaml", "--out", out, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ candidates: 3, kept: 1, dropped: { difficulty: 1, schema: 1 }, families: ["open-ticket-count"], reverify: { tasks: 3, passed: 3 } });
+    const report = JSON.parse(readFileSync(join(out, "synth-report.json"), "utf8"));
+    const [kept, hard] = report.candidateReports;
+    expect(kept.gates.at(-1)).toEqual({ gate: "difficulty", passed: true, reason: "the baseline always-one passed 2/6 tries (0.33), within the band [0.1, 0.9]" });
+    expect(hard).toMatchObject({ family: "faq-plan-price", droppedBy: "difficulty" });
+    expect(hard.gates.at(-1).reason).toBe("the baseline always-one passed 0/6 tries (0.00), below the band [0.1, 0.9]");
+    expect(reins(["validate", out]).code).toBe(0);
+  }, 300_000);
+
+  it("counts tries, not infrastructure failures, and says when the baseline could not try at all", async () => {
+    const { judgeDifficulty } = await import("../../src/runtime/synth/difficulty.js");
+    const d = { model: { name: "base" } as never, min: 0.1, max: 0.9 };
+    const r = (status: string, passed: boolean) => ({ status, passed, error: status === "infra-failed" ? { code: "SandboxFailed", message: "no sandbox" } : undefined }) as never;
+    expect(judgeDifficulty(d, [r("ok", true), r("ok", false), r("infra-failed", false)])).toMatchObject({ passed: true, reason: "the baseline base passed 1/2 tries (0.50), within the band [0.1, 0.9]" });
+    expect(judgeDifficulty(d, [r("ok", true), r("ok", true)])).toMatchObject({ passed: false, reason: "the baseline base passed 2/2 tries (1.00), above the band [0.1, 0.9]" });
+    expect(judgeDifficulty(d, [r("infra-failed", false)])).toMatchObject({ passed: false, reason: "the baseline base could not try any task: SandboxFailed (no sandbox)" });
+  });
 });
 
 describe("a hosted generator", () => {

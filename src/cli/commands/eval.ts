@@ -59,7 +59,8 @@ export function register(program: Command): void {
       if (opts.json) printJson(summary);
       else {
         const engine = summary.engine ? `engine: ${summary.engine.server} ${summary.engine.version ?? "(version unknown)"}, ${summary.engine.logprobsMode} logprobs\n` : "";
-        process.stdout.write(`${renderEvalTable(summary)}\n${renderFidelityTable(summary.fidelity)}\n${engine}run directory: ${store.dir}\n`);
+        const fidelity = summary.fidelity ? renderFidelityTable(summary.fidelity) : `evaluation only: ${summary.evaluationOnly}`;
+        process.stdout.write(`${renderEvalTable(summary)}\n${fidelity}\n${engine}run directory: ${store.dir}\n`);
       }
       // The summary is printed either way; a run that scored nothing is still a failure.
       const unscored = unscoredProblem(summary);

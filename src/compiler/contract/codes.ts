@@ -74,7 +74,7 @@ export const CODES = {
   // ── compiler: semantic checks ──
   GroupSizeTooSmall: "GRPO normalizes rewards within a group; use groupSize 2 or more.",
   UnsupportedDialect: "Use one of the dialects the proxy speaks: anthropic-messages, openai-chat, openai-responses.",
-  EngineCannotTrain: "Use a vllm or sglang engine to train (they reload the trainer's weights); llama-cpp serves evaluations (reins eval) only.",
+  EngineCannotTrain: "Use a vllm or sglang engine to train (they reload the trainer's weights); llama-cpp and hosted models serve evaluations (reins eval) only.",
   ModelRequired: "Harnesses that call a model need a `model` in the Experiment or Evaluation.",
   NoTasksSelected: "Select at least one task: by name, by family, or by labels.",
   PlanTooLarge: "Use fewer steps, tasks per step, a smaller group size or fewer attempts, or split the run.",
@@ -94,6 +94,10 @@ export const CODES = {
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
   StopTokensMissing: "Set stopTokens in the Model, e.g. [\"<|im_end|>\"], or give the directory a generation_config.json with eos_token_id.",
+  NotForHostedModel: "Remove the field: a hosted model (engine type hosted) is asked in text through its API, which has its own tokenizer, template and stop rules.",
+  TokenizerRequired: "Add spec.tokenizer (e.g. {type: qwen3}, or {type: huggingface, path: DIR}): the proxy renders prompts into token ids with it.",
+  HostedDialectMismatch:
+    "A hosted policy gets each harness's requests as they are: give it harnesses that speak its API (anthropic-messages: Claude Code; openai-chat: OpenClaw, reins-agent), or use a Model with that API for the others.",
   ChatTemplateConflict: "Give either tokenizer.template (one of the directory's templates) or chatTemplate/chatTemplateFile, not both.",
   ChatTemplateUnknown: "Set tokenizer.template to one of the directory's chat templates (chat_template.jinja is \"default\"; additional_chat_templates/NAME.jinja is NAME).",
   DuplicateDocument: "The same file was given twice; it is read once.",
@@ -252,6 +256,7 @@ export const CODES = {
 
   // ── runtime: reins synth ──
   OutDirNotEmpty: "Give another --out, or empty this one yourself: reins synth writes only into a new or empty directory.",
+  HostedKeyMissing: "Export the key in the variable the hosted Model names (engine.apiKeyEnv; read when asking, never written), then run again.",
   GeneratorKeyMissing: "Export the key in the variable the generator names (generator.hosted.apiKeyEnv; it is read when asking, never written).",
   GeneratorRequestFailed: "Check the generator's baseUrl, model and key; the candidate is dropped by the generator gate and the synthesis goes on.",
   GeneratorAnswerInvalid: "The generator's API answered without text; check that baseUrl is the API the generator's `api` names.",

@@ -19,7 +19,7 @@ import type { CallClassRuleSchema, HarnessKnobsSchema, HarnessSpecSchema, REFERE
 import type { EngineSpec, ModelSpecSchema, ScriptedTurnSpec } from "../schema/model.js";
 import type { SandboxSpecSchema, TrainerSpecSchema } from "../schema/sandbox.js";
 import type { CombineSpecSchema } from "../schema/verifier.js";
-import type { CallClass, Dialect } from "./vocabulary.js";
+import type { CallClass, Dialect, HostedApi } from "./vocabulary.js";
 
 export { CALL_CLASSES, DIALECTS, type CallClass, type Dialect } from "./vocabulary.js";
 
@@ -176,8 +176,8 @@ export type ReferenceTool = z.output<typeof ReferenceToolSchema>;
 
 export interface ResolvedModel {
   name: string;
-  /** File paths (tokenizer, onnx model) are absolute. */
-  tokenizer: ModelSpec["tokenizer"];
+  /** File paths (tokenizer, onnx model) are absolute. Absent only for a hosted engine (text in, text out). */
+  tokenizer?: NonNullable<ModelSpec["tokenizer"]>;
   /** Jinja chat template text (a huggingface tokenizer's own, read at compile time); when absent the tokenizer package's own template is used. */
   chatTemplate?: string;
   /** Named special tokens (bos_token, eos_token, ...) the chat template sees, from a huggingface tokenizer's directory. */
@@ -206,7 +206,20 @@ export type ResolvedEngine =
   | (Omit<EngineOf<"vllm">, "serve"> & { serve?: ResolvedVllmServe })
   | EngineOf<"sglang">
   | EngineOf<"llama-cpp">
+  | ({ type: "hosted" } & ResolvedHostedApi)
   | (Filled<Omit<EngineOf<"onnx">, "prefixCache">> & { modelPath: string; prefixCache?: { entries: number; maxMiB: number } });
+
+/**
+ * A model behind a hosted API (engine type hosted, a Synthesis's hosted generator): baseUrl
+ * without a trailing slash; the key is read from `apiKeyEnv` when asking, never stored.
+ */
+export interface ResolvedHostedApi {
+  api: HostedApi;
+  model: string;
+  baseUrl: string;
+  apiKeyEnv: string;
+  timeoutSeconds: number;
+}
 
 /**
  * A vLLM server reins starts itself (engine.serve): `modelPath` absolute; `python` absent means

@@ -1,16 +1,19 @@
 /** What `reins synth` consumes: a Synthesis with its defaults filled and its files located. */
 
-import type { HostedApi } from "./vocabulary.js";
+import type { ResolvedHostedApi, ResolvedModel } from "./plan.js";
 
-export interface ResolvedHostedGenerator {
-  api: HostedApi;
-  model: string;
-  baseUrl: string;
-  /** The environment variable holding the key (its value is read only when asking). */
-  apiKeyEnv: string;
+/** The difficulty band: the baseline Model (resolved), its harness, tries per task, the kept pass-rate range. */
+export interface ResolvedDifficultyGate {
+  model: ResolvedModel;
+  harness: string;
+  attempts: number;
+  min: number;
+  max: number;
+}
+
+export interface ResolvedHostedGenerator extends ResolvedHostedApi {
   maxTokens: number;
   temperature: number;
-  timeoutSeconds: number;
 }
 
 export type ResolvedGenerator = { type: "scripted"; answers: string[] } | ({ type: "hosted" } & ResolvedHostedGenerator);
@@ -28,6 +31,6 @@ export interface ResolvedSynthesis {
   generator: ResolvedGenerator;
   /** `sandbox` as written (default local, 2 at once): it goes into the Evaluations that check candidates. */
   validation: { harness: string; attempts: number; sandbox: Record<string, unknown> };
-  gates: { mutations: boolean; nearDuplicate: number; leaks: boolean };
+  gates: { mutations: boolean; nearDuplicate: number; leaks: boolean; difficulty?: ResolvedDifficultyGate };
   reverify: { minPassRate: number };
 }

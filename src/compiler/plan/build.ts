@@ -78,10 +78,22 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
       diagnostics.push(makeDiagnostic("UnknownReference", at("model", "name"), `No Model named "${spec.model.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
     } else {
       model = m.value;
-      if (isExperiment && model.engine.type === "llama-cpp") {
-        const p = positionAt(m.doc.source, ["spec", "engine", "type"]);
-        const message = `The Model "${spec.model.name}" is served by llama.cpp, which cannot load the weights training writes: an Experiment trains through an engine that reloads them.`;
-        diagnostics.push(makeDiagnostic("EngineCannotTrain", at("model", "name"), message, CODES.EngineCannotTrain, "error", [`engine type set at ${p.file}:${p.line}:${p.column}`]));
+      const engineAt = positionAt(m.doc.source, ["spec", "engine", "type"]);
+      const setAt = `engine type set at ${engineAt.file}:${engineAt.line}:${engineAt.column}`;
+      if (isExperiment && (model.engine.type === "llama-cpp" || model.engine.type === "hosted")) {
+        const message =
+          model.engine.type === "hosted"
+            ? `The Model "${spec.model.name}" is a hosted model (${model.engine.api} ${model.engine.model}): it returns no token ids and loads no weights, so an Experiment cannot train it.`
+            : `The Model "${spec.model.name}" is served by llama.cpp, which cannot load the weights training writes: an Experiment trains through an engine that reloads them.`;
+        diagnostics.push(makeDiagnostic("EngineCannotTrain", at("model", "name"), message, CODES.EngineCannotTrain, "error", [setAt]));
+      }
+      if (!isExperiment && model.engine.type === "hosted") {
+        const api = model.engine.api;
+        harnesses.forEach(({ use, harness }, i) => {
+          if (!harness?.dialect || harness.dialect === api) return;
+          const message = `The harness ${use.name} speaks ${harness.dialect}, but the policy "${spec.model.name}" is a hosted ${api} model: the proxy passes a harness's requests through to a hosted model as they are.`;
+          diagnostics.push(makeDiagnostic("HostedDialectMismatch", at("harnesses", i, "name"), message, CODES.HostedDialectMismatch, "error", [setAt]));
+        });
       }
     }
   }

@@ -24,6 +24,7 @@ import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
 import type { ExperimentSpec } from "../schema/experiment.js";
 import type { ProjectRoot } from "../source/project.js";
 import { readHfDirectory } from "./hf-directory.js";
+import { resolveHostedApi } from "./hosted.js";
 import { readChatTemplate, type HostPathProblem } from "./host-paths.js";
 
 export function toNumber(v: number | string | undefined, fallback: number): number {
@@ -53,6 +54,9 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
   return out;
 }
 
+/** What a Model says about tokens, meaningless for a hosted engine (text in, text out). */
+const TOKEN_FIELDS = ["tokenizer", "chatTemplate", "chatTemplateFile", "toolCallFormat", "reasoning", "stopTokens"] as const;
+
 /**
  * `specFile`: the absolute path of the Model's file; tokenizer, chat template and onnx model paths
  * are relative to it and come out absolute (the plan hash sees them relative to Plan.root).
@@ -62,8 +66,19 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
   const base = dirname(specFile);
   const abs = (p: string) => resolve(base, p);
   const t = spec.tokenizer;
+  const hosted = spec.engine.type === "hosted";
+  if (hosted) {
+    const own = TOKEN_FIELDS.filter((f) => spec[f] !== undefined);
+    for (const f of own) {
+      problems.push({ path: [f], code: "NotForHostedModel", message: `A hosted model takes text and answers text: its tokens, template and stop rules are the API's, so ${f} would do nothing.` });
+    }
+  } else if (t === undefined) {
+    problems.push({ path: ["engine", "type"], code: "TokenizerRequired", message: `The Model's ${spec.engine.type} engine works by token ids, but the Model names no tokenizer.` });
+  }
   const tokenizer: ResolvedModel["tokenizer"] =
-    t.type === "file"
+    t === undefined || hosted
+      ? undefined
+      : t.type === "file"
       ? { type: "file", path: abs(t.path) }
       : t.type === "huggingface"
         ? { type: "huggingface", path: abs(t.path), ...(t.template !== undefined ? { template: t.template } : {}) }
@@ -76,7 +91,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
   }
   let stopTokens = spec.stopTokens;
   let chatTemplateVariables: Record<string, string> | undefined;
-  if (t.type === "huggingface") {
+  if (t?.type === "huggingface" && !hosted) {
     const ownTemplate = spec.chatTemplate !== undefined || spec.chatTemplateFile !== undefined;
     if (ownTemplate && t.template !== undefined) {
       problems.push({ path: ["tokenizer", "template"], code: "ChatTemplateConflict", message: `tokenizer.template picks one of ${t.path}'s chat templates, but the Model gives its own (${spec.chatTemplate !== undefined ? "chatTemplate" : "chatTemplateFile"}).` });
@@ -106,6 +121,8 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
           ? resolveVllm(e, abs, spec.maxContextTokens ?? 32768, problems)
           : e.type === "sglang" || e.type === "llama-cpp"
           ? { ...e }
+          : e.type === "hosted"
+          ? { type: "hosted", ...resolveHostedApi(e) }
           : {
             type: "onnx",
             modelPath: abs(e.modelPath),
@@ -115,7 +132,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
           };
   const model: ResolvedModel = {
     name,
-    tokenizer,
+    ...(tokenizer ? { tokenizer } : {}),
     toolCallFormat: spec.toolCallFormat ?? "qwen3",
     reasoning: spec.reasoning === undefined ? { start: "<think>", end: "</think>" } : spec.reasoning,
     stopTokens: stopTokens ?? ["<|im_end|>"],

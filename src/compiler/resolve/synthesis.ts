@@ -6,16 +6,18 @@
 import { dirname } from "node:path";
 import { CODES } from "../contract/codes.js";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
-import type { ResolvedGenerator, ResolvedSynthesis } from "../contract/synthesis.js";
+import type { ResolvedModel } from "../contract/plan.js";
+import type { ResolvedDifficultyGate, ResolvedGenerator, ResolvedSynthesis } from "../contract/synthesis.js";
+import type { Entry } from "./entry.js";
+import { suggest } from "../schema/validate.js";
 import type { SynthesisSpec } from "../schema/synthesis.js";
 import { locateInProject, ownDirectoryRoots } from "../source/project.js";
 import { positionAt } from "../source/yaml.js";
+import { resolveHostedApi } from "./hosted.js";
 import type { TypedDocument } from "../schema/validate.js";
 
-const DEFAULT_BASE_URL = { "anthropic-messages": "https://api.anthropic.com", "openai-chat": "https://api.openai.com/v1" } as const;
-const DEFAULT_KEY_ENV = { "anthropic-messages": "ANTHROPIC_API_KEY", "openai-chat": "OPENAI_API_KEY" } as const;
 
-export function resolveSynthesis(doc: TypedDocument): Result<ResolvedSynthesis | undefined> {
+export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string, Entry<ResolvedModel>>): Result<ResolvedSynthesis | undefined> {
   const spec = doc.doc.spec as SynthesisSpec;
   const at = (...p: (string | number)[]) => positionAt(doc.source, ["spec", ...p]);
   const diagnostics: Diagnostic[] = [];
@@ -35,16 +37,20 @@ export function resolveSynthesis(doc: TypedDocument): Result<ResolvedSynthesis |
     }
     generator = { type: "scripted", answers };
   } else if (hosted) {
-    generator = {
-      type: "hosted",
-      api: hosted.api,
-      model: hosted.model,
-      baseUrl: (hosted.baseUrl ?? DEFAULT_BASE_URL[hosted.api]).replace(/\/+$/, ""),
-      apiKeyEnv: hosted.apiKeyEnv ?? DEFAULT_KEY_ENV[hosted.api],
-      maxTokens: hosted.maxTokens ?? 8192,
-      temperature: hosted.temperature ?? 1,
-      timeoutSeconds: hosted.timeoutSeconds ?? 300,
-    };
+    generator = { type: "hosted", ...resolveHostedApi(hosted), maxTokens: hosted.maxTokens ?? 8192, temperature: hosted.temperature ?? 1 };
+  }
+  const difficulty = spec.gates?.difficulty;
+  let band: ResolvedDifficultyGate | undefined;
+  if (difficulty) {
+    const model = models.get(difficulty.model)?.value;
+    const min = difficulty.min ?? 0.1;
+    const max = difficulty.max ?? 0.9;
+    if (!model) {
+      const guess = suggest(difficulty.model, [...models.keys()]);
+      diagnostics.push(makeDiagnostic("UnknownReference", at("gates", "difficulty", "model"), `No Model named "${difficulty.model}" for the difficulty gate's baseline.${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+    } else if (min > max) {
+      diagnostics.push(makeDiagnostic("InvalidValue", at("gates", "difficulty", "min"), `The difficulty band is empty: min ${min} is above max ${max}.`, "Give min ≤ max (pass rates, 0 to 1)."));
+    } else band = { model, harness: difficulty.harness ?? spec.validation?.harness ?? "reins-agent", attempts: difficulty.attempts ?? 4, min, max };
   }
   if (!generator || diagnostics.length > 0) return { value: undefined, diagnostics };
   return {
@@ -62,7 +68,7 @@ export function resolveSynthesis(doc: TypedDocument): Result<ResolvedSynthesis |
         attempts: spec.validation?.attempts ?? 2,
         sandbox: (spec.validation?.sandbox as Record<string, unknown> | undefined) ?? { provider: "local", concurrency: 2 },
       },
-      gates: { mutations: spec.gates?.mutations ?? true, nearDuplicate: spec.gates?.nearDuplicate ?? 0.9, leaks: spec.gates?.leaks ?? true },
+      gates: { mutations: spec.gates?.mutations ?? true, nearDuplicate: spec.gates?.nearDuplicate ?? 0.9, leaks: spec.gates?.leaks ?? true, ...(band ? { difficulty: band } : {}) },
       reverify: { minPassRate: spec.reverify?.minPassRate ?? 0.9 },
     },
     diagnostics,

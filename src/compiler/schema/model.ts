@@ -1,6 +1,7 @@
 /** Model: tokenizer, chat template, output format, sampling, engine. */
 import { z } from "zod";
 import { PositiveInt, documentSchema } from "./common.js";
+import { HostedApiFields } from "./hosted.js";
 
 const ToolCall = z.strictObject({
   name: z.string().min(1),
@@ -91,8 +92,13 @@ export const EngineSpec = z
           "Reuse the KV of the longest stored token prefix of each prompt (a harness's shared system prompt and tools across a step's rollouts; a call that extends the previous one), per weights version, least recently used evicted. Off when absent: a reused prefix equals a full prefill only up to float rounding, and which prompts hit depends on the order of concurrent calls.",
         ),
     }),
+    z
+      .strictObject({ type: z.literal("hosted"), ...HostedApiFields })
+      .describe(
+        "A model behind a hosted API, without token ids: a rubric judge, or the policy of an Evaluation, whose harnesses' requests the proxy passes through (a harness must speak the API's dialect). Evaluation only: an Experiment cannot train it. A hosted Model has no tokenizer, chat template, toolCallFormat, reasoning or stopTokens (the API has its own).",
+      ),
   ])
-  .describe("Inference engine: completion by token ids with logprobs.");
+  .describe("Inference engine: completion by token ids with logprobs (hosted: text only).");
 
 export const ProxyLimitsSpec = z
   .strictObject({
@@ -124,7 +130,8 @@ export const ModelSpecSchema = z
             "The directory's own tokenizer, chat template (rendered with its bos_token, eos_token, pad_token and unk_token, as transformers does) and stop tokens (generation_config.json's eos_token_id, else tokenizer_config.json's eos_token) where the Model gives none.",
           ),
       ])
-      .describe("Tokenizer."),
+      .optional()
+      .describe("Tokenizer (required, except for a hosted engine, which has none)."),
     chatTemplate: z.string().optional().describe("Jinja chat template; default: the tokenizer's own."),
     chatTemplateFile: z.string().optional().describe("Jinja chat template file, relative to the spec file."),
     toolCallFormat: z.enum(["qwen3", "hermes", "none"]).optional(),

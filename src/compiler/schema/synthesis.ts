@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { documentSchema, Name, PositiveInt } from "./common.js";
 import { SandboxSpecSchema } from "./sandbox.js";
-import { HOSTED_APIS, type HostedApi } from "../contract/vocabulary.js";
+import { HostedApiFields } from "./hosted.js";
 
 const Phrases = (what: string) => z.array(z.string().min(1).max(2000)).min(1).max(1000).describe(what);
 
@@ -18,17 +18,9 @@ const ScriptedGenerator = z
 
 const HostedGenerator = z
   .strictObject({
-    api: z.enum(HOSTED_APIS as [HostedApi, ...HostedApi[]]).describe("The hosted API: Anthropic's Messages API or an OpenAI-compatible Chat Completions API."),
-    model: z.string().min(1).max(200).describe("The hosted model's name, e.g. claude-sonnet-4-5 or gpt-4.1."),
-    baseUrl: z.string().url().optional().describe("Default https://api.anthropic.com (anthropic-messages) or https://api.openai.com/v1 (openai-chat)."),
-    apiKeyEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-      .optional()
-      .describe("The environment variable holding the key (default ANTHROPIC_API_KEY or OPENAI_API_KEY); the key is never written to a plan, a report or a family."),
+    ...HostedApiFields,
     maxTokens: PositiveInt.max(200_000).optional().describe("The most tokens one answer may take (default 8192)."),
     temperature: z.number().min(0).max(2).optional().describe("Sampling temperature (default 1)."),
-    timeoutSeconds: PositiveInt.max(3600).optional().describe("How long one answer may take (default 300)."),
   })
   .describe("A model behind a hosted API, asked once per candidate.");
 
@@ -55,6 +47,16 @@ export const SynthesisSpecSchema = z
         mutations: z.boolean().optional().describe("Replay each reference with a written file left out and with a written value changed: the verifier must fail both (default true)."),
         nearDuplicate: z.number().gt(0).max(1).optional().describe("Drop a candidate whose instruction is this similar (normalized edit distance) to one kept before it (default 0.9)."),
         leaks: z.boolean().optional().describe("Drop a candidate whose instruction quotes an answer its verifier expects (a file's whole expected content, an expected value of 6+ characters) (default true)."),
+        difficulty: z
+          .strictObject({
+            model: Name.describe("The baseline: a Model document (in these specs) that tries every task, e.g. a hosted model or the current policy."),
+            harness: Name.optional().describe("The harness it works through (default: validation.harness)."),
+            attempts: PositiveInt.max(64).optional().describe("Tries per task (default 4)."),
+            min: z.number().min(0).max(1).optional().describe("The lowest pass rate kept (default 0.1): easier tasks teach nothing."),
+            max: z.number().min(0).max(1).optional().describe("The highest pass rate kept (default 0.9)."),
+          })
+          .optional()
+          .describe("Keep a candidate only when the baseline model passes its tasks at a rate within [min, max], over all its tasks' tries (run after the other gates)."),
       })
       .optional()
       .describe("Which gates beyond the always-on ones (schema, reference passes k/k, do-nothing fails) apply."),

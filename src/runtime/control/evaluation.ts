@@ -7,6 +7,7 @@ import type { Plan, PlanRollout } from "../../compiler/index.js";
 import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
 import type { EvalSummary } from "../eval/index.js";
 import { createExecutor } from "../executor/executor.js";
+import { requireHostedKeys } from "../engines/hosted-api.js";
 import { createJudges } from "../executor/judge.js";
 import { summarizeResults } from "../executor/outcomes.js";
 import { createProvider } from "../executor/providers.js";
@@ -34,8 +35,10 @@ export interface EvaluationOutcome extends EvalSummary {
   timeouts: number;
   runDir: string;
   planHash: string;
-  /** Per harness: calls, prompt tokens stored vs fresh, prefix breaks, the would-be batch checked (control/fidelity.ts). */
-  fidelity: FidelityReport;
+  /** Per harness: calls, prompt tokens stored vs fresh, prefix breaks, the would-be batch checked (control/fidelity.ts); absent for a hosted policy. */
+  fidelity?: FidelityReport;
+  /** Set when the policy is a hosted model: no token ids were recorded, so the run cannot train; says why. */
+  evaluationOnly?: string;
   /** True when `signal` stopped the run before every rollout finished (no summary.json then). */
   interrupted: boolean;
   /** The policy's engine, when it is a probed server (vllm, sglang, llama-cpp); also in manifest.json. */
@@ -53,6 +56,8 @@ export function listEvaluationRollouts(plan: Plan): { rollouts: PlanRollout[]; s
 export async function runEvaluation(opts: EvaluationOptions): Promise<EvaluationOutcome> {
   const { plan, store } = opts;
   const { rollouts, step } = listEvaluationRollouts(plan);
+  const hosted = plan.model?.engine.type === "hosted" ? plan.model.engine : undefined;
+  requireHostedKeys([plan.model, ...(plan.judges ?? [])]);
   // A Model with engine.serve: its vLLM server runs for this evaluation (stopped in the finally).
   const served = await startServedModel(plan, store.dir, { ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.log ? { log: opts.log } : {}) });
   let provider: Awaited<ReturnType<typeof createProvider>> | undefined;
@@ -88,7 +93,9 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       timeouts: results.filter((r) => r.status === "timeout").length,
       runDir: store.dir,
       planHash: plan.hash,
-      fidelity: evalFidelity(plan, results, store.calls()),
+      ...(hosted
+        ? { evaluationOnly: `the policy ${plan.model!.name} is a hosted ${hosted.api} model (${hosted.model}): its calls were passed through without token ids or logprobs, so this run measures it and cannot train it` }
+        : { fidelity: evalFidelity(plan, results, store.calls()) }),
       interrupted: opts.signal?.aborted ?? false,
       ...(engineInfo ? { engine: summarizeEngine(engineInfo) } : {}),
     };

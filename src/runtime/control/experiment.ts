@@ -17,6 +17,7 @@ import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
 import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
 import { createExecutor } from "../executor/executor.js";
+import { requireHostedKeys } from "../engines/hosted-api.js";
 import { createJudges } from "../executor/judge.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
@@ -77,6 +78,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const algorithm = plan.algorithm;
   const model = plan.model;
   requireTrainableType(model);
+  requireHostedKeys(plan.judges ?? []);
   const trainer = localTrainer(plan.trainer, store.dir, model.engine.type);
   // A server you run says which directory it serves: the trainer starts from those weights.
   const external = await openExternalEngine(model);

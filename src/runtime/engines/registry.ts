@@ -7,7 +7,9 @@ import type { Engine, EngineContext, EngineFactory } from "./engine.js";
 
 export type { EngineContext, EngineFactory } from "./engine.js";
 
-type Loaders = { [T in ResolvedEngine["type"]]: () => Promise<EngineFactory<Extract<ResolvedEngine, { type: T }>>> };
+/** Engines by token ids; a hosted model is asked in text (./hosted-api.ts) and is no Engine. */
+type TokenEngine = Exclude<ResolvedEngine, { type: "hosted" }>;
+type Loaders = { [T in TokenEngine["type"]]: () => Promise<EngineFactory<Extract<TokenEngine, { type: T }>>> };
 
 const loaders: Loaders = {
   scripted: async () => (await import("./scripted.js")).createScriptedEngine,
@@ -23,10 +25,11 @@ const loaders: Loaders = {
 
 /** Build the engine a model's spec names. */
 export async function createEngine(spec: ResolvedEngine, ctx: EngineContext): Promise<Engine> {
+  if (spec.type === "hosted") throw new Error(`a hosted model (${spec.api} ${spec.model}) is no token engine: route it to the hosted API client`);
   const load = loaders[spec.type] as () => Promise<EngineFactory>;
   if (!load) throw new Error(`no engine registered for type ${JSON.stringify((spec as { type: string }).type)}`);
   const factory = await load();
   return factory(spec, ctx);
 }
 
-export const ENGINE_TYPES = Object.keys(loaders) as ResolvedEngine["type"][];
+export const ENGINE_TYPES = Object.keys(loaders) as TokenEngine["type"][];

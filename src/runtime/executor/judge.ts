@@ -11,7 +11,7 @@ import type { Plan, ResolvedModel } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import { createEngine } from "../engines/registry.js";
 import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
-import { createEngineJudge, type Judge } from "../verifiers/judge.js";
+import { createEngineJudge, createHostedJudge, type Judge } from "../verifiers/judge.js";
 
 export interface RunJudges {
   /** Routes each request to the judge its rubric names; undefined when the plan has no rubric. */
@@ -40,12 +40,16 @@ export async function createJudges(plan: Plan, o: { policy?: { engine: Engine; m
     for (const name of names) {
       const model = models.get(name);
       if (!model) continue; // the rubric reports JudgeUnavailable with the name it asked for
-      if (o.policy && plan.model && name === plan.model.name) {
+      if (o.policy && plan.model && name === plan.model.name && model.engine.type !== "hosted") {
         const runtime = o.policy.runtime ?? (await loadModelRuntime(o.policy.model));
         judges.set(name, createEngineJudge({ runtime, engine: o.policy.engine }));
         continue;
       }
       const m = model;
+      if (m.engine.type === "hosted") {
+        judges.set(name, createHostedJudge(name, m.engine, { maxTokens: Math.min(1024, m.sampling.maxTokens) }));
+        continue;
+      }
       const runtime = await loadModelRuntime(m);
       const engine = await createEngine(m.engine, { model: m, runtime });
       built.push(engine);

@@ -52,8 +52,10 @@ export function loadModelRuntime(model: ResolvedModel): Promise<ModelRuntime> {
 
 async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   let tokenizer: Tokenizer;
+  const named = model.tokenizer;
+  if (!named) throw fail("TokenizerRequired", `model ${model.name} has no tokenizer (a ${model.engine.type} engine is asked in text, not token ids)`, "Give the Model a tokenizer, or use it where text is enough (a rubric judge, an Evaluation's hosted policy).");
   try {
-    tokenizer = await loadTokenizer(model.tokenizer);
+    tokenizer = await loadTokenizer(named);
   } catch (err) {
     if (err instanceof TokenizerLoadError) throw fail(err.code, err.message, "Check spec.tokenizer.path in the Model.");
     throw err;
@@ -71,7 +73,7 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
     template = new ChatTemplate(source, model.chatTemplateVariables);
   } catch (err) {
     if (err instanceof ChatTemplateError) {
-      const from = model.chatTemplate === undefined ? "the tokenizer's own template" : model.tokenizer.type === "huggingface" ? `spec.chatTemplate, else the template of ${model.tokenizer.path}` : "spec.chatTemplate";
+      const from = model.chatTemplate === undefined ? "the tokenizer's own template" : named.type === "huggingface" ? `spec.chatTemplate, else the template of ${named.path}` : "spec.chatTemplate";
       throw fail(err.code, `${err.message} (${from})`, "Use a template that renders each message on its own, system prompt and tools first (Qwen3, Qwen2.5, Hermes, ChatML, Llama 3 style); or give one with spec.chatTemplate or spec.chatTemplateFile.");
     }
     throw err;

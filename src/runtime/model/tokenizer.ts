@@ -39,7 +39,7 @@ interface LenmlTokenizer {
 const cache = new Map<string, Promise<Tokenizer>>();
 
 /** Load (or reuse) the tokenizer a model names. Rejects with TokenizerLoadError on a bad file. */
-export function loadTokenizer(spec: ResolvedModel["tokenizer"]): Promise<Tokenizer> {
+export function loadTokenizer(spec: NonNullable<ResolvedModel["tokenizer"]>): Promise<Tokenizer> {
   const key = spec.type === "qwen3" ? "qwen3" : `${spec.type}:${spec.path}`;
   let pending = cache.get(key);
   if (!pending) {

@@ -27,6 +27,8 @@ export interface ProxyOptions {
   keepRecords?: boolean;
   /** Per-request limits and timeouts; each unset one has its default (./limits.ts). */
   limits?: Partial<ProxyLimits>;
+  /** Where a hosted policy's key variable is read (default process.env); read per call, never stored. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Who a registered path serves: the identity every record of its calls carries. */

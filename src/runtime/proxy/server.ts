@@ -12,7 +12,8 @@ import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
 import { appendRecords, type CallRecord } from "../records/index.js";
 import type { ProxyHandle, ProxyOptions, RolloutRegistration } from "./api.js";
 import { createTokenizePool } from "../model/tokenize-pool.js";
-import { closeAfterAnswer, handleModelCall, sendJson } from "./call.js";
+import { closeAfterAnswer, handleModelCall, sendJson, type CallDeps } from "./call.js";
+import { passThroughCall, type PassthroughDeps } from "./passthrough.js";
 import { countTokens } from "./count-tokens.js";
 import { DIALECT_HANDLERS } from "./dialects/index.js";
 import { nowSeconds } from "./ids.js";
@@ -29,24 +30,17 @@ type Route =
 
 /** Start the proxy. Rejects with ModelLoadError when the model's tokenizer or template is unusable. */
 export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
-  const runtime = await loadModelRuntime(options.model);
-  const ownsEngine = options.engine === undefined;
-  const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
-  const table = new RolloutTable(options.sharedKey);
   const limits = resolveLimits(options.model, { ...options.model.proxy, ...options.limits });
-  const pool = createTokenizePool(options.model.tokenizer, runtime.tokenizer);
-  const deps = {
-    model: options.model,
-    runtime,
-    engine,
-    pool,
-    limits,
-    record(rollout: Rollout, record: CallRecord) {
-      if (options.keepRecords !== false) rollout.records.push(record);
-      if (options.recordFile !== undefined) appendRecords(options.recordFile, [record]);
-      options.onRecord?.(record);
-    },
+  const table = new RolloutTable(options.sharedKey);
+  const record = (rollout: Rollout, record: CallRecord) => {
+    if (options.keepRecords !== false) rollout.records.push(record);
+    if (options.recordFile !== undefined) appendRecords(options.recordFile, [record]);
+    options.onRecord?.(record);
   };
+  const hosted = options.model.engine.type === "hosted" ? options.model.engine : undefined;
+  // A hosted policy is passed through (./passthrough.ts): no tokenizer, template or engine.
+  const passthrough: PassthroughDeps | undefined = hosted ? { api: hosted, sampling: options.model.sampling, limits, env: options.env ?? process.env, record } : undefined;
+  const tokens = hosted ? undefined : await startTokenPath(options, limits, record);
 
   // Idle connections and slow headers are cut after idleTimeoutMs (checked every second or so);
   // slow bodies after bodyTimeoutMs (./http-body.ts). Generating has no time limit: it may take minutes.
@@ -94,11 +88,15 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       sendJson(res, status, body);
       return;
     }
-    if (route.kind === "count-tokens") {
-      await countTokens(deps, rollout, req, res);
+    if (passthrough) {
+      await passThroughCall(passthrough, rollout, dialect, route.kind === "count-tokens" ? "/messages/count_tokens" : ENDPOINTS[route.dialect], req, res);
       return;
     }
-    await handleModelCall(deps, rollout, dialect, req, res);
+    if (route.kind === "count-tokens") {
+      await countTokens(tokens!.deps, rollout, req, res);
+      return;
+    }
+    await handleModelCall(tokens!.deps, rollout, dialect, req, res);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -124,12 +122,28 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       table.attachMcp(path, handler);
     },
     records: (path) => table.records(path),
-    ...(engine.info ? { engineInfo: engine.info() } : {}),
+    ...(tokens?.deps.engine.info ? { engineInfo: tokens.deps.engine.info() } : {}),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await tokens?.close();
+    },
+  };
+}
+
+const ENDPOINTS: Record<Dialect, string> = { "anthropic-messages": "/messages", "openai-chat": "/chat/completions", "openai-responses": "/responses" };
+
+/** The token path's parts (TITO): the model's tokenizer and template, the engine, the tokenize pool. */
+async function startTokenPath(options: ProxyOptions, limits: ReturnType<typeof resolveLimits>, record: CallDeps["record"]): Promise<{ deps: CallDeps; close(): Promise<void> }> {
+  const runtime = await loadModelRuntime(options.model);
+  const ownsEngine = options.engine === undefined;
+  const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
+  const pool = createTokenizePool(options.model.tokenizer!, runtime.tokenizer);
+  return {
+    deps: { model: options.model, runtime, engine, pool, limits, record },
+    async close() {
       await pool.close();
       if (ownsEngine) await engine.close?.();
     },

@@ -73,6 +73,11 @@ export interface CallRecord {
    * at once). `at`: the first differing position, when they differ.
    */
   templateCheck?: { match: boolean; templateTokens: number; at?: number };
+  /**
+   * A call passed through to a hosted policy (no token ids): the API and model asked, its HTTP
+   * status and the token usage it reported.
+   */
+  hosted?: { api: string; model: string; status?: number; inputTokens?: number; outputTokens?: number };
   /** Set when the engine failed, the client went away or the proxy refused the call (`code`: which limit). */
   error?: { kind: "engine" | "client-disconnect" | "bad-request" | "internal"; message: string; code?: Code };
 }

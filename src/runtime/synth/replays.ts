@@ -7,7 +7,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { compilePlan, type Diagnostic, type Plan, type PlanRollout, type ResolvedTask, type ScriptedTurn } from "../../compiler/index.js";
+import { compilePlan, type Diagnostic, type Plan, type PlanRollout, type ResolvedModel, type ResolvedTask, type ScriptedTurn } from "../../compiler/index.js";
+import type { Engine } from "../engines/engine.js";
 import { ReferenceEngine } from "../control/reference-engine.js";
 import { referenceTurnsFor } from "../control/reference-tools.js";
 import { createExecutor } from "../executor/executor.js";
@@ -29,6 +30,8 @@ export interface ReplayOptions {
   /** Also run the do-nothing agent (and, with `mutations`, the mutated references). */
   adversaries: boolean;
   mutations?: boolean;
+  /** The difficulty gate's harness, when it is another one. */
+  baselineHarness?: string;
   signal?: AbortSignal;
 }
 
@@ -40,7 +43,7 @@ export interface TaskReplays {
 }
 
 /** The Evaluation that selects the families' tasks, with the validation and do-nothing harnesses. */
-export function gateEvaluation(o: Pick<ReplayOptions, "families" | "harness" | "sandbox">, files: string[]): string {
+export function gateEvaluation(o: Pick<ReplayOptions, "families" | "harness" | "sandbox" | "baselineHarness">, files: string[]): string {
   const evaluation = {
     apiVersion: "reins/v1alpha1",
     kind: "Evaluation",
@@ -49,7 +52,7 @@ export function gateEvaluation(o: Pick<ReplayOptions, "families" | "harness" | "
       imports: files,
       model: { name: "qwen3" },
       tasks: o.families.map((f) => ({ labels: { "reins.dev/family": f } })),
-      harnesses: [{ name: o.harness }, { name: NOP_HARNESS }],
+      harnesses: [...new Set([o.harness, NOP_HARNESS, ...(o.baselineHarness ? [o.baselineHarness] : [])])].map((name) => ({ name })),
       attempts: 1,
       sandbox: o.sandbox,
     },
@@ -84,20 +87,7 @@ export async function runReplays(plan: Plan, o: ReplayOptions): Promise<TaskRepl
   });
   const model = plan.model!;
   const engine = new ReferenceEngine({ model, runtime: await loadModelRuntime(model) }, (id) => (scripts.has(id) ? { key: id, turns: scripts.get(id)! } : undefined));
-  const store = RunStore.open(join(o.dir, "run"), plan, { resume: false }).store!;
-  const provider = await createProvider(plan.sandbox);
-  let results: RolloutResult[];
-  try {
-    const exec = await createExecutor({ plan, store, provider, engine, model, ...(o.signal ? { signal: o.signal } : {}) });
-    try {
-      results = await exec.runRollouts(rollouts, 0);
-    } finally {
-      await exec.close();
-    }
-  } finally {
-    await provider.close();
-    store.close();
-  }
+  const results = await runGateRollouts(plan, rollouts, join(o.dir, "run"), { engine, model, ...(o.signal ? { signal: o.signal } : {}) });
   const byId = new Map(results.map((r) => [r.id, r]));
   return plans.map(({ task, i, mutations }) => ({
     task,
@@ -105,4 +95,21 @@ export async function runReplays(plan: Plan, o: ReplayOptions): Promise<TaskRepl
     ...(byId.has(`nop-${i}`) ? { nop: byId.get(`nop-${i}`)! } : {}),
     mutations: mutations.map((mutation, j) => ({ mutation, result: byId.get(`mut-${i}-${j}`)! })).filter((m) => m.result),
   }));
+}
+
+/** Rollouts of a gate, once, in fresh sandboxes of the plan's provider, into a run directory of their own. */
+export async function runGateRollouts(plan: Plan, rollouts: PlanRollout[], runDir: string, o: { engine?: Engine; model?: ResolvedModel; signal?: AbortSignal } = {}): Promise<RolloutResult[]> {
+  const store = RunStore.open(runDir, plan, { resume: false }).store!;
+  const provider = await createProvider(plan.sandbox);
+  try {
+    const exec = await createExecutor({ plan, store, provider, ...o });
+    try {
+      return await exec.runRollouts(rollouts, 0);
+    } finally {
+      await exec.close();
+    }
+  } finally {
+    await provider.close();
+    store.close();
+  }
 }

@@ -5,8 +5,8 @@
 import type { RolloutResult } from "../records/index.js";
 import type { TaskReplays } from "./replays.js";
 
-export type GateName = "generator" | "schema" | "leak" | "near-duplicate" | "reference" | "do-nothing" | "mutation";
-export const GATE_NAMES: readonly GateName[] = ["generator", "schema", "leak", "near-duplicate", "reference", "do-nothing", "mutation"];
+export type GateName = "generator" | "schema" | "leak" | "near-duplicate" | "reference" | "do-nothing" | "mutation" | "difficulty";
+export const GATE_NAMES: readonly GateName[] = ["generator", "schema", "leak", "near-duplicate", "reference", "do-nothing", "mutation", "difficulty"];
 
 export interface GateResult {
   gate: GateName;

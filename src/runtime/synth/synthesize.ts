@@ -1,6 +1,7 @@
 /**
  * `reins synth`: ask the generator for each candidate, put it through the gates (generator answered,
- * schema, leak, near-duplicate, reference k/k, do-nothing fails, mutations fail), write the kept
+ * schema, leak, near-duplicate, reference k/k, do-nothing fails, mutations fail, and the optional
+ * difficulty band of a baseline model's pass rate), write the kept
  * families with their provenance, and verify them again from the written files. Every gate's
  * verdict is logged per candidate with its reason (synth-report.json).
  */
@@ -9,10 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { hasErrors, ReinsError, type Diagnostic, type ResolvedSynthesis } from "../../compiler/index.js";
+import { requireHostedKeys } from "../engines/hosted-api.js";
 import { annotate, extractYaml, familyName, uniqueName } from "./candidate.js";
 import { createGenerator, GeneratorError } from "./generator.js";
 import { combinations, promptFor, promptHash, type Combination } from "./prompt.js";
 import { compileGates, runReplays } from "./replays.js";
+import { runDifficultyGate } from "./difficulty.js";
 import { doNothingGate, GATE_NAMES, mutationGate, referenceGate, type GateName, type GateResult } from "./sandbox-gates.js";
 import { leakOf, nearestDuplicate } from "./static-gates.js";
 
@@ -54,6 +57,7 @@ export async function runSynthesis(o: SynthesisOptions): Promise<SynthesisSummar
   if (existsSync(o.outDir) && readdirSync(o.outDir).length > 0) {
     throw new ReinsError("OutDirNotEmpty", `${o.outDir} is not empty; reins synth writes only into a new or empty directory.`, "Give another --out, or empty this one yourself.");
   }
+  if (s.gates.difficulty) requireHostedKeys([s.gates.difficulty.model], o.env);
   const generator = createGenerator(s.generator, o.env);
   const work = mkdtempSync(join(tmpdir(), "reins-synth-"));
   const reports: CandidateReport[] = [];
@@ -158,7 +162,18 @@ async function judgeCandidate(
   mkdirSync(dir, { recursive: true });
   const file = join(dir, "family.yaml");
   writeFileSync(file, text);
-  const opts = { dir, families: [name ?? "unnamed"], harness: s.validation.harness, attempts: s.validation.attempts, sandbox: s.validation.sandbox, adversaries: true, mutations: s.gates.mutations, ...(signal ? { signal } : {}) };
+  const difficulty = s.gates.difficulty;
+  const opts = {
+    dir,
+    families: [name ?? "unnamed"],
+    harness: s.validation.harness,
+    attempts: s.validation.attempts,
+    sandbox: s.validation.sandbox,
+    adversaries: true,
+    mutations: s.gates.mutations,
+    ...(difficulty ? { baselineHarness: difficulty.harness } : {}),
+    ...(signal ? { signal } : {}),
+  };
   const compiled = compileGates(opts, ["family.yaml"]);
   if (!compiled.plan || hasErrors(compiled.diagnostics) || compiled.plan.tasks.length === 0) {
     gate({ gate: "schema", passed: false, reason: compiled.plan?.tasks.length === 0 ? "the family renders no tasks" : firstError(compiled.diagnostics) });
@@ -180,6 +195,7 @@ async function judgeCandidate(
   if (!gate(referenceGate(replays, s.validation.attempts))) return drop();
   if (!gate(doNothingGate(replays))) return drop();
   if (s.gates.mutations && !gate(mutationGate(replays))) return drop();
+  if (difficulty && !gate(await runDifficultyGate(plan, difficulty, dir, signal))) return drop();
   report.kept = true;
   return { family: name!, instruction, file };
 }

@@ -2,9 +2,12 @@
  * The rubric judge: a prompt in, the judge's text out, each call recorded. `judgeFromFunction`
  * wraps any `(prompt) => Promise<string>` (tests, external services); `createEngineJudge` renders
  * the prompt with the judge model's chat template, tokenizes it, and asks an Engine by token ids,
- * producing a CallRecord like any proxied call (call class "auxiliary").
+ * producing a CallRecord like any proxied call (call class "auxiliary"); `createHostedJudge` asks
+ * a hosted model in text (no token ids, so no record).
  */
+import type { ResolvedHostedApi } from "../../compiler/contract/plan.js";
 import type { Engine, SamplingParams } from "../engines/engine.js";
+import { askHostedText } from "../engines/hosted-api.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import { CALL_RECORD_VERSION, type CallRecord } from "../records/index.js";
 
@@ -94,6 +97,17 @@ export function createEngineJudge(opts: EngineJudgeOptions): Judge {
         timings: { receivedMs, doneMs: Date.now() },
       };
       return { text: parsed.text || raw, record };
+    },
+  };
+}
+
+/** A judge behind a hosted API: temperature 0 and at most `maxTokens` (default 1024) new tokens unless given. */
+export function createHostedJudge(name: string, api: ResolvedHostedApi, o: { maxTokens?: number; temperature?: number; env?: NodeJS.ProcessEnv } = {}): Judge {
+  return {
+    name,
+    async ask(req) {
+      const text = await askHostedText(api, { system: req.system, user: req.prompt, maxTokens: o.maxTokens ?? 1024, temperature: o.temperature ?? 0 }, o.env ?? process.env, req.signal);
+      return { text };
     },
   };
 }
