@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat openssl curl python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -39,5 +39,10 @@ if [ "${REINS_SKIP_METRICS_PYTHON:-0}" != "1" ] && [ -x scripts/install-metrics-
 fi
 if [ "${REINS_SKIP_PODMAN:-0}" != "1" ] && [ -x scripts/build-image.sh ]; then
   bash scripts/build-image.sh >&2
+fi
+# The test cluster's servers (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok),
+# built from the Go module proxy: ~12 min cold, cached by version.
+if [ "${REINS_SKIP_CLUSTER:-0}" != "1" ] && [ -x scripts/build-cluster.sh ]; then
+  bash scripts/build-cluster.sh >/dev/null
 fi
 echo "setup: done" >&2

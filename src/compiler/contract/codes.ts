@@ -256,6 +256,8 @@ export const CODES = {
 
   // ── runtime: reins synth ──
   OutDirNotEmpty: "Give another --out, or empty this one yourself: reins synth writes only into a new or empty directory.",
+  ProxyUnreachable:
+    "Say how sandbox pods reach the proxy: sandbox.kubernetes.proxy.address (an IPv4 address of this machine pods can reach) when reins runs outside the cluster, or .service and .port when it runs inside, behind a Service.",
   HostedKeyMissing: "Export the key in the variable the hosted Model names (engine.apiKeyEnv; read when asking, never written), then run again.",
   GeneratorKeyMissing: "Export the key in the variable the generator names (generator.hosted.apiKeyEnv; it is read when asking, never written).",
   GeneratorRequestFailed: "Check the generator's baseUrl, model and key; the candidate is dropped by the generator gate and the synthesis goes on.",

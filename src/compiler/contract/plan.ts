@@ -279,8 +279,11 @@ export interface ResolvedSandbox {
   /** Not part of the plan hash. */
   retries: number;
   warmPool: number;
-  kubernetes?: Omit<Filled<Filled<SandboxSpec>["kubernetes"]>, "runtimeClassName"> & { runtimeClassName?: string };
+  kubernetes?: Omit<Filled<Filled<SandboxSpec>["kubernetes"]>, "runtimeClassName" | "proxy"> & { runtimeClassName?: string; proxy?: ResolvedPodProxy };
 }
+
+/** How sandbox pods reach the proxy: an address of this machine, or a Service in front of reins in the cluster. */
+export type ResolvedPodProxy = NonNullable<NonNullable<SandboxSpec["kubernetes"]>["proxy"]>;
 
 export interface ResolvedTrainer {
   type: Filled<TrainerSpec>["type"];

@@ -5,6 +5,7 @@
  * retries, the bad-step policy) stay out of the hashes.
  */
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
+import type { SourcePosition } from "../contract/problem.js";
 import { checkPairMcpServers, resolveMcpServers } from "../resolve/mcp-servers.js";
 import { CODES } from "../contract/codes.js";
 import type { HarnessKnobValues, Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
@@ -106,6 +107,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   diagnostics.push(...planMcp.diagnostics);
 
   const sandbox = refOrInline<ResolvedSandbox>(spec.sandbox, world.sandboxes, resolveSandbox, "Sandbox", () => at("sandbox", "name"), diagnostics) ?? resolveSandbox(undefined);
+  diagnostics.push(...checkPodProxy(sandbox, needsModel ? needsModel.use.name : undefined, (...p) => at("sandbox", ...("name" in (spec.sandbox ?? {}) ? [] : p))));
   let algorithm: ResolvedAlgorithm | undefined;
   let trainer: ResolvedTrainer | undefined;
   if (isExperiment) {
@@ -353,4 +355,27 @@ function estimate(steps: PlanStep[], world: World): Plan["estimate"] {
     }
   }
   return { rollouts, sandboxMinutes: Math.round((seconds / 60) * 10) / 10, tokens };
+}
+
+/**
+ * A kubernetes sandbox's proxy settings: exactly one of address and service, a port with service,
+ * and some setting at all when a harness calls a model (otherwise its pods have no way to the proxy).
+ */
+function checkPodProxy(sandbox: ResolvedSandbox, modelHarness: string | undefined, at: (...p: (string | number)[]) => SourcePosition): Diagnostic[] {
+  if (sandbox.provider !== "kubernetes") return [];
+  const proxy = sandbox.kubernetes?.proxy;
+  const out: Diagnostic[] = [];
+  if (!proxy) {
+    if (modelHarness) {
+      const message = `The harness ${modelHarness} calls a model, but the kubernetes sandbox does not say how its pods reach the proxy.`;
+      out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes"), message, CODES.ProxyUnreachable));
+    }
+    return out;
+  }
+  if ((proxy.address === undefined) === (proxy.service === undefined)) {
+    out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes", "proxy"), `kubernetes.proxy has ${proxy.address ? "both address and service" : "neither address nor service"}.`, CODES.ProxyUnreachable));
+  } else if (proxy.service !== undefined && proxy.port === undefined) {
+    out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes", "proxy", "service"), `kubernetes.proxy.service ${proxy.service} has no port: pods would not know where to connect.`, "Give kubernetes.proxy.port, the port the Service forwards to reins' proxy."));
+  }
+  return out;
 }

@@ -242,6 +242,7 @@ export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
       useSandboxClaims: s.kubernetes?.useSandboxClaims ?? false,
       ttlSeconds: s.kubernetes?.ttlSeconds ?? 3600,
       ...(s.kubernetes?.runtimeClassName ? { runtimeClassName: s.kubernetes.runtimeClassName } : {}),
+      ...(s.kubernetes?.proxy ? { proxy: { ...s.kubernetes.proxy } } : {}),
     };
   }
   return out;

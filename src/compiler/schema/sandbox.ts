@@ -44,6 +44,15 @@ export const SandboxSpecSchema = z
         runtimeClassName: z.string().optional(),
         useSandboxClaims: z.boolean().optional(),
         ttlSeconds: PositiveInt.optional(),
+        proxy: z
+          .strictObject({
+            address: z.ipv4().optional().describe("An IPv4 address of this machine that pods can reach (reins runs outside the cluster): the proxy listens there, and the run's NetworkPolicy lets pods reach that address and port only."),
+            service: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/).optional().describe("The DNS name of the Service in front of reins when reins runs in the cluster (e.g. reins-proxy.reins.svc): the proxy listens on all addresses."),
+            port: PositiveInt.max(65535).optional().describe("The proxy's port (required with service; default with address: any free port)."),
+            podLabels: z.record(z.string(), z.string()).optional().describe("With service: the labels of reins' own pods, which the run's NetworkPolicy lets sandbox pods reach."),
+          })
+          .optional()
+          .describe("How sandbox pods reach the model proxy: exactly one of address and service. Required when a harness calls a model."),
       })
       .optional(),
   })

@@ -98,8 +98,10 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     proxy = await startProxy({
       model: opts.model ?? plan.model,
       ...(opts.engine ? { engine: opts.engine } : {}),
+      ...podProxyListen(plan),
     });
   }
+  const podProxyUrl = proxy ? podProxyUrlOf(plan, proxy.port) : undefined;
   // What the harnesses' ${VAR} references resolve to at launch never reaches the run directory,
   // the caller's events or the results: each value is written as its reference.
   const scrubber = new SecretScrubber(resolvedSecrets(plan.harnesses));
@@ -108,6 +110,7 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
     runId: `run-${plan.hash.slice(7, 19)}`,
     provider: opts.provider,
     ...(proxy ? { proxy } : {}),
+    ...(podProxyUrl ? { podProxyUrl } : {}),
     socketDir,
     harnesses,
     tasks: new Map(plan.tasks.map((t) => [t.name, t])),
@@ -175,4 +178,18 @@ export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
       rmSync(socketDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Where the proxy listens when sandbox pods reach it (kubernetes.proxy): the address given, or every address behind a Service. */
+function podProxyListen(plan: Plan): { host?: string; port?: number } {
+  const p = plan.sandbox.provider === "kubernetes" ? plan.sandbox.kubernetes?.proxy : undefined;
+  if (!p) return {};
+  return { host: p.address ?? "0.0.0.0", ...(p.port !== undefined ? { port: p.port } : {}) };
+}
+
+/** The proxy's URL as sandbox pods see it. */
+function podProxyUrlOf(plan: Plan, port: number): string | undefined {
+  const p = plan.sandbox.provider === "kubernetes" ? plan.sandbox.kubernetes?.proxy : undefined;
+  if (!p) return undefined;
+  return `http://${p.service ?? p.address}:${p.port ?? port}`;
 }

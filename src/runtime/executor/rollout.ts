@@ -35,6 +35,8 @@ export interface RolloutContext {
   runId: string;
   provider: SandboxProvider;
   proxy?: ProxyHandle;
+  /** The proxy's URL as sandbox pods reach it (kubernetes). */
+  podProxyUrl?: string;
   /** Directory for per-rollout proxy sockets. */
   socketDir: string;
   harnesses: ReadonlyMap<string, PreparedHarness>;
@@ -159,6 +161,8 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       harness: harness.name,
       network: usesModel ? "proxy-only" : "none",
       ...(bridge ? { proxySocketPath: bridge.path } : {}),
+      // Pods get the proxy's URL (their run's NetworkPolicy allows it); only a model-calling one uses it.
+      ...(ctx.podProxyUrl ? { proxyUrl: ctx.podProxyUrl } : {}),
       // Servers in the sandbox, and reins-agent's MCP client, read the MCP SDK from reins's node_modules.
       mounts: mcpServers.length > 0 ? [...mounts, ...mcpMounts()] : mounts,
       timeoutSeconds: task.timeoutSeconds,

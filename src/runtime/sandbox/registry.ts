@@ -49,6 +49,7 @@ export function providerOptionsFor(sandbox: ResolvedSandbox, overrides: Provider
       runtimeClassName: k?.runtimeClassName,
       useSandboxClaims: k?.useSandboxClaims,
       ttlSeconds: k?.ttlSeconds,
+      ...(k?.proxy?.service && k.proxy.podLabels && k.proxy.port ? { proxyPolicy: { podLabels: k.proxy.podLabels, port: k.proxy.port } } : {}),
       warmPool: sandbox.warmPool,
       ...overrides.kubernetes,
     },

@@ -50,3 +50,22 @@ export function apiStatus(error: unknown): number | undefined {
   }
   return undefined;
 }
+
+/**
+ * What an API error says, in one line: the Status object's message (`pods "x" already exists`)
+ * with its HTTP code, instead of the client's multi-line dump with headers.
+ */
+export function apiMessage(error: unknown): string {
+  const code = apiStatus(error);
+  const body = error && typeof error === "object" && "body" in error ? (error as { body: unknown }).body : undefined;
+  if (code !== undefined && body !== undefined) {
+    try {
+      const status = (typeof body === "string" ? JSON.parse(body) : body) as { message?: unknown };
+      if (typeof status.message === "string") return `HTTP ${code}: ${status.message}`;
+    } catch {
+      // not JSON: fall through
+    }
+    return `HTTP ${code}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

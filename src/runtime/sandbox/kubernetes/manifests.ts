@@ -135,20 +135,22 @@ export function buildSandboxPod(o: PodOptions): Manifest {
 export interface ProxyPolicyOptions {
   runId: string;
   namespace: string;
-  /** Labels of the proxy's pods and its port. */
-  proxyPodLabels: Record<string, string>;
-  proxyPort: number;
+  /** The proxy: its pods' labels (reins in the cluster) or an address of the machine it runs on, and its port; none: no egress at all. */
+  proxyPodLabels?: Record<string, string>;
+  proxyIp?: string;
+  proxyPort?: number;
   owner?: { name: string; uid: string };
-  /** Allow DNS to kube-dns (needed when the proxy URL is a Service name). Default true. */
+  /** Allow DNS to kube-dns (needed when the proxy URL is a Service name). Default: with proxyPodLabels. */
   allowDns?: boolean;
 }
 
-/** Sandboxes of the run may talk to the proxy (and DNS) and nothing else; nothing may reach them. */
+/** The run's sandbox pods may reach the proxy and nothing else (no ingress; egress to the proxy, and DNS to find its Service). */
 export function buildProxyOnlyNetworkPolicy(o: ProxyPolicyOptions): Manifest {
-  const egress: Record<string, unknown>[] = [
-    { to: [{ podSelector: { matchLabels: o.proxyPodLabels } }], ports: [{ protocol: "TCP", port: o.proxyPort }] },
-  ];
-  if (o.allowDns !== false) {
+  const egress: Record<string, unknown>[] = [];
+  const ports = o.proxyPort !== undefined ? [{ protocol: "TCP", port: o.proxyPort }] : [];
+  if (o.proxyPodLabels) egress.push({ to: [{ podSelector: { matchLabels: o.proxyPodLabels } }], ports });
+  else if (o.proxyIp) egress.push({ to: [{ ipBlock: { cidr: `${o.proxyIp}/32` } }], ports });
+  if (o.allowDns ?? o.proxyPodLabels !== undefined) {
     egress.push({
       to: [
         {

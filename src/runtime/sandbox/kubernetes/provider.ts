@@ -9,8 +9,8 @@ import { BaseSandboxProvider } from "../base-provider.js";
 import { sleep } from "../host/process-tree.js";
 import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME, VERIFIER_GID, VERIFIER_UID } from "../layout.js";
 import type { SandboxSpec } from "../provider.js";
-import { messageOf, SandboxError } from "../sandbox-error.js";
-import { apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "./client.js";
+import { SandboxError } from "../sandbox-error.js";
+import { apiMessage, apiStatus, makeKubeClients, makeKubeConfig, type KubeClients, type KubeConnection } from "./client.js";
 import {
   AGENT_SANDBOX,
   buildProxyOnlyNetworkPolicy,
@@ -82,7 +82,7 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
   }
 
   /** The run's owner (and policy, template and warm pool), created once per run. */
-  private ensureRun(runId: string): Promise<RunObjects> {
+  private ensureRun(runId: string, proxyUrl?: string): Promise<RunObjects> {
     let run = this.runs.get(runId);
     if (!run) {
       run = (async () => {
@@ -94,10 +94,12 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
         )) as { metadata?: { name?: string; uid?: string } };
         const owner = { name: cm.metadata?.name ?? body.metadata.name, uid: cm.metadata?.uid ?? "" };
         if (!owner.uid) throw new Error(`the API server returned no uid for ConfigMap ${owner.name}`);
-        if (this.options.proxyPolicy) {
-          const policy = buildProxyOnlyNetworkPolicy({ runId, namespace: ns, proxyPodLabels: this.options.proxyPolicy.podLabels, proxyPort: this.options.proxyPolicy.port, owner });
-          await this.createOrGet(() => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }), async () => undefined);
-        }
+        // Every run's pods get a policy: egress to the proxy only (none when the run calls no model).
+        const pp = this.options.proxyPolicy;
+        const ip = proxyUrl ? ipv4Host(proxyUrl) : undefined;
+        const to = pp ? { proxyPodLabels: pp.podLabels, proxyPort: pp.port } : ip ? { proxyIp: ip.host, proxyPort: ip.port } : {};
+        const policy = buildProxyOnlyNetworkPolicy({ runId, namespace: ns, owner, ...to });
+        await this.createOrGet(() => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }), async () => undefined);
         if (this.options.useSandboxClaims) {
           const pool = { runId, namespace: ns, image: this.options.image ?? DEFAULT_SANDBOX_IMAGE, replicas: this.options.warmPool ?? 1, runtimeClassName: this.options.runtimeClassName, owner };
           await this.createCustom("sandboxtemplates", buildSandboxTemplate(pool));
@@ -116,9 +118,9 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     const ns = this.namespace;
     let owner: { name: string; uid: string };
     try {
-      owner = (await this.ensureRun(spec.runId)).owner;
+      owner = (await this.ensureRun(spec.runId, spec.proxyUrl ?? this.options.proxyUrl)).owner;
     } catch (error) {
-      throw new SandboxError("create-failed", spec.id, `cannot create the run's objects: ${messageOf(error)}`, "check the cluster connection, the namespace and RBAC (configmaps, pods, pods/exec)", { cause: error });
+      throw new SandboxError("create-failed", spec.id, `cannot create the run's objects: ${apiMessage(error)}`, "check the cluster connection, the namespace and RBAC (configmaps, pods, pods/exec)", { cause: error });
     }
     const env = { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) };
     const configuredProxy = spec.proxyUrl ?? this.options.proxyUrl;
@@ -146,15 +148,42 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
           ...(spec.role === "verifier" ? { runAsUser: VERIFIER_UID, runAsGroup: VERIFIER_GID } : {}),
         });
         podName = pod.metadata.name;
-        await this.clients.core.createNamespacedPod({ namespace: ns, body: pod as unknown as V1Pod });
+        await this.createPod(pod, spec.id);
         await this.waitForPodReady(podName, spec.id);
       }
     } catch (error) {
       await this.deleteQuietly(podName!, claimName);
       if (error instanceof SandboxError) throw error;
-      throw new SandboxError("create-failed", spec.id, `cannot create the sandbox pod: ${messageOf(error)}`, "check the image, the namespace's quota and RBAC", { cause: error });
+      throw new SandboxError("create-failed", spec.id, `cannot create the sandbox pod: ${apiMessage(error)}`, "check the image, the namespace's quota and RBAC", { cause: error });
     }
     return new KubernetesSandbox({ id: spec.id, clients: this.clients, namespace: ns, podName, claimName, env, proxyUrl });
+  }
+
+  /**
+   * A pod of this name exists only when a runner of this run died with the rollout's sandbox up
+   * (names are the run's, the rollout's and the try's): that pod is stale, so it is deleted and
+   * the pod created again.
+   */
+  private async createPod(pod: Manifest, id: string): Promise<void> {
+    const namespace = this.namespace;
+    const name = pod.metadata.name;
+    try {
+      await this.clients.core.createNamespacedPod({ namespace, body: pod as unknown as V1Pod });
+      return;
+    } catch (error) {
+      if (apiStatus(error) !== 409) throw error;
+    }
+    await this.clients.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+    await this.poll(id, `stale pod ${name} to go`, async () => {
+      try {
+        await this.clients.core.readNamespacedPod({ name, namespace });
+        return null;
+      } catch (error) {
+        if (apiStatus(error) === 404) return true;
+        throw error;
+      }
+    });
+    await this.clients.core.createNamespacedPod({ namespace, body: pod as unknown as V1Pod });
   }
 
   private async deleteQuietly(podName: string | undefined, claimName: string | undefined): Promise<void> {
@@ -199,6 +228,17 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     });
   }
 
+  /**
+   * Closing ends the provider's runs: its sandboxes are destroyed, then each run's owner is
+   * deleted, and the garbage collector removes whatever still hangs from it (a policy, a warm pool,
+   * pods of a runner killed before — a resumed run adopts the same owner).
+   */
+  override async close(): Promise<void> {
+    await super.close();
+    const runs = [...this.runs.keys()];
+    await Promise.all(runs.map((runId) => this.cleanupRun(runId).catch(() => undefined)));
+  }
+
   async cleanupRun(runId: string): Promise<void> {
     this.runs.delete(runId);
     try {
@@ -206,5 +246,16 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     } catch (error) {
       if (apiStatus(error) !== 404) throw error;
     }
+  }
+}
+
+/** The host and port of an http URL whose host is an IPv4 address. */
+function ipv4Host(url: string): { host: string; port: number } | undefined {
+  try {
+    const u = new URL(url);
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(u.hostname)) return undefined;
+    return { host: u.hostname, port: Number(u.port || (u.protocol === "https:" ? 443 : 80)) };
+  } catch {
+    return undefined;
   }
 }

@@ -1,0 +1,188 @@
+// The test cluster's node agent (scripts/test-cluster.sh starts it): installs kwok's Exec CRD,
+// registers the simulated node, and gives every pod bound to it namespaces of its own before kwok
+// marks it Ready: a bubblewrap root (the host's /usr and /etc read-only; the pod's own /workspace,
+// /home/sandbox and /tmp; its own PID, IPC and UTS namespaces; the host network) kept alive by a
+// keeper process, and an Exec object telling kwok which pod a command is for. kwok runs `kubectl
+// exec` commands through the shims in <dir>/shims, which enter that pod's namespaces as uid 1000.
+// When a pod is gone its keeper, files and Exec object go too.
+import { spawn } from "node:child_process";
+import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { join } from "node:path";
+import { parse } from "yaml";
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
+const DIR = args.dir;
+const NODE = args.node;
+const server = new URL(args.server);
+const token = readFileSync(join(DIR, "token"), "utf8").trim();
+const ca = readFileSync(join(DIR, "pki", "ca.crt"));
+const UID = 1000;
+
+function api(method, path, body, contentType = "application/json") {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: server.hostname, port: server.port, method, path, ca, headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body ? { "content-type": contentType } : {}) } },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode, body: text ? JSON.parse(text) : undefined }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function installExecCrd() {
+  const crd = parse(readFileSync(join(args["kwok-crds"], "kwok.x-k8s.io_execs.yaml"), "utf8"));
+  const r = await api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd);
+  if (r.status !== 201 && r.status !== 409) throw new Error(`cannot install the Exec CRD: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  for (let i = 0; i < 300; i++) {
+    const got = await api("GET", `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
+    if ((got.body?.status?.conditions ?? []).some((c) => c.type === "Established" && c.status === "True")) return;
+    await sleep(100);
+  }
+  throw new Error("the Exec CRD did not become established");
+}
+
+async function registerNode() {
+  const resources = { cpu: "64", memory: "256Gi", pods: "5000", "ephemeral-storage": "1Ti" };
+  const node = {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: NODE, annotations: { "kwok.x-k8s.io/node": "fake" }, labels: { "kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux", type: "kwok" } },
+    spec: {},
+    status: { capacity: resources, allocatable: resources },
+  };
+  const r = await api("POST", "/api/v1/nodes", node);
+  if (r.status !== 201 && r.status !== 409) throw new Error(`cannot register node ${NODE}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+}
+
+/**
+ * The API server taints a new node not-ready; with no node lifecycle controller here, the agent
+ * lifts the taint once kwok has made the node Ready.
+ */
+async function untaintWhenReady() {
+  for (;;) {
+    const r = await api("GET", `/api/v1/nodes/${NODE}`);
+    const ready = (r.body?.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+    if (ready) {
+      await api("PATCH", `/api/v1/nodes/${NODE}`, { spec: { taints: null } }, "application/merge-patch+json");
+      console.log(`agent: node ${NODE} is Ready and untainted`);
+      return;
+    }
+    await sleep(100);
+  }
+}
+
+/** uid → {namespace, name, outer (bwrap pid)} */
+const pods = new Map();
+
+function startKeeper(dir) {
+  return new Promise((resolve, reject) => {
+    const argv = [
+      "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+      "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+      "--bind", join(dir, "workspace"), "/workspace", "--bind", join(dir, "home"), "/home/sandbox", "--bind", join(dir, "tmp"), "/tmp",
+      "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "pod",
+      "--die-with-parent", "--info-fd", "3", "--", "/usr/bin/sleep", "infinity",
+    ];
+    const child = spawn("bwrap", argv, { stdio: ["ignore", "ignore", "pipe", "pipe"] });
+    let info = "";
+    let err = "";
+    child.stdio[3].on("data", (d) => {
+      info += d;
+      const m = /"child-pid"\s*:\s*(\d+)/.exec(info);
+      if (m) resolve({ outer: child.pid, inner: Number(m[1]), child });
+    });
+    child.stderr.on("data", (d) => (err += d));
+    child.on("exit", (code) => reject(new Error(`bwrap exited ${code}: ${err.trim()}`)));
+  });
+}
+
+async function setUp(pod) {
+  const { uid, namespace, name } = pod.metadata;
+  const dir = join(DIR, "pods", uid);
+  for (const d of ["workspace", "home", "tmp"]) {
+    mkdirSync(join(dir, d), { recursive: true });
+    chownSync(join(dir, d), UID, UID);
+  }
+  chmodSync(join(dir, "tmp"), 0o1777);
+  const keeper = await startKeeper(dir);
+  pods.set(uid, { namespace, name, keeper });
+  writeFileSync(join(dir, "keeper.pid"), String(keeper.inner));
+  writeFileSync(join(dir, "keeper.outer"), String(keeper.outer));
+  const exec = { apiVersion: "kwok.x-k8s.io/v1alpha1", kind: "Exec", metadata: { name, namespace }, spec: { execs: [{ local: { envs: [{ name: "REINS_SIM_POD", value: uid }] } }] } };
+  const created = await api("POST", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${namespace}/execs`, exec);
+  if (created.status === 409) {
+    await api("DELETE", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${namespace}/execs/${name}`);
+    await api("POST", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${namespace}/execs`, exec);
+  }
+  await sleep(50); // kwok's informer sees the Exec before the pod turns Ready
+  await api("PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, { metadata: { annotations: { "sim.reins.dev/ready": "true" } } }, "application/merge-patch+json");
+}
+
+async function tearDown(uid) {
+  const p = pods.get(uid);
+  pods.delete(uid);
+  if (!p) return;
+  p.keeper.child.kill("SIGKILL");
+  rmSync(join(DIR, "pods", uid), { recursive: true, force: true });
+  await api("DELETE", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${p.namespace}/execs/${p.name}`).catch(() => undefined);
+}
+
+function writeShims() {
+  const shims = join(DIR, "shims");
+  mkdirSync(shims, { recursive: true });
+  for (const [name, target] of [["sh", "/bin/sh"], ["env", "/usr/bin/env"]]) {
+    const script = `#!/bin/sh
+# kwok runs a pod's exec commands through this: into the pod's namespaces, as uid ${UID}.
+d="$REINS_SIM_DIR/pods/$REINS_SIM_POD"
+if [ -z "$REINS_SIM_POD" ] || [ ! -f "$d/keeper.pid" ]; then echo "test cluster: this pod has no namespaces" >&2; exit 126; fi
+exec /usr/bin/nsenter -t "$(cat "$d/keeper.pid")" -m -p -i -u -r -w -S ${UID} -G ${UID} -- ${target} "$@"
+`;
+    writeFileSync(join(shims, name), script, { mode: 0o755 });
+  }
+}
+
+async function main() {
+  writeShims();
+  await installExecCrd();
+  await registerNode();
+  writeFileSync(join(DIR, "agent.ready"), "");
+  untaintWhenReady().catch((e) => console.error(`agent: ${e.message}`));
+  console.log(`agent: node ${NODE} registered; watching its pods`);
+  const busy = new Set();
+  for (;;) {
+    const r = await api("GET", `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${NODE}`)}`).catch((e) => ({ status: 0, error: e }));
+    if (r.status === 200) {
+      const seen = new Set();
+      for (const pod of r.body.items) {
+        const uid = pod.metadata.uid;
+        seen.add(uid);
+        if (pods.has(uid) || busy.has(uid) || pod.metadata.deletionTimestamp) continue;
+        busy.add(uid);
+        setUp(pod)
+          .catch((e) => console.error(`agent: pod ${pod.metadata.namespace}/${pod.metadata.name}: ${e.message}`))
+          .finally(() => busy.delete(uid));
+      }
+      for (const uid of [...pods.keys()]) if (!seen.has(uid)) await tearDown(uid);
+    }
+    await sleep(100);
+  }
+}
+
+for (const signal of ["SIGTERM", "SIGINT"]) {
+  process.on(signal, () => {
+    for (const p of pods.values()) p.keeper.child.kill("SIGKILL");
+    process.exit(0);
+  });
+}
+
+main().catch((e) => {
+  console.error(`agent: ${e.stack ?? e}`);
+  process.exit(1);
+});

@@ -1,0 +1,258 @@
+/**
+ * The kubernetes provider against a real API server: scripts/test-cluster.sh starts kube-apiserver,
+ * etcd, kube-controller-manager and kube-scheduler built from the Go module proxy, with kwok's
+ * simulated node, whose pods run their exec'd commands in namespaces of their own. As a researcher
+ * runs it, with KUBECONFIG set to the printed path:
+ * - a plain Evaluation with `sandbox: {provider: kubernetes}` runs command harnesses and verifies
+ *   their workspaces (the given file, the answer), and leaves no object labelled by reins behind;
+ * - a harness that calls the model from its pod reaches the proxy at the address the sandbox
+ *   advertises (kubernetes.proxy.address), its calls recorded, and the run's NetworkPolicy allows
+ *   egress to that address and port only;
+ * - a harness that kills every process it can and writes wherever it can harms no other rollout;
+ * - `reins eval` killed with SIGKILL mid-run, then `--resume`: each rollout once, and nothing of the
+ *   run left on the cluster afterwards.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reinsAsync } from "../reins-cli.js";
+
+const clusterDir = mkdtempSync(join(tmpdir(), "reins-test-cluster-"));
+const port = String(20000 + (process.pid % 20000));
+const clusterEnv = { ...process.env, REINS_TEST_CLUSTER_DIR: clusterDir, REINS_TEST_CLUSTER_PORT: port };
+let kubeconfig = "";
+
+/** GET on the test API server with its admin token. */
+function get(path: string): Promise<any> {
+  const token = readFileSync(join(clusterDir, "token"), "utf8").trim();
+  return new Promise((done, fail) => {
+    const req = request({ host: "127.0.0.1", port, path, ca: readFileSync(join(clusterDir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
+      let text = "";
+      res.on("data", (d) => (text += d));
+      res.on("end", () => done(JSON.parse(text)));
+    });
+    req.on("error", fail);
+    req.end();
+  });
+}
+
+/** Objects of any run left in the namespace (pods, owners, policies); waits for the garbage collector up to 20 s. */
+async function leftovers(): Promise<string[]> {
+  let names: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const lists = await Promise.all(["/api/v1/namespaces/default/pods", "/api/v1/namespaces/default/configmaps", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"].map((p) => get(`${p}?labelSelector=reins.dev%2Frun`)));
+    names = lists.flatMap((l) => l.items.map((o: any) => `${o.kind ?? ""}${o.metadata.name}`));
+    if (names.length === 0) return names;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return names;
+}
+
+function evaluation(dir: string, o: { harnesses: string; tasks: string; attempts?: number; concurrency?: number }): string {
+  const file = join(dir, "evaluation.yaml");
+  writeFileSync(
+    file,
+    `${o.harnesses}---
+${o.tasks}---
+apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: on-the-cluster}
+spec:
+  tasks: [{labels: {suite: k8s}}]
+  harnesses: [${[...o.harnesses.matchAll(/name: ([a-z-]+)\}/g)].map((m) => `{name: ${m[1]}}`).join(", ")}]
+  attempts: ${o.attempts ?? 1}
+  sandbox: {provider: kubernetes, concurrency: ${o.concurrency ?? 4}, timeoutSeconds: 120, retries: 0}
+`,
+  );
+  return file;
+}
+
+const harness = (name: string, script: string) => `apiVersion: reins/v1alpha1
+kind: Harness
+metadata: {name: ${name}}
+spec:
+  command: [sh, -c, '${script}', ${name}, "{{instruction}}"]
+---
+`;
+const task = (name: string, instruction: string, checks: string, files = "") => `apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: ${name}, labels: {suite: k8s}}
+spec:
+  instruction: ${instruction}
+  ${files}
+  verifier: {checks: ${checks}}
+---
+`;
+
+beforeAll(() => {
+  const out = execFileSync("bash", ["scripts/test-cluster.sh", "start"], { env: clusterEnv, encoding: "utf8", timeout: 1_800_000 });
+  kubeconfig = out.trim().split("\n").at(-1)!;
+}, 1_800_000);
+
+afterAll(() => {
+  execFileSync("bash", ["scripts/test-cluster.sh", "stop"], { env: clusterEnv, timeout: 120_000 });
+  rmSync(clusterDir, { recursive: true, force: true });
+}, 180_000);
+
+describe("a plain Evaluation on the test API server", () => {
+  it("runs command harnesses in pods, verifies their workspaces, and leaves nothing behind", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-k8s-eval-"));
+    try {
+      const file = evaluation(dir, {
+        harnesses: harness("writer", 'cat given.txt > answer.txt && printf "%s" "$1" >> answer.txt'),
+        tasks:
+          task("hello", "hello", '[{fileContains: {path: answer.txt, text: "given\\nhello"}}]', 'workspace: {files: [{path: given.txt, content: "given\\n"}]}') +
+          task("bye", "bye", "[{fileContains: {path: answer.txt, text: hello}}]", 'workspace: {files: [{path: given.txt, content: "given\\n"}]}'),
+        attempts: 2,
+      });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out).toMatchObject({ rollouts: 4, errors: 0, meanReward: 0.5 });
+      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      expect(Object.fromEntries(results.map((x) => [`${x.task}-${x.attempt}`, x.reward]))).toEqual({ "hello-0": 1, "hello-1": 1, "bye-0": 0, "bye-1": 0 });
+      expect(await leftovers()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
+
+describe("a model-calling harness in a pod", () => {
+  it("reaches the proxy at the advertised address; the run's NetworkPolicy allows only that", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-k8s-proxy-"));
+    try {
+      const file = join(dir, "evaluation.yaml");
+      writeFileSync(
+        file,
+        `apiVersion: reins/v1alpha1
+kind: Harness
+metadata: {name: curler}
+spec:
+  dialect: openai-chat
+  command: [sh, -c, 'sleep 2; curl -sS -H "authorization: Bearer $KEY" -H "content-type: application/json" -d "{\\"model\\":\\"m\\",\\"messages\\":[{\\"role\\":\\"user\\",\\"content\\":\\"$1\\"}]}" "$BASE/v1/chat/completions" > reply.json', curler, "{{instruction}}"]
+  env: {BASE: "{{baseUrl}}", KEY: "{{apiKey}}"}
+---
+apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: says-hello}
+spec:
+  tokenizer: {type: qwen3}
+  engine: {type: scripted, script: [{text: hello from the model}]}
+---
+${task("ask", "say hello", "[{fileContains: {path: reply.json, text: hello from the model}}]")}apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: through-the-proxy}
+spec:
+  model: {name: says-hello}
+  tasks: [{name: ask}]
+  harnesses: [{name: curler}]
+  attempts: 2
+  sandbox: {provider: kubernetes, timeoutSeconds: 120, retries: 0, kubernetes: {proxy: {address: 127.0.0.1}}}
+`,
+      );
+      const policies: any[] = [];
+      let running = true;
+      const watch = (async () => {
+        while (running) {
+          const list = await get("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun");
+          policies.push(...list.items);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      running = false;
+      await watch;
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
+      const calls = readFileSync(join(dir, "run", "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      expect(calls).toHaveLength(2);
+      for (const c of calls) expect(c.completionIds.length).toBeGreaterThan(0);
+      // The policy: no ingress, egress to 127.0.0.1/32 on the proxy's port only.
+      expect(policies.length).toBeGreaterThan(0);
+      const spec = policies[0].spec;
+      expect(spec.policyTypes).toEqual(["Ingress", "Egress"]);
+      expect(spec.egress).toHaveLength(1);
+      expect(spec.egress[0].to).toEqual([{ ipBlock: { cidr: "127.0.0.1/32" } }]);
+      expect(spec.egress[0].ports[0].port).toBeGreaterThan(0);
+      expect(await leftovers()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
+
+describe("rollouts on the cluster are apart", () => {
+  it("a harness killing every process and one writing everywhere harm no other rollout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-k8s-attack-"));
+    try {
+      const file = evaluation(dir, {
+        harnesses:
+          harness("killer", "kill -9 -1; for d in /workspace /home/sandbox /tmp /root /proc/1/root/workspace; do echo pwned > $d/pwned.txt 2>/dev/null; done; printf x > answer.txt") +
+          harness("patient", 'sleep 3; printf "%s" "$1" > answer.txt'),
+        tasks: task("answer", "hello", "[{fileContains: {path: answer.txt, text: hello}}, {fileAbsent: pwned.txt}]"),
+        attempts: 2,
+        concurrency: 4,
+      });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      expect(r.code, r.stderr).toBe(0);
+      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const byHarness = (h: string) => results.filter((x) => x.harness === h);
+      // The patient rollouts ran beside the killers and passed; their workspaces got nothing of the killers'.
+      expect(byHarness("patient").map((x) => [x.status, x.reward])).toEqual([["ok", 1], ["ok", 1]]);
+      for (const x of byHarness("killer")) expect(x.status).toBe("ok");
+      // The killers' own workspaces got their file, so they failed that check: the writes were real.
+      for (const x of byHarness("killer")) expect(x.reward).toBe(0);
+      expect(await leftovers()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
+
+describe("reins eval killed mid-run on the cluster", () => {
+  it("resumes: each rollout once, and nothing of the run left afterwards", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-k8s-kill-"));
+    try {
+      const file = evaluation(dir, {
+        harnesses: harness("slow", 'sleep 2; printf "%s" "$1" > answer.txt'),
+        tasks: task("one", "one", "[{fileContains: {path: answer.txt, text: one}}]") + task("two", "two", "[{fileContains: {path: answer.txt, text: two}}]"),
+        attempts: 4,
+        concurrency: 3,
+      });
+      const run = join(dir, "run");
+      // Its own TMPDIR: what a killed runner leaves there (its proxy sockets) goes with `dir`.
+      mkdirSync(join(dir, "tmp"));
+      const child = spawn(process.execPath, [resolve("bin/reins.js"), "eval", file, "--out", run, "--quiet"], { env: { ...process.env, KUBECONFIG: kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: "ignore" });
+      // Killed once the first rollouts finished and others are on the cluster.
+      for (let i = 0; i < 600; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        let done = 0;
+        try {
+          done = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").filter(Boolean).length;
+        } catch {}
+        if (done >= 2) break;
+      }
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      const pods = await get("/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun");
+      const before = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").length;
+      expect(before).toBeLessThan(8);
+      const r = await reinsAsync(["eval", "--resume", run, "--json"], { KUBECONFIG: kubeconfig });
+      expect(r.code, r.stderr).toBe(0);
+      const results = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const ids = results.map((x) => x.id);
+      expect(ids).toHaveLength(8);
+      expect(new Set(ids).size).toBe(8);
+      expect(results.map((x) => `${x.id} ${x.status} ${x.reward}${x.error ? ` ${x.error.code}: ${x.error.message}` : ""}`).filter((l) => !l.endsWith("ok 1"))).toEqual([]);
+      expect(await leftovers()).toEqual([]);
+      // Pods the killed runner left were there, and went with the run's owner.
+      expect(pods.items.length).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
