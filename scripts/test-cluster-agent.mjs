@@ -134,6 +134,45 @@ async function tearDown(uid) {
   await api("DELETE", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${p.namespace}/execs/${p.name}`).catch(() => undefined);
 }
 
+/**
+ * A provisioner of sorts: each claim waiting for a volume gets a hostPath PersistentVolume under
+ * <dir>/volumes made for it (the controller manager binds them); a volume whose claim is gone goes.
+ */
+async function provisionVolumes() {
+  const claims = await api("GET", "/api/v1/persistentvolumeclaims");
+  const volumes = await api("GET", "/api/v1/persistentvolumes?labelSelector=sim.reins.dev%2Fprovisioned");
+  if (claims.status !== 200 || volumes.status !== 200) return;
+  const claimed = new Set(volumes.body.items.map((v) => v.spec.claimRef?.uid));
+  for (const c of claims.body.items) {
+    if (c.spec.volumeName || claimed.has(c.metadata.uid) || c.metadata.deletionTimestamp) continue;
+    const path = join(DIR, "volumes", c.metadata.uid);
+    mkdirSync(path, { recursive: true });
+    const pv = {
+      apiVersion: "v1",
+      kind: "PersistentVolume",
+      metadata: { name: `sim-${c.metadata.uid}`, labels: { "sim.reins.dev/provisioned": "true" } },
+      spec: {
+        capacity: { storage: c.spec.resources?.requests?.storage ?? "1Gi" },
+        accessModes: c.spec.accessModes ?? ["ReadWriteOnce"],
+        hostPath: { path },
+        persistentVolumeReclaimPolicy: "Retain",
+        storageClassName: c.spec.storageClassName ?? "",
+        claimRef: { namespace: c.metadata.namespace, name: c.metadata.name, uid: c.metadata.uid },
+      },
+    };
+    const r = await api("POST", "/api/v1/persistentvolumes", pv);
+    if (r.status === 201) console.log(`agent: volume ${pv.metadata.name} for claim ${c.metadata.namespace}/${c.metadata.name}`);
+  }
+  const live = new Set(claims.body.items.map((c) => c.metadata.uid));
+  for (const v of volumes.body.items) {
+    const uid = v.spec.claimRef?.uid;
+    if (uid && !live.has(uid)) {
+      await api("DELETE", `/api/v1/persistentvolumes/${v.metadata.name}`);
+      rmSync(join(DIR, "volumes", uid), { recursive: true, force: true });
+    }
+  }
+}
+
 function writeShims() {
   const shims = join(DIR, "shims");
   mkdirSync(shims, { recursive: true });
@@ -171,6 +210,7 @@ async function main() {
       }
       for (const uid of [...pods.keys()]) if (!seen.has(uid)) await tearDown(uid);
     }
+    await provisionVolumes().catch((e) => console.error(`agent: volumes: ${e.message}`));
     await sleep(100);
   }
 }

@@ -41,7 +41,7 @@ stop_all() {
   done
   # Keepers of pods the agent had not cleaned up.
   for f in "$DIR"/pods/*/keeper.outer; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
-  rm -rf "$DIR/etcd" "$DIR/pods"
+  rm -rf "$DIR/etcd" "$DIR/pods" "$DIR/volumes"
 }
 
 wait_for() { # what (its pid file and log), seconds, command...
@@ -125,7 +125,7 @@ start() {
      --profiling=false --v=1 >"$DIR/logs/kube-apiserver.log" 2>&1 </dev/null & echo $! >"$DIR/kube-apiserver.pid")
   wait_for kube-apiserver 120 healthy
   (exec setsid "$bin/kube-controller-manager" --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false \
-     --controllers job,garbagecollector,namespace,serviceaccount,serviceaccount-token,ttl-after-finished,endpointslice,podgc \
+     --controllers job,garbagecollector,namespace,serviceaccount,serviceaccount-token,ttl-after-finished,endpointslice,podgc,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller \
      --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
      --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --concurrent-gc-syncs 20 --kube-api-qps 500 --kube-api-burst 1000 \
      --v=1 >"$DIR/logs/kube-controller-manager.log" 2>&1 </dev/null & echo $! >"$DIR/kube-controller-manager.pid")

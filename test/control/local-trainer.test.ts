@@ -70,7 +70,7 @@ describe("the local trainer of reins run", () => {
     const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out], { encoding: "utf8", timeout: 120_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("error[TrainerModeUnsupported]");
-    expect(r.stderr).toContain("mode: kubernetes, device: cuda, gpus: 8, image: reins-trainer:latest");
+    expect(r.stderr).toContain("mode: kubernetes with worker: cluster, device: cuda, gpus: 8;");
     expect(r.stderr).toContain("reins plan --json");
     expect(existsSync(join(dir, "spec", "policy"))).toBe(false);
     expect(existsSync(join(out, "trainer.log"))).toBe(false);

@@ -12,44 +12,17 @@
  * - `reins eval` killed with SIGKILL mid-run, then `--resume`: each rollout once, and nothing of the
  *   run left on the cluster afterwards.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { reinsAsync } from "../reins-cli.js";
+import { useTestCluster } from "./test-cluster.js";
 
-const clusterDir = mkdtempSync(join(tmpdir(), "reins-test-cluster-"));
-const port = String(20000 + (process.pid % 20000));
-const clusterEnv = { ...process.env, REINS_TEST_CLUSTER_DIR: clusterDir, REINS_TEST_CLUSTER_PORT: port };
-let kubeconfig = "";
-
-/** GET on the test API server with its admin token. */
-function get(path: string): Promise<any> {
-  const token = readFileSync(join(clusterDir, "token"), "utf8").trim();
-  return new Promise((done, fail) => {
-    const req = request({ host: "127.0.0.1", port, path, ca: readFileSync(join(clusterDir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
-      let text = "";
-      res.on("data", (d) => (text += d));
-      res.on("end", () => done(JSON.parse(text)));
-    });
-    req.on("error", fail);
-    req.end();
-  });
-}
-
-/** Objects of any run left in the namespace (pods, owners, policies); waits for the garbage collector up to 20 s. */
-async function leftovers(): Promise<string[]> {
-  let names: string[] = [];
-  for (let i = 0; i < 40; i++) {
-    const lists = await Promise.all(["/api/v1/namespaces/default/pods", "/api/v1/namespaces/default/configmaps", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"].map((p) => get(`${p}?labelSelector=reins.dev%2Frun`)));
-    names = lists.flatMap((l) => l.items.map((o: any) => `${o.kind ?? ""}${o.metadata.name}`));
-    if (names.length === 0) return names;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  return names;
-}
+const cluster = useTestCluster();
+const get = (path: string) => cluster.get(path);
+const leftovers = () => cluster.leftovers();
 
 function evaluation(dir: string, o: { harnesses: string; tasks: string; attempts?: number; concurrency?: number }): string {
   const file = join(dir, "evaluation.yaml");
@@ -87,16 +60,6 @@ spec:
 ---
 `;
 
-beforeAll(() => {
-  const out = execFileSync("bash", ["scripts/test-cluster.sh", "start"], { env: clusterEnv, encoding: "utf8", timeout: 1_800_000 });
-  kubeconfig = out.trim().split("\n").at(-1)!;
-}, 1_800_000);
-
-afterAll(() => {
-  execFileSync("bash", ["scripts/test-cluster.sh", "stop"], { env: clusterEnv, timeout: 120_000 });
-  rmSync(clusterDir, { recursive: true, force: true });
-}, 180_000);
-
 describe("a plain Evaluation on the test API server", () => {
   it("runs command harnesses in pods, verifies their workspaces, and leaves nothing behind", async () => {
     const dir = mkdtempSync(join(tmpdir(), "reins-k8s-eval-"));
@@ -108,7 +71,7 @@ describe("a plain Evaluation on the test API server", () => {
           task("bye", "bye", "[{fileContains: {path: answer.txt, text: hello}}]", 'workspace: {files: [{path: given.txt, content: "given\\n"}]}'),
         attempts: 2,
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
       expect(out).toMatchObject({ rollouts: 4, errors: 0, meanReward: 0.5 });
@@ -163,7 +126,7 @@ spec:
           await new Promise((r) => setTimeout(r, 200));
         }
       })();
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
       running = false;
       await watch;
       expect(r.code, r.stderr).toBe(0);
@@ -197,7 +160,7 @@ describe("rollouts on the cluster are apart", () => {
         attempts: 2,
         concurrency: 4,
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
       expect(r.code, r.stderr).toBe(0);
       const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
       const byHarness = (h: string) => results.filter((x) => x.harness === h);
@@ -226,7 +189,7 @@ describe("reins eval killed mid-run on the cluster", () => {
       const run = join(dir, "run");
       // Its own TMPDIR: what a killed runner leaves there (its proxy sockets) goes with `dir`.
       mkdirSync(join(dir, "tmp"));
-      const child = spawn(process.execPath, [resolve("bin/reins.js"), "eval", file, "--out", run, "--quiet"], { env: { ...process.env, KUBECONFIG: kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: "ignore" });
+      const child = spawn(process.execPath, [resolve("bin/reins.js"), "eval", file, "--out", run, "--quiet"], { env: { ...process.env, KUBECONFIG: cluster.kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: "ignore" });
       // Killed once the first rollouts finished and others are on the cluster.
       for (let i = 0; i < 600; i++) {
         await new Promise((r) => setTimeout(r, 100));
@@ -241,7 +204,7 @@ describe("reins eval killed mid-run on the cluster", () => {
       const pods = await get("/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun");
       const before = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").length;
       expect(before).toBeLessThan(8);
-      const r = await reinsAsync(["eval", "--resume", run, "--json"], { KUBECONFIG: kubeconfig });
+      const r = await reinsAsync(["eval", "--resume", run, "--json"], { KUBECONFIG: cluster.kubeconfig });
       expect(r.code, r.stderr).toBe(0);
       const results = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
       const ids = results.map((x) => x.id);

@@ -256,6 +256,7 @@ export const CODES = {
 
   // ── runtime: reins synth ──
   OutDirNotEmpty: "Give another --out, or empty this one yourself: reins synth writes only into a new or empty directory.",
+  TrainerJobFailed: "Check the cluster (KUBECONFIG), the namespace's quota and RBAC for jobs, services and persistentvolumeclaims, and that the claim can bind (a default StorageClass, or a PersistentVolume for it).",
   ProxyUnreachable:
     "Say how sandbox pods reach the proxy: sandbox.kubernetes.proxy.address (an IPv4 address of this machine pods can reach) when reins runs outside the cluster, or .service and .port when it runs inside, behind a Service.",
   HostedKeyMissing: "Export the key in the variable the hosted Model names (engine.apiKeyEnv; read when asking, never written), then run again.",

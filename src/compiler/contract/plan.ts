@@ -295,6 +295,8 @@ export interface ResolvedTrainer {
   weightsFormat: Filled<TrainerSpec>["weightsFormat"];
   python: string;
   image?: string;
+  /** mode kubernetes only: where the worker process runs (the Job is on the cluster either way). */
+  worker?: "cluster" | "local";
 }
 
 /**

@@ -14,7 +14,8 @@ import { dealHarnesses } from "./harness-mix.js";
 import { applyUse, checkKnobs } from "./knobs.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
-import { resolveAlgorithm, resolveBadStepPolicy, resolveMetricsSinks, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
+import { checkTrainer, resolveAlgorithm, resolveBadStepPolicy, resolveMetricsSinks, resolveSandbox, resolveTrainer } from "../resolve/defaults.js";
+import type { TrainerSpec } from "../schema/sandbox.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
@@ -114,6 +115,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     algorithm = refOrInline<ResolvedAlgorithm>(spec.algorithm, world.algorithms, resolveAlgorithm, "Algorithm", () => at("algorithm", "name"), diagnostics);
     if (algorithm && !("name" in spec.algorithm)) diagnostics.push(...checkAlgorithm(algorithm, target, ["spec", "algorithm"]));
     trainer = refOrInline<ResolvedTrainer>(spec.trainer, world.trainers, resolveTrainer, "Trainer", () => at("trainer", "name"), diagnostics) ?? resolveTrainer(undefined);
+    if (spec.trainer && !("name" in spec.trainer)) diagnostics.push(...checkTrainer(spec.trainer as TrainerSpec, (...p) => at("trainer", ...p)));
     if (trainer.device === "cpu" && (trainer.nodes > 1 || trainer.gpus > 0)) {
       diagnostics.push(makeDiagnostic("InvalidValue", at("trainer"), `A CPU trainer runs on one node without GPUs (nodes ${trainer.nodes}, gpus ${trainer.gpus}).`, "Use device: cuda for multi-node or GPU training, or set nodes: 1 and gpus: 0."));
     }

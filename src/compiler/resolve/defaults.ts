@@ -17,6 +17,8 @@ import {
   type ScriptedTurn,
 } from "../contract/plan.js";
 import { CALL_CLASSES } from "../contract/vocabulary.js";
+import { makeDiagnostic, type Diagnostic } from "../contract/diagnostics.js";
+import type { SourcePosition } from "../contract/problem.js";
 import type { AlgorithmSpec } from "../schema/algorithm.js";
 import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";
@@ -261,7 +263,14 @@ export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
     python: s.python ?? "/usr/bin/python3",
   };
   if (s.image !== undefined) out.image = s.image;
+  if (out.mode === "kubernetes") out.worker = s.worker ?? "cluster";
   return out;
+}
+
+/** A Trainer's fields that contradict each other: worker without mode kubernetes. */
+export function checkTrainer(spec: TrainerSpec, at: (...p: (string | number)[]) => SourcePosition): Diagnostic[] {
+  if (spec.worker === undefined || spec.mode === "kubernetes") return [];
+  return [makeDiagnostic("InvalidValue", at("worker"), "worker says where a kubernetes trainer's worker runs; this Trainer's mode is local, so it would do nothing.", "Remove worker, or set mode: kubernetes.")];
 }
 
 /** Default: stop at the first non-finite step; with skip, at most 3 consecutive skipped steps. */

@@ -19,7 +19,7 @@ import type {
 import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
-import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer } from "./defaults.js";
+import { resolveAlgorithm, resolveHarness, resolveModel, resolveSandbox, resolveTrainer, checkTrainer } from "./defaults.js";
 import { resolveMcpServers } from "./mcp-servers.js";
 import { expandFamily, newExpansionBudget } from "./families.js";
 import { mountProblems } from "./host-paths.js";
@@ -118,7 +118,10 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   const sandboxes = new Map<string, Entry<ResolvedSandbox>>();
   for (const doc of docsOf("Sandbox")) sandboxes.set(doc.name, { value: resolveSandbox(doc.doc.spec), doc });
   const trainers = new Map<string, Entry<ResolvedTrainer>>();
-  for (const doc of docsOf("Trainer")) trainers.set(doc.name, { value: resolveTrainer(doc.doc.spec), doc });
+  for (const doc of docsOf("Trainer")) {
+    diagnostics.push(...checkTrainer(doc.doc.spec, (...p) => positionAt(doc.source, ["spec", ...p])));
+    trainers.set(doc.name, { value: resolveTrainer(doc.doc.spec), doc });
+  }
   diagnostics.push(...checkJudgeReferences({ verifiers, tasks, models }));
 
   return {

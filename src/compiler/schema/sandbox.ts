@@ -71,6 +71,12 @@ export const TrainerSpecSchema = z
     weightsFormat: z.array(z.enum(["onnx", "safetensors"])).optional(),
     python: z.string().optional().describe("Python interpreter for the local worker (default /usr/bin/python3)."),
     image: z.string().optional(),
+    worker: z
+      .enum(["cluster", "local"])
+      .optional()
+      .describe(
+        "With mode kubernetes: where the worker process runs. cluster (default): in the Job's pods (not yet driven by reins run: TrainerModeUnsupported). local: reins run creates the Job, its headless Service and the weights claim on the cluster and waits for rank 0's pod, but runs the worker on this machine as with mode local (device cpu) — for clusters whose pods cannot run it, such as the test cluster's simulated nodes.",
+      ),
   })
   .describe("The trainer worker.");
 

@@ -26,6 +26,7 @@ import { renderRewardCurve } from "./curve.js";
 import type { FidelityReport } from "../trajectories/fidelity.js";
 import { runFidelity } from "./fidelity.js";
 import { localTrainer } from "./local-trainer.js";
+import { startClusterTrainer, type ClusterTrainer } from "../k8s/trainer-cluster.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, hasPolicy } from "./policy.js";
 import { openExternalEngine, openPolicyEngine, requireTrainableType, trainingPolicyDir, type PolicyEngine } from "./policy-engine.js";
@@ -127,8 +128,12 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   let executor: Awaited<ReturnType<typeof createExecutor>> | undefined;
   let sftInfo: RunOutcome["sft"] = null;
   let interrupted = false;
+  let finished = false;
+  let cluster: ClusterTrainer | undefined;
   const versions = [init.version];
   try {
+    // trainer.mode kubernetes (worker: local): the Job, its Service and the weights claim on the cluster.
+    if (plan.trainer?.mode === "kubernetes") cluster = await startClusterTrainer(plan, { log, ...(o.signal ? { signal: o.signal } : {}) });
     try {
       policy = await openPolicyEngine({ plan, model, runDir: store.dir, serving, threads, ...(external ? { external } : {}), ...(o.signal ? { signal: o.signal } : {}), log, warn });
     } catch (err) {
@@ -205,7 +210,9 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     }
     versions.push(...publisher.versions);
     interrupted = Boolean(o.signal?.aborted);
+    finished = !interrupted;
   } finally {
+    await cluster?.close(finished);
     await executor?.close();
     await judges?.close();
     await (policy ?? external)?.close?.();

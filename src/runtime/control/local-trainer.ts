@@ -7,8 +7,9 @@
  *   weightsFormat  what save_weights writes for each published version; must include the format
  *                  the run's engine loads: onnx for the in-process onnx engine (model.onnx),
  *                  safetensors for a vllm or sglang server (it reloads the directory's shards);
- *   mode: kubernetes, device: cuda, gpus > 0, nodes > 1, image: the GPU trainer Job, which
- *                  `reins run` does not start here → TrainerModeUnsupported.
+ *   mode: kubernetes with worker: local: the Job is created on the cluster, the worker runs here;
+ *   mode: kubernetes with worker: cluster, device: cuda, gpus > 0, nodes > 1, image (mode local):
+ *                  a worker `reins run` cannot run here → TrainerModeUnsupported.
  */
 import { basename, isAbsolute, join, resolve } from "node:path";
 import type { ResolvedTrainer } from "../../compiler/contract/plan.js";
@@ -26,16 +27,17 @@ export function localTrainer(trainer: ResolvedTrainer | undefined, runDir: strin
   if (!trainer) throw new Error("an Experiment's plan always carries its trainer (the compiler's defaults when the spec has none)");
   const t = trainer;
   const unsupported: string[] = [];
-  if (t.mode !== "local") unsupported.push(`mode: ${t.mode}`);
+  // A kubernetes trainer with worker: local has its Job on the cluster (k8s/trainer-cluster.ts) and its worker here.
+  if (t.mode !== "local" && t.worker !== "local") unsupported.push(`mode: ${t.mode}${t.worker ? ` with worker: ${t.worker}` : ""}`);
   if (t.device !== "cpu") unsupported.push(`device: ${t.device}`);
   if (t.gpus > 0) unsupported.push(`gpus: ${t.gpus}`);
   if (t.nodes > 1) unsupported.push(`nodes: ${t.nodes}`);
-  if (t.image !== undefined) unsupported.push(`image: ${t.image}`);
+  if (t.image !== undefined && t.mode === "local") unsupported.push(`image: ${t.image}`);
   if (unsupported.length > 0) {
     throw new LoopError(
       "TrainerModeUnsupported",
-      `The Trainer asks for ${unsupported.join(", ")}; reins run trains locally on CPU, with the worker as a child process, and starts no trainer Job or container.`,
-      "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`. To train here, use a Trainer with mode: local, device: cpu and no gpus, nodes or image (e.g. {name: torch-cpu}).",
+      `The Trainer asks for ${unsupported.join(", ")}; reins run runs the trainer worker on this machine, on CPU, as a child process (with mode: kubernetes and worker: local its Job is created on the cluster too) and cannot yet drive a worker inside the cluster.`,
+      "reins run trains with a worker on this machine, on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`. To train here, use a Trainer with mode: local, device: cpu and no gpus, nodes or image (e.g. {name: torch-cpu}), or mode: kubernetes with worker: local (the Job on the cluster, the worker here).",
     );
   }
   if (engineType === "onnx" && !t.weightsFormat.includes("onnx")) {

@@ -2,7 +2,7 @@
  * The Kubernetes API client (@kubernetes/client-node 2.x; on Node 20 it needs the undici override
  * in package.json). Explicit connection settings or the default kubeconfig / in-cluster config.
  */
-import { CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from "@kubernetes/client-node";
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from "@kubernetes/client-node";
 
 export interface KubeConnection {
   server: string;
@@ -17,6 +17,7 @@ export interface KubeClients {
   core: CoreV1Api;
   custom: CustomObjectsApi;
   networking: NetworkingV1Api;
+  batch: BatchV1Api;
 }
 
 export function makeKubeConfig(connection?: KubeConnection): KubeConfig {
@@ -40,6 +41,7 @@ export function makeKubeClients(config: KubeConfig): KubeClients {
     core: config.makeApiClient(CoreV1Api),
     custom: config.makeApiClient(CustomObjectsApi),
     networking: config.makeApiClient(NetworkingV1Api),
+    batch: config.makeApiClient(BatchV1Api),
   };
 }
 
