@@ -5,7 +5,7 @@
  * step trained once, every rollout sampled once, one weights version per step.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
@@ -75,5 +75,16 @@ describe("reins run", () => {
     const idsB = results(b).map((x) => x.id).sort();
     expect(idsB).toEqual(idsA); // the same rollouts, each once
     expect(new Set(idsB).size).toBe(idsB.length);
+
+    // A checkpoint the worker cannot restore: the resumed run fails with a clear error, and its
+    // worker does not outlive it.
+    const last = evA.filter((e) => e.type === "checkpoint").at(-1)!;
+    for (const f of readdirSync(last.path)) rmSync(join(last.path, f), { recursive: true, force: true });
+    writeFileSync(join(last.path, "state.pt"), "not a checkpoint");
+    const broken = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", a, "--quiet"], { encoding: "utf8", timeout: 600_000 });
+    expect(broken.status).not.toBe(0);
+    expect(broken.stderr).toMatch(/error\[\w+\]/);
+    expect(broken.stderr).not.toMatch(/\n\s+at /);
+    expect(livingWith(a)).toEqual([]);
   }, 900_000);
 });

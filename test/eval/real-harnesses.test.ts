@@ -27,20 +27,22 @@ import { describeInSandbox, runInSandbox, type InSandboxRun } from "./in-sandbox
 const ATTEMPTS = 2;
 const skipPodman = !findExecutable("podman") && process.env.REINS_SKIP_PODMAN === "1";
 
-function describeInSandboxRun(harness: string, provider: "local" | "podman"): void {
-  const skip = skipHarness(harness) || (provider === "podman" && skipPodman);
-  const note = skipNote(harness) || (provider === "podman" && skipPodman ? " (skipped: no podman and REINS_SKIP_PODMAN=1)" : "");
+function describeInSandboxRun(harness: string, provider: "local" | "podman" | "podman-image"): void {
+  const podman = provider !== "local";
+  const skip = skipHarness(harness) || (podman && skipPodman);
+  const note = skipNote(harness) || (podman && skipPodman ? " (skipped: no podman and REINS_SKIP_PODMAN=1)" : "");
   describe.skipIf(skip)(`${harness} in a ${provider} sandbox through reins eval${note}`, () => {
     const spec = loadHarnessSpec(harness);
     let run: InSandboxRun;
     let why: () => string;
     beforeAll(async () => {
-      if (provider === "podman") {
+      if (podman) {
         if (!findExecutable("podman")) throw new Error("podman is not installed (apt-get install -y podman runc catatonit busybox-static socat), or set REINS_SKIP_PODMAN=1");
         execFileSync("bash", [path.resolve("scripts/build-image.sh")], { stdio: "inherit" });
       }
-      // Podman: the shipped Sandbox spec (specs/sandboxes/podman.yaml; its rollouts run at once).
-      const sandbox = provider === "podman" ? `{name: podman}` : `{provider: local, concurrency: 1, retries: 1}`;
+      // Podman: the shipped Sandbox spec (specs/sandboxes/podman.yaml; its rollouts run at once);
+      // podman-image: the harness, its node and reins-agent built into the harness's image, nothing mounted.
+      const sandbox = provider === "podman" ? `{name: podman}` : provider === "podman-image" ? `{provider: podman, harnessFiles: image, concurrency: 2, retries: 1}` : `{provider: local, concurrency: 1, retries: 1}`;
       run = await runInSandbox({ harness, sandbox, attempts: ATTEMPTS });
       why = () => describeInSandbox(run);
       const each = run.results.map((r) => `${r.id} ${r.durationMs} ms (harness ${r.phases.harnessMs} ms)`).join(", ");
@@ -78,7 +80,19 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman"): vo
       }
     });
 
-    it("runs from its install, mounted read-only: the harness's user cannot write into it", () => {
+    it.runIf(provider === "podman-image")("runs from its own image, tagged by content, with nothing of this machine mounted", () => {
+      for (const launch of run.launches) {
+        expect(launch.spec.image).toMatch(new RegExp(`^localhost/reins-harness-${harness}:[0-9a-f]{16}$`));
+        expect(launch.spec.selfContained).toBe(true);
+        expect(launch.spec.mounts ?? []).toEqual([]);
+        for (const report of [launch.before!, launch.after!]) expect(report.uid).not.toBe(0);
+        const label = execFileSync("podman", ["image", "inspect", "--format", '{{index .Labels "reins.dev/harness"}}', launch.spec.image!], { encoding: "utf8" });
+        expect(label.trim()).toBe(harness);
+      }
+      expect(new Set(run.launches.map((l) => l.spec.image)).size).toBe(1);
+    });
+
+    it.skipIf(provider === "podman-image")("runs from its install, mounted read-only: the harness's user cannot write into it", () => {
       for (const launch of run.launches) {
         const mounts = launch.spec.mounts ?? [];
         const install = mounts.find((m) => m.hostPath.includes(`${path.sep}harnesses${path.sep}`) && launch.argv[0]!.startsWith(m.sandboxPath + path.sep));
@@ -153,4 +167,5 @@ describeInSandboxRun("claude-code", "local");
 describeInSandboxRun("codex", "local");
 describeInSandboxRun("openclaw", "local");
 describeInSandboxRun("claude-code", "podman");
+describeInSandboxRun("claude-code", "podman-image");
 

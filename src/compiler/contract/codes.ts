@@ -131,6 +131,7 @@ export const CODES = {
   HarnessInstallTimedOut: "Check the registry connection, or raise the install timeout.",
   HarnessInstallLocked: "Wait for the other install, or remove the lock directory if no reins process is installing.",
   HarnessNeedsImage: "Run image-based harnesses with a container sandbox provider (podman or kubernetes).",
+  HarnessImageFailed: "A harness's image could not be built: build the sandbox image (scripts/build-image.sh), check podman, or set sandbox.harnessFiles: mount (podman).",
   HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
   HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',

@@ -271,6 +271,8 @@ export interface ResolvedAlgorithm {
 export interface ResolvedSandbox {
   provider: Filled<SandboxSpec>["provider"];
   image?: string;
+  /** How harness files reach the sandbox: "image" (built by reins), or absent: mounted from the host. */
+  harnessFiles?: "image";
   resources: Filled<Filled<SandboxSpec>["resources"]>;
   network: Filled<SandboxSpec>["network"];
   /** Not part of the plan hash. */

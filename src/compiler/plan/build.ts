@@ -21,6 +21,7 @@ import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
 import { portableHarness, portableModel, portablePlan } from "./paths.js";
 import { MAX_PLAN_ROLLOUTS } from "../resolve/limits.js";
+import { checkHarnessFiles, checkPodProxy } from "./sandbox-checks.js";
 
 export interface BuildOptions {
   /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
@@ -108,7 +109,9 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   diagnostics.push(...planMcp.diagnostics);
 
   const sandbox = refOrInline<ResolvedSandbox>(spec.sandbox, world.sandboxes, resolveSandbox, "Sandbox", () => at("sandbox", "name"), diagnostics) ?? resolveSandbox(undefined);
-  diagnostics.push(...checkPodProxy(sandbox, needsModel ? needsModel.use.name : undefined, (...p) => at("sandbox", ...("name" in (spec.sandbox ?? {}) ? [] : p))));
+  const atSandbox = (...p: (string | number)[]) => at("sandbox", ...("name" in (spec.sandbox ?? {}) ? [] : p));
+  diagnostics.push(...checkPodProxy(sandbox, needsModel ? needsModel.use.name : undefined, atSandbox));
+  diagnostics.push(...checkHarnessFiles(sandbox, harnesses, atSandbox, (i) => at("harnesses", i, "name")));
   let algorithm: ResolvedAlgorithm | undefined;
   let trainer: ResolvedTrainer | undefined;
   if (isExperiment) {
@@ -357,27 +360,4 @@ function estimate(steps: PlanStep[], world: World): Plan["estimate"] {
     }
   }
   return { rollouts, sandboxMinutes: Math.round((seconds / 60) * 10) / 10, tokens };
-}
-
-/**
- * A kubernetes sandbox's proxy settings: exactly one of address and service, a port with service,
- * and some setting at all when a harness calls a model (otherwise its pods have no way to the proxy).
- */
-function checkPodProxy(sandbox: ResolvedSandbox, modelHarness: string | undefined, at: (...p: (string | number)[]) => SourcePosition): Diagnostic[] {
-  if (sandbox.provider !== "kubernetes") return [];
-  const proxy = sandbox.kubernetes?.proxy;
-  const out: Diagnostic[] = [];
-  if (!proxy) {
-    if (modelHarness) {
-      const message = `The harness ${modelHarness} calls a model, but the kubernetes sandbox does not say how its pods reach the proxy.`;
-      out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes"), message, CODES.ProxyUnreachable));
-    }
-    return out;
-  }
-  if ((proxy.address === undefined) === (proxy.service === undefined)) {
-    out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes", "proxy"), `kubernetes.proxy has ${proxy.address ? "both address and service" : "neither address nor service"}.`, CODES.ProxyUnreachable));
-  } else if (proxy.service !== undefined && proxy.port === undefined) {
-    out.push(makeDiagnostic("ProxyUnreachable", at("kubernetes", "proxy", "service"), `kubernetes.proxy.service ${proxy.service} has no port: pods would not know where to connect.`, "Give kubernetes.proxy.port, the port the Service forwards to reins' proxy."));
-  }
-  return out;
 }

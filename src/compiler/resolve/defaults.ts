@@ -238,6 +238,8 @@ export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
     warmPool: s.warmPool ?? 0,
   };
   if (s.image !== undefined) out.image = s.image;
+  // Absent means mount, so plans that mount keep the hash they had before the field existed.
+  if ((s.harnessFiles ?? (provider === "kubernetes" ? "image" : "mount")) === "image") out.harnessFiles = "image";
   if (provider === "kubernetes" || s.kubernetes) {
     out.kubernetes = {
       namespace: s.kubernetes?.namespace ?? "default",

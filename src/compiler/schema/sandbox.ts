@@ -5,7 +5,13 @@ import { NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
 export const SandboxSpecSchema = z
   .strictObject({
     provider: z.enum(["local", "podman", "kubernetes"]).optional().describe("Default: local (Linux namespaces)."),
-    image: z.string().optional().describe("Image for podman/kubernetes."),
+    image: z.string().optional().describe("Image for podman/kubernetes (default localhost/reins-sandbox:1, built by scripts/build-image.sh); with harnessFiles image, the base of each harness's image."),
+    harnessFiles: z
+      .enum(["mount", "image"])
+      .optional()
+      .describe(
+        "How a harness's files (its npm install, the node it runs on, reins-agent) reach its sandbox. mount (local and podman default): read-only from this machine's cache. image (kubernetes default, podman): an image reins builds offline with podman from those files on top of `image`, tagged by their content (localhost/reins-harness-<harness>:<digest>), so the sandbox mounts nothing from this machine; a cluster must be able to pull it (push it to your registry). Local sandboxes only mount.",
+      ),
     resources: z
       .strictObject({
         cpu: z

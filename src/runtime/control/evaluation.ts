@@ -74,6 +74,7 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
       ...(opts.onEvent ? { onEvent: opts.onEvent } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
     });
     const engineInfo = executor.proxy?.engineInfo;
     if (engineInfo) store.recordEngine(engineInfo);

@@ -114,14 +114,21 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     valueHead: algorithm.type === "PPO",
     stderrLog: join(store.dir, "trainer.log"),
   }));
-  // The worker names a checkpoint's weights by their content.
-  if (checkpoint) init.version = (await worker.client.health()).weightsVersion;
   let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
-  if (state.lastCheckpoint) {
-    await worker.client.restore(state.lastCheckpoint.path);
-    const c = state.lastCheckpoint;
-    serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path };
-    log(`resumed from the checkpoint of ${c.phase === "sft" ? "SFT" : `step ${c.step}`} (weights ${c.version})`);
+  try {
+    // The worker names a checkpoint's weights by their content.
+    if (checkpoint) serving.version = init.version = (await worker.client.health()).weightsVersion;
+    if (state.lastCheckpoint) {
+      await worker.client.restore(state.lastCheckpoint.path);
+      const c = state.lastCheckpoint;
+      serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path };
+      log(`resumed from the checkpoint of ${c.phase === "sft" ? "SFT" : `step ${c.step}`} (weights ${c.version})`);
+    }
+  } catch (err) {
+    // A checkpoint the worker cannot restore stops the run with nothing left running.
+    await worker.stop();
+    await sinks?.close();
+    throw err;
   }
   let policy: PolicyEngine | undefined;
   let judges: Awaited<ReturnType<typeof createJudges>> | undefined;
@@ -156,6 +163,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       ...(o.concurrency ? { concurrency: o.concurrency } : {}),
       ...(o.onEvent ? { onEvent: o.onEvent } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
+      log,
     });
     const publisher = new Publisher({ worker, engine, store, checkpointRoot: trainer.checkpointRoot, weightsFormat: trainer.weightsFormat, serving });
 
@@ -176,7 +184,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     let skipStreak = state.skipStreak;
     for (const step of plan.steps) {
       if (o.signal?.aborted) break;
-      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index))) {
+      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index) || state.emptySteps.has(step.index))) {
         trained++;
         continue;
       }

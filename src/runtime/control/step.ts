@@ -11,6 +11,7 @@ import type { Plan, PlanStep, ResolvedAlgorithm } from "../../compiler/contract/
 import type { CallRecord } from "../records/call-record.js";
 import type { RolloutResult } from "../records/index.js";
 import { trainerLogprobsFile, type RunStore } from "../store/run-store.js";
+import type { BatchReport } from "../trajectories/index.js";
 import { applyCritic, type CriticStats } from "../trajectories/gae.js";
 import type { TrainerWorker } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
@@ -64,12 +65,15 @@ export async function trainStep(
   const mismatch = describeMismatch(check, what);
   if (mismatch) c.warn(mismatch);
   const trainingStart = performance.now();
-  const parts = trees > 0 ? splitMiniBatches(batch, algorithm.miniBatches).length : 0;
+  // Nothing to train (every rollout dropped or every token masked, e.g. all truncated): the trainer
+  // is not called and nothing is published; the serving weights stay.
+  const trainable = trees > 0 && report.totals.trainedTokens > 0;
+  const parts = trainable ? splitMiniBatches(batch, algorithm.miniBatches).length : 0;
   if (parts > 0) progress("training", "mini-batches", parts, 0);
   // The trainer's logprob of each trained token (the viewer's ratio overlay); a redone step rewrites it.
   const recordLogprobs = trainerLogprobsFile(store.dir, step.index);
   rmSync(recordLogprobs, { force: true });
-  const applied = trees > 0 ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done), { recordLogprobs }) : { fb: null, opt: null };
+  const applied = trainable ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done), { recordLogprobs }) : { fb: null, opt: null };
   const training = secondsSince(trainingStart);
   let skipStreak = at.skipStreak;
   let skipped: SkipEvent | null = null;
@@ -95,13 +99,13 @@ export async function trainStep(
     c.warn(describeSkip(skipped, what));
   }
   const publishingStart = performance.now();
-  if (!skipped) {
+  if (!skipped && trainable) {
     progress("publishing", "weights", 1, 0);
     await publisher.publish("step", step.index);
     progress("publishing", "weights", 1, 1);
-    skipStreak = 0;
   }
-  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
+  if (!skipped) skipStreak = 0;
+  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped || !trainable ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
   const m: StepMetrics = {
     type: "step-metrics",
     step: step.index,
@@ -109,7 +113,7 @@ export async function trainStep(
     meanReward,
     passRate: scored.length > 0 ? scored.filter((r) => r.passed).length / scored.length : 0,
     rollouts: results.length,
-    trainedRollouts: skipped ? 0 : trees,
+    trainedRollouts: skipped || !trainable ? 0 : trees,
     zeroVarianceGroups: report.groups?.filter((g) => g.zeroVariance).length ?? 0,
     trainedTokens: report.totals.trainedTokens,
     naiveTokens: report.totals.naiveTokens,
@@ -123,6 +127,15 @@ export async function trainStep(
   };
   store.event({ ...m });
   appendFileSync(join(store.dir, "metrics.jsonl"), `${JSON.stringify(m)}\n`);
-  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
+  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : !trainable ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version} keep serving` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
   return { metrics: m, skipStreak };
+}
+
+/** Why a step trained nothing, from its batch report. */
+function describeNothing(report: BatchReport): string {
+  const why = new Map<string, number>();
+  for (const r of report.rollouts) if (r.dropped) why.set(r.dropped, (why.get(r.dropped) ?? 0) + 1);
+  if (report.rollouts.length === 0) return "no rollout made a model call";
+  if (why.size === 0) return "every generated token masked";
+  return [...why].map(([k, n]) => `${n} dropped ${k}`).join(", ");
 }

@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import type { Plan, PlanRollout, ResolvedHarness, ResolvedModel } from "../../compiler/contract/plan.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 import { installHarness } from "../harness/install.js";
+import { resolveCacheRoot } from "../harness/install-paths.js";
 import { REINS_AGENT_PATH } from "../harness/launch.js";
 import { checkHarnessVariables, type LaunchRuntime } from "../harness/launch-plan.js";
 import { resolvedSecrets, SecretScrubber } from "../harness/secrets.js";
@@ -16,6 +17,8 @@ import type { Engine } from "../engines/engine.js";
 import type { ProxyHandle } from "../proxy/api.js";
 import { startProxy } from "../proxy/server.js";
 import type { CallRecord, RolloutResult } from "../records/index.js";
+import { createHarnessImageBuilder, HarnessImageError, type HarnessImageBuilder } from "../sandbox/images/build.js";
+import { DEFAULT_SANDBOX_IMAGE } from "../sandbox/layout.js";
 import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
 import type { Judge } from "../verifiers/judge.js";
@@ -35,6 +38,10 @@ export interface ExecutorOptions {
   backoffMs?: number;
   onEvent?: (e: { type: string; [k: string]: unknown }) => void;
   signal?: AbortSignal;
+  /** Builds harness images when the plan's sandbox asks for them (default: podman on this machine). */
+  imageBuilder?: HarnessImageBuilder;
+  /** Progress lines (stderr talk): a harness image built or reused. */
+  log?: (line: string) => void;
 }
 
 export interface Executor {
@@ -46,33 +53,60 @@ export interface Executor {
   close(): Promise<void>;
 }
 
+/** How harness files reach sandboxes: mounted from this machine, or built into an image per harness. */
+export interface HarnessFilesOptions {
+  /** Build each harness that runs from this machine's files into an image on top of `base`. */
+  images?: { base: string; builder: HarnessImageBuilder; log?: (line: string) => void };
+}
+
 /**
- * Installs the plan's harnesses and lists their mounts (host paths in a plan are absolute). Throws
- * `HarnessVariableUnset` before anything runs when reins's environment lacks a `${VAR}` a harness's
- * env or homeFiles refer to.
+ * Installs the plan's harnesses and lists their mounts (host paths in a plan are absolute), or,
+ * with `images`, builds the files each harness runs from (its install, node, reins-agent) into its
+ * image, which its sandboxes then run with nothing of this machine mounted but the spec's mounts.
+ * A harness with install.image runs from that image. Throws `HarnessVariableUnset` before anything
+ * runs when reins's environment lacks a `${VAR}` a harness's env or homeFiles refer to.
  */
-export async function prepareHarnesses(harnesses: readonly ResolvedHarness[]): Promise<Map<string, PreparedHarness>> {
+export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], o: HarnessFilesOptions = {}): Promise<Map<string, PreparedHarness>> {
   const out = new Map<string, PreparedHarness>();
   const agentDir = dirname(REINS_AGENT_PATH);
   for (const h of harnesses) {
     const variables = checkHarnessVariables(h);
     if (!variables.ok) throw new ReinsError(variables.problem.code, variables.problem.message, variables.problem.hint);
     const runtime: LaunchRuntime = { pathDirs: [dirname(process.execPath)], node: process.execPath, reinsAgent: REINS_AGENT_PATH };
-    const mounts: SandboxMount[] = [{ hostPath: agentDir, sandboxPath: agentDir }];
-    for (const m of h.mounts ?? []) mounts.push({ hostPath: m.hostPath, sandboxPath: m.sandboxPath });
+    const own: SandboxMount[] = [{ hostPath: agentDir, sandboxPath: agentDir }];
+    const mounts: SandboxMount[] = (h.mounts ?? []).map((m) => ({ hostPath: m.hostPath, sandboxPath: m.sandboxPath }));
     if (h.install?.npm) {
       const installed = await installHarness(h.install);
       if (!installed.ok) throw ReinsError.of(installed.problem);
       runtime.pathDirs = installed.value.pathDirs;
       runtime.node = installed.value.node;
       runtime.bin = installed.value.bin;
-      mounts.push({ hostPath: installed.value.dir, sandboxPath: installed.value.dir });
+      own.push({ hostPath: installed.value.dir, sandboxPath: installed.value.dir });
       const nodeDir = dirname(dirname(installed.value.node));
-      if (!installed.value.node.startsWith("/usr/")) mounts.push({ hostPath: nodeDir, sandboxPath: nodeDir });
+      if (!installed.value.node.startsWith("/usr/")) own.push({ hostPath: nodeDir, sandboxPath: nodeDir });
     }
-    out.set(h.name, { harness: h, runtime, mounts });
+    if (h.install?.image) {
+      out.set(h.name, { harness: h, runtime, mounts, image: h.install.image });
+    } else if (o.images && runsFromHostFiles(h)) {
+      const all = [...new Set([...own.map((m) => m.hostPath), runtime.node])];
+      const paths = all.filter((p) => !all.some((q) => q !== p && p.startsWith(`${q}/`)));
+      const made = await o.images.builder.ensure({ harness: h.name, base: o.images.base, paths }).catch((e: unknown) => {
+        throw e instanceof HarnessImageError ? new ReinsError("HarnessImageFailed", `The image of the harness ${h.name}: ${e.message}`, e.hint) : e;
+      });
+      o.images.log?.(`harness ${h.name}: image ${made.image.name} (${made.built ? `built in ${made.seconds.toFixed(1)} s` : "already built"})`);
+      out.set(h.name, { harness: h, runtime, mounts, image: made.image.name, selfContained: true });
+    } else {
+      out.set(h.name, { harness: h, runtime, mounts: [...own, ...mounts] });
+    }
   }
   return out;
+}
+
+/** A harness that runs node, reins-agent or an npm install of this machine (not a plain command). */
+function runsFromHostFiles(h: ResolvedHarness): boolean {
+  if (h.install?.npm) return true;
+  const text = JSON.stringify([h.command, h.env ?? {}, h.knobs ?? {}]);
+  return text.includes("{{reinsAgent}}") || text.includes("{{node}}");
 }
 
 /** The text fields of call records (error messages, parse details); token ids cannot be scrubbed. */
@@ -88,9 +122,19 @@ function scrubCalls(calls: CallRecord[], scrubber: SecretScrubber): CallRecord[]
   });
 }
 
+/** A plan whose sandbox takes harness files as images gets a builder of them (or the caller's). */
+async function harnessFilesOf(plan: Plan, opts: ExecutorOptions): Promise<HarnessFilesOptions> {
+  if (plan.sandbox.harnessFiles !== "image") return {};
+  // Its build contexts sit beside the harness cache: hard links, not copies, of the installs.
+  const builder = opts.imageBuilder ?? (await createHarnessImageBuilder({ workDir: join(dirname(resolveCacheRoot()), "images") }).catch((e: unknown) => {
+    throw e instanceof HarnessImageError ? new ReinsError("HarnessImageFailed", e.message, e.hint) : e;
+  }));
+  return { images: { base: plan.sandbox.image ?? DEFAULT_SANDBOX_IMAGE, builder, ...(opts.log ? { log: opts.log } : {}) } };
+}
+
 export async function createExecutor(opts: ExecutorOptions): Promise<Executor> {
   const { plan, store } = opts;
-  const harnesses = await prepareHarnesses(plan.harnesses);
+  const harnesses = await prepareHarnesses(plan.harnesses, await harnessFilesOf(plan, opts));
   const needsModel = plan.harnesses.some((h) => h.dialect !== undefined);
   let proxy: ProxyHandle | undefined;
   if (needsModel) {

@@ -29,6 +29,10 @@ export interface PreparedHarness {
   harness: ResolvedHarness;
   runtime: LaunchRuntime;
   mounts: SandboxMount[];
+  /** The harness's own image (install.image, or the one built from its files); else the sandbox's. */
+  image?: string;
+  /** The image carries node, the harness and reins-agent: nothing of this machine is mounted but `mounts`. */
+  selfContained?: boolean;
 }
 
 export interface RolloutContext {
@@ -166,7 +170,8 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       // Servers in the sandbox, and reins-agent's MCP client, read the MCP SDK from reins's node_modules.
       mounts: mcpServers.length > 0 ? [...mounts, ...mcpMounts()] : mounts,
       timeoutSeconds: task.timeoutSeconds,
-      ...(ctx.image ? { image: ctx.image } : {}),
+      ...(prepared.image ?? ctx.image ? { image: prepared.image ?? ctx.image } : {}),
+      ...(prepared.selfContained ? { selfContained: true } : {}),
       ...(ctx.resources ? { resources: ctx.resources } : {}),
     });
     sandbox = await withDeadline(create, deadline, () => new InfraFailure("SandboxCreateTimeout", `The sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());

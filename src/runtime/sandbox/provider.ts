@@ -69,6 +69,8 @@ export interface SandboxSpec {
   env?: Record<string, string>;
   /** Extra binds (harness caches, toolchains). Read-only unless `readOnly: false`. */
   mounts?: SandboxMount[];
+  /** The image carries everything the harness runs (node, the harness, reins-agent): podman mounts no node of this machine. */
+  selfContained?: boolean;
   /** Extra host paths to hide (local): directories become empty, files read as empty. */
   hidePaths?: string[];
   /** Upper bound on the sandbox's life (kubernetes activeDeadlineSeconds; informative elsewhere). */

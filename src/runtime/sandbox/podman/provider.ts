@@ -88,7 +88,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
         workspaceHost: dirs.workspace,
         homeHost: dirs.home,
         tmpHost: dirs.tmp,
-        nodeHost: this.options.mountHostNode === false ? undefined : process.execPath,
+        nodeHost: this.options.mountHostNode === false || spec.selfContained ? undefined : process.execPath,
         proxy: socket ? { socketHost: socket, port } : undefined,
         extraMounts: (spec.mounts ?? []).map((m) => ({ hostPath: m.hostPath, sandboxPath: m.sandboxPath, readOnly: m.readOnly !== false })),
       });
@@ -121,7 +121,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
         manifest: played,
         fileTransfer: this.options.fileTransfer ?? "host",
         proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
-        ...(this.options.mountHostNode === false ? {} : { nodePath: HOST_NODE_PATH }),
+        ...(this.options.mountHostNode === false || spec.selfContained ? {} : { nodePath: HOST_NODE_PATH }),
       });
       if (socket) await this.awaitForwarder(sandbox, spec.id, port);
       return sandbox;

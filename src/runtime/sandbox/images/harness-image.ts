@@ -1,0 +1,52 @@
+/**
+ * A harness's image, as data (pure): the sandbox image it starts from, plus this machine's files the
+ * harness runs from (its npm install, the node it runs on, reins-agent), copied to the very paths
+ * they have here, so the harness's launch plan is the same whether its files are mounted or built
+ * in. Its tag is the digest of what goes in: the recipe, the base image's id and each input's
+ * content digest; the same files give the same tag on every run, a changed byte a new one.
+ */
+import { createHash } from "node:crypto";
+
+/** Bumped whenever what goes into a harness image changes: images of an older recipe get new tags. */
+export const HARNESS_IMAGE_RECIPE = 1;
+
+export interface ImageInput {
+  /** Absolute path on this machine, and in the image. */
+  path: string;
+  /** Content digest of the file or the tree (tree-digest.ts). */
+  digest: string;
+}
+
+export interface HarnessImage {
+  /** repository:tag, e.g. localhost/reins-harness-claude-code:3f9a0c1d2e4b5a69 */
+  name: string;
+  base: string;
+  inputs: ImageInput[];
+  labels: Record<string, string>;
+}
+
+/** localhost/reins-sandbox:1 → localhost/reins-harness-<harness>; a name without a registry part stays bare. */
+export function harnessRepository(base: string, harness: string): string {
+  const repo = base.replace(/@sha256:[0-9a-f]+$/, "").replace(/:[^/:]+$/, "");
+  const slash = repo.lastIndexOf("/");
+  const safe = harness.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "");
+  return `${slash >= 0 ? repo.slice(0, slash + 1) : ""}reins-harness-${safe || "harness"}`;
+}
+
+export function planHarnessImage(o: { harness: string; base: string; baseId: string; inputs: readonly ImageInput[] }): HarnessImage {
+  const inputs = [...o.inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const content = JSON.stringify({ recipe: HARNESS_IMAGE_RECIPE, base: o.baseId, inputs: inputs.map((i) => [i.path, i.digest]) });
+  const tag = createHash("sha256").update(content).digest("hex").slice(0, 16);
+  return {
+    name: `${harnessRepository(o.base, o.harness)}:${tag}`,
+    base: o.base,
+    inputs,
+    labels: { "reins.dev/harness": o.harness, "reins.dev/image-recipe": String(HARNESS_IMAGE_RECIPE), "reins.dev/base-image": o.baseId },
+  };
+}
+
+/** The Containerfile of a build context holding each input under rootfs/<its path>. */
+export function containerfileOf(image: HarnessImage): string {
+  const labels = Object.entries(image.labels).map(([k, v]) => `LABEL ${k}=${JSON.stringify(v)}`);
+  return [`FROM ${image.base}`, "COPY rootfs/ /", ...labels, ""].join("\n");
+}

@@ -1,0 +1,47 @@
+/**
+ * A step with nothing to train: every group's rewards are equal and dropZeroVariance drops them all
+ * (here no rollout can pass). The run does not call the trainer for it, publishes nothing, keeps the
+ * serving weights, says so, and a resumed run counts the step as done instead of sampling it again.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../executor/helpers.js";
+import { editSpec, events, experiment, jsonl, STACK_TRACE } from "./helpers.js";
+
+describe("a step with nothing to train", () => {
+  it("keeps the serving weights, publishes nothing, and is not sampled again on resume", () => {
+    const dir = tempDir("reins-nothing-to-train-");
+    const file = experiment(dir);
+    editSpec(file, [
+      [/  steps: 3\n/, "  steps: 2\n"],
+      [/  sft: \{[^}]*\}\n/, ""],
+    ]);
+    // No answer can pass: every group of the step has the same reward, 0.
+    editSpec(join(dir, "spec", "family.yaml"), [[/content: "\{\{word\}\}"/, 'content: "{{word}} and never this"']]);
+    const out = join(dir, "run");
+    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json"], { encoding: "utf8", timeout: 600_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(STACK_TRACE);
+    expect(r.stderr).toMatch(/nothing to train \(\d+ dropped ZeroVariance\) → weights \S+ keep serving/);
+    expect(JSON.parse(r.stdout).steps).toBe(2);
+    const ev = events(out);
+    expect(ev.filter((e) => e.type === "checkpoint" && e.phase === "step")).toEqual([]);
+    const metrics = jsonl(out, "metrics.jsonl");
+    expect(metrics.map((m) => [m.step, m.trainedRollouts, m.passRate])).toEqual([
+      [metrics[0].step, 0, 0],
+      [metrics[1].step, 0, 0],
+    ]);
+    // Both steps sampled with the initial weights: nothing was published in between.
+    expect(new Set(metrics.map((m) => m.version)).size).toBe(1);
+    // The trainer saw no batch: it wrote no per-token logprobs.
+    expect(existsSync(join(out, "trainer-logprobs")) ? readdirSync(join(out, "trainer-logprobs")) : []).toEqual([]);
+    const rollouts = jsonl(out, "rollouts.jsonl").length;
+
+    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(jsonl(out, "rollouts.jsonl").length).toBe(rollouts);
+    expect(jsonl(out, "metrics.jsonl").length).toBe(2);
+  });
+});
