@@ -1,6 +1,7 @@
 // The test cluster's node agent (scripts/test-cluster.sh starts it): installs kwok's Exec CRD,
 // registers the simulated node, and gives every pod bound to it namespaces of its own before kwok
-// marks it Ready: a bubblewrap root (the host's /usr and /etc read-only; the pod's own /workspace,
+// marks it Ready: a bubblewrap root (the host's /usr and /etc read-only, or a harness image's files
+// when the pod runs one reins built; the pod's own /workspace,
 // /home/sandbox and /tmp; its own PID, IPC and UTS namespaces; the host network) kept alive by a
 // keeper process, and an Exec object telling kwok which pod a command is for. kwok runs `kubectl
 // exec` commands through the shims in <dir>/shims, which enter that pod's namespaces as uid 1000.
@@ -81,14 +82,16 @@ async function untaintWhenReady() {
 /** uid → {namespace, name, outer (bwrap pid)} */
 const pods = new Map();
 
-function startKeeper(dir) {
+function startKeeper(dir, root) {
   return new Promise((resolve, reject) => {
+    const files = root
+      ? ["--ro-bind", root, "/"]
+      : ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"];
     const argv = [
-      "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-      "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+      ...files,
       "--bind", join(dir, "workspace"), "/workspace", "--bind", join(dir, "home"), "/home/sandbox", "--bind", join(dir, "tmp"), "/tmp",
       "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "pod",
-      "--die-with-parent", "--info-fd", "3", "--", "/usr/bin/sleep", "infinity",
+      "--die-with-parent", "--info-fd", "3", "--", "/bin/sleep", "infinity",
     ];
     const child = spawn("bwrap", argv, { stdio: ["ignore", "ignore", "pipe", "pipe"] });
     let info = "";
@@ -103,6 +106,33 @@ function startKeeper(dir) {
   });
 }
 
+/**
+ * A harness image reins built (labelled reins.dev/harness) is "pulled" from this machine's podman:
+ * the pod's root is that image's files, read-only. Any other image: the host's /usr and /etc.
+ */
+const imageRoots = new Map();
+function podmanOut(argv) {
+  return new Promise((resolve) => {
+    const child = spawn("podman", argv, { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", () => resolve(null));
+    child.on("exit", (code) => resolve(code === 0 ? out.trim() : null));
+  });
+}
+function imageRoot(image) {
+  let root = imageRoots.get(image);
+  if (!root) {
+    root = (async () => {
+      const harness = await podmanOut(["image", "inspect", "--format", '{{index .Labels "reins.dev/harness"}}', image]);
+      if (!harness || harness === "<no value>") return null;
+      return podmanOut(["image", "mount", image]);
+    })();
+    imageRoots.set(image, root);
+  }
+  return root;
+}
+
 async function setUp(pod) {
   const { uid, namespace, name } = pod.metadata;
   const dir = join(DIR, "pods", uid);
@@ -111,7 +141,9 @@ async function setUp(pod) {
     chownSync(join(dir, d), UID, UID);
   }
   chmodSync(join(dir, "tmp"), 0o1777);
-  const keeper = await startKeeper(dir);
+  const root = await imageRoot(pod.spec.containers[0]?.image ?? "");
+  if (root) console.log(`agent: pod ${namespace}/${name} runs in the files of ${pod.spec.containers[0].image}`);
+  const keeper = await startKeeper(dir, root);
   pods.set(uid, { namespace, name, keeper });
   writeFileSync(join(dir, "keeper.pid"), String(keeper.inner));
   writeFileSync(join(dir, "keeper.outer"), String(keeper.outer));
@@ -176,7 +208,7 @@ async function provisionVolumes() {
 function writeShims() {
   const shims = join(DIR, "shims");
   mkdirSync(shims, { recursive: true });
-  for (const [name, target] of [["sh", "/bin/sh"], ["env", "/usr/bin/env"]]) {
+  for (const [name, target] of [["sh", "/bin/sh"], ["env", "/bin/env"]]) {
     const script = `#!/bin/sh
 # kwok runs a pod's exec commands through this: into the pod's namespaces, as uid ${UID}.
 d="$REINS_SIM_DIR/pods/$REINS_SIM_POD"
@@ -216,8 +248,9 @@ async function main() {
 }
 
 for (const signal of ["SIGTERM", "SIGINT"]) {
-  process.on(signal, () => {
+  process.on(signal, async () => {
     for (const p of pods.values()) p.keeper.child.kill("SIGKILL");
+    for (const [image, root] of imageRoots) if (await root) await podmanOut(["image", "unmount", image]);
     process.exit(0);
   });
 }

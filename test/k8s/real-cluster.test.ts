@@ -176,6 +176,53 @@ describe("rollouts on the cluster are apart", () => {
   }, 600_000);
 });
 
+describe("reins-agent on the cluster", () => {
+  it("runs from its harness image, named by content in every sandbox pod, and passes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "reins-k8s-image-"));
+    try {
+      const file = join(dir, "evaluation.yaml");
+      writeFileSync(
+        file,
+        `${readFileSync("examples/proxy/reins-agent.yaml", "utf8")}
+---
+${task("hello", "Create a file hello.txt containing hi", '[{fileEquals: {path: hello.txt, content: "hi"}}]')}apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: agent-in-pods}
+spec:
+  model: {name: scripted-reins-agent}
+  tasks: [{name: hello}]
+  harnesses: [{name: reins-agent}]
+  attempts: 2
+  sandbox: {provider: kubernetes, timeoutSeconds: 120, retries: 0, kubernetes: {proxy: {address: 127.0.0.1}}}
+`,
+      );
+      const images = new Map<string, string>();
+      let running = true;
+      const watch = (async () => {
+        while (running) {
+          const list = await get("/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun");
+          for (const pod of list.items) images.set(pod.metadata.name, pod.spec.containers[0].image);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      running = false;
+      await watch;
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
+      expect(r.stderr).toMatch(/harness reins-agent: image localhost\/reins-harness-reins-agent:[0-9a-f]{16} \((built in [\d.]+ s|already built)\)/);
+      // The rollouts' pods run the harness image; the verifiers' pods the plain sandbox image.
+      const seen = [...images.values()];
+      expect(seen.filter((i) => /^localhost\/reins-harness-reins-agent:[0-9a-f]{16}$/.test(i)).length).toBeGreaterThanOrEqual(2);
+      expect(new Set(seen.filter((i) => i.includes("reins-harness-"))).size).toBe(1);
+      expect(seen.every((i) => i.includes("reins-harness-") || i === "localhost/reins-sandbox:1"), seen.join(", ")).toBe(true);
+      expect(await leftovers()).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
+});
+
 describe("reins eval killed mid-run on the cluster", () => {
   it("resumes: each rollout once, and nothing of the run left afterwards", async () => {
     const dir = mkdtempSync(join(tmpdir(), "reins-k8s-kill-"));
