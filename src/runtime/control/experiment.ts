@@ -184,7 +184,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     let skipStreak = state.skipStreak;
     for (const step of plan.steps) {
       if (o.signal?.aborted) break;
-      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index) || state.emptySteps.has(step.index))) {
+      if (step.kind === "sample" && (state.trainedSteps.has(step.index) || state.skippedSteps.has(step.index))) {
         trained++;
         continue;
       }

@@ -50,8 +50,6 @@ export interface LoopState {
   trainedSteps: Set<number>;
   /** RL steps skipped as non-finite (see bad-step.ts). */
   skippedSteps: Set<number>;
-  /** RL steps that had nothing to train (every rollout dropped): done, with no checkpoint. */
-  emptySteps: Set<number>;
   /** RL steps skipped since the last checkpoint: the current run of consecutive skips. */
   skipStreak: number;
   evals: EvalEvent[];
@@ -60,7 +58,7 @@ export interface LoopState {
 
 export function readLoopState(store: RunStore): LoopState {
   const events = readJsonl<{ type: string }>(join(store.dir, "events.jsonl"));
-  const state: LoopState = { sftDone: false, trainedSteps: new Set(), skippedSteps: new Set(), emptySteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
+  const state: LoopState = { sftDone: false, trainedSteps: new Set(), skippedSteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
   for (const e of events) {
     if (e.type === "checkpoint") {
       const c = e as CheckpointEvent;
@@ -77,7 +75,6 @@ export function readLoopState(store: RunStore): LoopState {
     } else if (e.type === "step-metrics") {
       const m = e as StepMetrics;
       state.metrics = state.metrics.filter((x) => x.step !== m.step).concat(m);
-      if (!m.skipped && m.trainedRollouts === 0) state.emptySteps.add(m.step);
     }
   }
   return state;

@@ -66,7 +66,7 @@ export async function trainStep(
   if (mismatch) c.warn(mismatch);
   const trainingStart = performance.now();
   // Nothing to train (every rollout dropped or every token masked, e.g. all truncated): the trainer
-  // is not called and nothing is published; the serving weights stay.
+  // is not called; the step's checkpoint holds the weights it sampled with.
   const trainable = trees > 0 && report.totals.trainedTokens > 0;
   const parts = trainable ? splitMiniBatches(batch, algorithm.miniBatches).length : 0;
   if (parts > 0) progress("training", "mini-batches", parts, 0);
@@ -99,13 +99,13 @@ export async function trainStep(
     c.warn(describeSkip(skipped, what));
   }
   const publishingStart = performance.now();
-  if (!skipped && trainable) {
+  if (!skipped) {
     progress("publishing", "weights", 1, 0);
     await publisher.publish("step", step.index);
     progress("publishing", "weights", 1, 1);
+    skipStreak = 0;
   }
-  if (!skipped) skipStreak = 0;
-  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped || !trainable ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
+  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
   const m: StepMetrics = {
     type: "step-metrics",
     step: step.index,
@@ -127,7 +127,7 @@ export async function trainStep(
   };
   store.event({ ...m });
   appendFileSync(join(store.dir, "metrics.jsonl"), `${JSON.stringify(m)}\n`);
-  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : !trainable ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version} keep serving` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
+  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : !trainable ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
   return { metrics: m, skipStreak };
 }
 
