@@ -24,6 +24,21 @@ const cluster = useTestCluster();
 const get = (path: string) => cluster.get(path);
 const leftovers = () => cluster.leftovers();
 
+/** `reins eval FILE --json --out RUN` on the cluster, listing `path` every 200 ms while it runs. */
+async function evalWatching(file: string, run: string, path: string, seen: (items: any[]) => void) {
+  let running = true;
+  const watch = (async () => {
+    while (running) {
+      seen((await get(path)).items);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  const r = await reinsAsync(["eval", file, "--json", "--out", run], { KUBECONFIG: cluster.kubeconfig });
+  running = false;
+  await watch;
+  return r;
+}
+
 function evaluation(dir: string, o: { harnesses: string; tasks: string; attempts?: number; concurrency?: number }): string {
   const file = join(dir, "evaluation.yaml");
   writeFileSync(
@@ -118,17 +133,7 @@ spec:
 `,
       );
       const policies: any[] = [];
-      let running = true;
-      const watch = (async () => {
-        while (running) {
-          const list = await get("/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun");
-          policies.push(...list.items);
-          await new Promise((r) => setTimeout(r, 200));
-        }
-      })();
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
-      running = false;
-      await watch;
+      const r = await evalWatching(file, join(dir, "run"), "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun", (items) => policies.push(...items));
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
       const calls = readFileSync(join(dir, "run", "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
@@ -197,17 +202,9 @@ spec:
 `,
       );
       const images = new Map<string, string>();
-      let running = true;
-      const watch = (async () => {
-        while (running) {
-          const list = await get("/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun");
-          for (const pod of list.items) images.set(pod.metadata.name, pod.spec.containers[0].image);
-          await new Promise((r) => setTimeout(r, 200));
-        }
-      })();
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
-      running = false;
-      await watch;
+      const r = await evalWatching(file, join(dir, "run"), "/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun", (items) => {
+        for (const pod of items) images.set(pod.metadata.name, pod.spec.containers[0].image);
+      });
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
       expect(r.stderr).toMatch(/harness reins-agent: image localhost\/reins-harness-reins-agent:[0-9a-f]{16} \((built in [\d.]+ s|already built)\)/);
