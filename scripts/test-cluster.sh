@@ -5,7 +5,9 @@
 # simulated by kwok. A pod's commands (`kubectl exec`, reins' sandboxes) run for real: kwok's exec
 # runs them on this machine inside the pod's own namespaces (a bubblewrap root with the pod's own
 # /workspace, /home/sandbox and /tmp, its own PIDs; the host network), as uid 1000, set up per pod
-# by scripts/test-cluster-agent.mjs before kwok marks the pod Ready.
+# by scripts/test-cluster-agent.mjs before kwok marks the pod Ready. agent-sandbox's four CRDs
+# (cluster/agent-sandbox/crds.yaml) are installed and served by scripts/test-cluster-sandbox-controller.mjs,
+# a stand-in for agent-sandbox's own controller (warm pools, claims; the subset reins uses).
 #
 #   scripts/test-cluster.sh start   start it (or find it running); prints the kubeconfig path last
 #   scripts/test-cluster.sh stop    stop everything it started and remove its state
@@ -31,7 +33,7 @@ healthy() {
 }
 
 stop_all() {
-  for p in agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  for p in sandbox-controller agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     if [ -f "$DIR/$p.pid" ]; then
       kill "$(cat "$DIR/$p.pid")" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$(cat "$DIR/$p.pid")" 2>/dev/null || break; sleep 0.1; done
@@ -124,6 +126,13 @@ start() {
      --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
      --profiling=false --v=1 >"$DIR/logs/kube-apiserver.log" 2>&1 </dev/null & echo $! >"$DIR/kube-apiserver.pid")
   wait_for kube-apiserver 120 healthy
+  # agent-sandbox's CRDs before the controller manager, so its garbage collector follows their
+  # ownerReferences from the start (it finds new resource types only every 30 s).
+  rm -f "$DIR/controller.ready"
+  (exec setsid node scripts/test-cluster-sandbox-controller.mjs --dir "$DIR" --server "https://127.0.0.1:$PORT" \
+     --crds "$REPO/cluster/agent-sandbox/crds.yaml" \
+     >"$DIR/logs/sandbox-controller.log" 2>&1 </dev/null & echo $! >"$DIR/sandbox-controller.pid")
+  wait_for sandbox-controller 60 test -f "$DIR/controller.ready"
   (exec setsid "$bin/kube-controller-manager" --kubeconfig "$KUBECONFIG_FILE" --leader-elect=false \
      --controllers job,garbagecollector,namespace,serviceaccount,serviceaccount-token,ttl-after-finished,endpointslice,podgc,persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller \
      --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
@@ -153,7 +162,7 @@ start() {
 
 case "${1:-}" in
   start) start ;;
-  stop) stop_all; rm -f "$DIR/agent.ready"; say "stopped" ;;
+  stop) stop_all; rm -f "$DIR/agent.ready" "$DIR/controller.ready"; say "stopped" ;;
   status) healthy ;;
   *) echo "usage: scripts/test-cluster.sh start|stop|status" >&2; exit 2 ;;
 esac

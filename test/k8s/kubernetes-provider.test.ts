@@ -1,7 +1,8 @@
 /**
  * The kubernetes provider's client code (@kubernetes/client-node 2.0.1) against an in-process mock
  * API server: REST replayed from hand-written exchanges (fixtures/), exec over a real websocket
- * (v5.channel.k8s.io) whose commands run for real in local sandboxes.
+ * (v5.channel.k8s.io) whose commands run for real in local sandboxes. The agent-sandbox claim path
+ * runs against the test cluster's real API server instead (warm-pool.test.ts).
  */
 import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -131,29 +132,6 @@ describe("kubernetes provider against recorded API exchanges", () => {
     await backend.deleted("reins-run-k8s-r-dies-71791d");
     mock.advance();
     await expect(box.exec(["true"])).rejects.toMatchObject({ kind: "died" });
-    await box.destroy();
-    expect(mock.unexpected).toEqual([]);
-    expect(mock.pending()).toEqual([]);
-  });
-
-  it("takes a warm sandbox through a SandboxClaim, with valid agent-sandbox objects", async () => {
-    const { mock, provider } = await setup("sandbox-claims", {
-      useSandboxClaims: true,
-      warmPool: 2,
-      proxyUrl: "http://reins-proxy.reins.svc:8080",
-      proxyPolicy: { podLabels: { "app.kubernetes.io/name": "reins-proxy" }, port: 8080 },
-    });
-    const box = (await provider.create({ id: "c-0", runId: "run-claims", timeoutSeconds: 600 })) as KubernetesSandbox;
-    expect(box.podName).toBe("reins-pool-run-claims-6bd6dc-x7k2p");
-    expect(box.proxyUrl).toBe("http://reins-proxy.reins.svc:8080");
-    for (const kind of ["/configmaps", "/networkpolicies", "/sandboxtemplates", "/sandboxwarmpools", "/sandboxclaims"]) {
-      const [body] = posted(mock, kind);
-      expect(body, kind).toBeDefined();
-      expect(validateManifest(body), kind).toEqual([]);
-    }
-    const [claim] = posted(mock, "/sandboxclaims");
-    expect(claim.spec).toMatchObject({ warmPoolRef: { name: "reins-pool-run-claims-6bd6dc" }, lifecycle: { shutdownPolicy: "Delete" } });
-    expect((await box.exec(["sh", "-c", "echo claimed"])).stdout).toBe("claimed\n");
     await box.destroy();
     expect(mock.unexpected).toEqual([]);
     expect(mock.pending()).toEqual([]);

@@ -40,7 +40,7 @@ const all = () => ({
   policy: buildProxyOnlyNetworkPolicy({ runId: identity.runId, namespace: "reins", proxyPodLabels: { "app.kubernetes.io/name": "reins-proxy" }, proxyPort: 8080, owner }),
   template: buildSandboxTemplate({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, resources: { cpu: "1", memoryMiB: 512, diskMiB: 128 }, owner }),
   pool: buildSandboxWarmPool({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, owner }),
-  claim: buildSandboxClaim({ identity, namespace: "reins", ttlSeconds: 900, now, owner }),
+  claim: buildSandboxClaim({ identity, namespace: "reins", ttlSeconds: 900, now, owner, warmPool: "reins-pool-x-0a1b2c" }),
 });
 
 describe("manifest builders", () => {

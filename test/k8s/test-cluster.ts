@@ -1,7 +1,8 @@
 /**
  * The test cluster for one test file (scripts/test-cluster.sh): started before its tests with a
  * directory and port of its own, stopped after them. `get` reads the API with the admin token;
- * `leftovers` lists what runs left behind, waiting for the garbage collector.
+ * `watch` follows a collection's events (from now; ended by the function it returns);
+ * `leftovers` lists what runs left behind (agent-sandbox objects too), waiting for the garbage collector.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +15,8 @@ import { afterAll, beforeAll } from "vitest";
 export interface TestCluster {
   kubeconfig: string;
   get(path: string): Promise<any>;
+  del(path: string): Promise<number>;
+  watch(path: string, onEvent: (type: string, object: any) => void): Promise<() => void>;
   leftovers(): Promise<string[]>;
 }
 
@@ -34,6 +37,50 @@ export function useTestCluster(): TestCluster {
         req.end();
       });
     },
+    del(path) {
+      const token = readFileSync(join(dir, "token"), "utf8").trim();
+      return new Promise((done, fail) => {
+        const req = request({ host: "127.0.0.1", port, path, method: "DELETE", ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
+          res.resume();
+          res.on("end", () => done(res.statusCode ?? 0));
+        });
+        req.on("error", fail);
+        req.end();
+      });
+    },
+    async watch(path, onEvent) {
+      const list = await cluster.get(path);
+      const token = readFileSync(join(dir, "token"), "utf8").trim();
+      const sep = path.includes("?") ? "&" : "?";
+      let rv = list.metadata.resourceVersion;
+      let stopped = false;
+      let current: ReturnType<typeof request> | undefined;
+      // Re-established from the last resourceVersion whenever the server ends it.
+      const open = () => {
+        if (stopped) return;
+        current = request({ host: "127.0.0.1", port, path: `${path}${sep}watch=1&resourceVersion=${rv}`, ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
+          let buffer = "";
+          res.on("data", (d) => {
+            buffer += d;
+            let nl;
+            while ((nl = buffer.indexOf("\n")) >= 0) {
+              const e = JSON.parse(buffer.slice(0, nl));
+              buffer = buffer.slice(nl + 1);
+              if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
+              onEvent(e.type, e.object);
+            }
+          });
+          res.on("end", open);
+        });
+        current.on("error", () => undefined);
+        current.end();
+      };
+      open();
+      return () => {
+        stopped = true;
+        current?.destroy();
+      };
+    },
     async leftovers() {
       const paths = [
         "/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun",
@@ -43,11 +90,15 @@ export function useTestCluster(): TestCluster {
         "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun",
         "/api/v1/namespaces/default/persistentvolumeclaims?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dreins",
         "/api/v1/persistentvolumes",
+        "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?labelSelector=reins.dev%2Frun",
+        "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default/sandboxclaims?labelSelector=reins.dev%2Frun",
+        "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default/sandboxwarmpools?labelSelector=reins.dev%2Frun",
+        "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default/sandboxtemplates?labelSelector=reins.dev%2Frun",
       ];
       let names: string[] = [];
       for (let i = 0; i < 40; i++) {
         const lists = await Promise.all(paths.map((p) => cluster.get(p)));
-        names = lists.flatMap((l, j) => l.items.map((o: any) => `${paths[j]!.split("?")[0]!.split("/").at(-1)}/${o.metadata.name}`));
+        names = lists.flatMap((l, j) => (l.items ?? []).map((o: any) => `${paths[j]!.split("?")[0]!.split("/").at(-1)}/${o.metadata.name}`));
         if (names.length === 0) return names;
         await new Promise((r) => setTimeout(r, 500));
       }

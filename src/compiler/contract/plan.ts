@@ -281,7 +281,13 @@ export interface ResolvedSandbox {
   /** Not part of the plan hash. */
   retries: number;
   warmPool: number;
-  kubernetes?: Omit<Filled<Filled<SandboxSpec>["kubernetes"]>, "runtimeClassName" | "proxy"> & { runtimeClassName?: string; proxy?: ResolvedPodProxy };
+  kubernetes?: Omit<Filled<Filled<SandboxSpec>["kubernetes"]>, "runtimeClassName" | "proxy" | "createsPerSecond" | "createBurst"> & {
+    runtimeClassName?: string;
+    proxy?: ResolvedPodProxy;
+    /** Absent: no creation-rate limit. */
+    createsPerSecond?: number;
+    createBurst?: number;
+  };
 }
 
 /** How sandbox pods reach the proxy: an address of this machine, or a Service in front of reins in the cluster. */

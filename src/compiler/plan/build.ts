@@ -21,7 +21,7 @@ import { positionAt } from "../source/yaml.js";
 import { rng } from "../contract/rng.js";
 import { portableHarness, portableModel, portablePlan } from "./paths.js";
 import { MAX_PLAN_ROLLOUTS } from "../resolve/limits.js";
-import { checkHarnessFiles, checkPodProxy } from "./sandbox-checks.js";
+import { checkHarnessFiles, checkPodProxy, checkWarmPool } from "./sandbox-checks.js";
 
 export interface BuildOptions {
   /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
@@ -112,6 +112,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   const atSandbox = (...p: (string | number)[]) => at("sandbox", ...("name" in (spec.sandbox ?? {}) ? [] : p));
   diagnostics.push(...checkPodProxy(sandbox, needsModel ? needsModel.use.name : undefined, atSandbox));
   diagnostics.push(...checkHarnessFiles(sandbox, harnesses, atSandbox, (i) => at("harnesses", i, "name")));
+  diagnostics.push(...checkWarmPool(sandbox, atSandbox));
   let algorithm: ResolvedAlgorithm | undefined;
   let trainer: ResolvedTrainer | undefined;
   if (isExperiment) {
@@ -297,9 +298,12 @@ export function hashPlan(plan: Plan): string {
   return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
 }
 
+/** The sandbox without what only paces or retries rollouts (concurrency, retries, admission, the start deadline). */
 function hashedSandbox(s: ResolvedSandbox): Omit<ResolvedSandbox, "concurrency" | "retries"> {
   const { concurrency: _c, retries: _r, ...rest } = s;
-  return rest;
+  if (!rest.kubernetes) return rest;
+  const { maxStarting: _m, createsPerSecond: _p, createBurst: _b, startTimeoutSeconds: _t, ...kubernetes } = rest.kubernetes;
+  return { ...rest, kubernetes: kubernetes as ResolvedSandbox["kubernetes"] };
 }
 
 function refOrInline<T>(

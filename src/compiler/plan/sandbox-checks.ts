@@ -57,3 +57,21 @@ export function checkHarnessFiles(sandbox: ResolvedSandbox, harnesses: readonly 
   });
   return out;
 }
+
+/**
+ * Settings that would do nothing: a warm pool without agent-sandbox claims on kubernetes (only
+ * claims take warm pods), a creation burst without a creation rate.
+ */
+export function checkWarmPool(sandbox: ResolvedSandbox, at: At): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const claims = sandbox.provider === "kubernetes" && sandbox.kubernetes?.useSandboxClaims === true;
+  if (sandbox.warmPool > 0 && !claims) {
+    const message = `warmPool ${sandbox.warmPool} keeps pods warm for agent-sandbox claims, which this ${sandbox.provider} sandbox does not use: it would do nothing.`;
+    out.push(makeDiagnostic("InvalidValue", at("warmPool"), message, "Set provider: kubernetes and kubernetes.useSandboxClaims: true (agent-sandbox installed), or remove warmPool."));
+  }
+  const k = sandbox.kubernetes;
+  if (k?.createBurst !== undefined && k.createsPerSecond === undefined) {
+    out.push(makeDiagnostic("InvalidValue", at("kubernetes", "createBurst"), "kubernetes.createBurst sizes the creation-rate limiter, and no kubernetes.createsPerSecond sets one: it would do nothing.", "Give kubernetes.createsPerSecond too, or remove createBurst."));
+  }
+  return out;
+}

@@ -245,6 +245,10 @@ export function resolveSandbox(spec: SandboxSpec | undefined): ResolvedSandbox {
       namespace: s.kubernetes?.namespace ?? "default",
       useSandboxClaims: s.kubernetes?.useSandboxClaims ?? false,
       ttlSeconds: s.kubernetes?.ttlSeconds ?? 3600,
+      maxStarting: s.kubernetes?.maxStarting ?? 128,
+      startTimeoutSeconds: s.kubernetes?.startTimeoutSeconds ?? 300,
+      ...(s.kubernetes?.createsPerSecond !== undefined ? { createsPerSecond: s.kubernetes.createsPerSecond } : {}),
+      ...(s.kubernetes?.createBurst !== undefined ? { createBurst: s.kubernetes.createBurst } : {}),
       ...(s.kubernetes?.runtimeClassName ? { runtimeClassName: s.kubernetes.runtimeClassName } : {}),
       ...(s.kubernetes?.proxy ? { proxy: { ...s.kubernetes.proxy } } : {}),
     };

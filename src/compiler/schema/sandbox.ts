@@ -43,13 +43,41 @@ export const SandboxSpecSchema = z
     concurrency: PositiveInt.max(4096).optional().describe("Rollouts at once (not part of the plan hash)."),
     timeoutSeconds: PositiveInt.max(86400).optional().describe("Default rollout timeout, sandbox creation included: applies to every task without its own timeoutSeconds (default 600)."),
     retries: NonNegativeInt.max(20).optional().describe("Retries for infrastructure failures (not part of the plan hash)."),
-    warmPool: NonNegativeInt.optional(),
+    warmPool: NonNegativeInt.max(10000)
+      .optional()
+      .describe(
+        "Kubernetes with kubernetes.useSandboxClaims only: ready sandboxes kept waiting in each of the run's agent-sandbox warm pools (one pool per pod spec: image, resources, user), so a rollout's claim takes a running pod instead of starting one. Default 0: every claim starts a pod cold.",
+      ),
     kubernetes: z
       .strictObject({
         namespace: z.string().optional(),
         runtimeClassName: z.string().optional(),
-        useSandboxClaims: z.boolean().optional(),
-        ttlSeconds: PositiveInt.optional(),
+        useSandboxClaims: z
+          .boolean()
+          .optional()
+          .describe(
+            "Take each rollout's sandbox through a SandboxClaim on the run's agent-sandbox (v1, extensions.agents.x-k8s.io/v1beta1) warm pools instead of creating its Pod; needs agent-sandbox installed. Claims carry no env, so they can take warm pods; the rollout's identity is attached to the pod after the claim.",
+          ),
+        ttlSeconds: PositiveInt.optional().describe("Life of the run's owner object (its reins.dev/expires-at annotation), and of a claim when a rollout has no timeout (default 3600)."),
+        maxStarting: PositiveInt.max(100000)
+          .optional()
+          .describe(
+            "Sandboxes (pods or claims) created but not yet Ready at once, at most, across the run; more wait their turn before they are created. Separate from concurrency (rollouts in flight): it keeps a burst from saturating the cluster's startup pipeline. Default 128 (not part of the plan hash).",
+          ),
+        createsPerSecond: z
+          .number()
+          .positive()
+          .max(10000)
+          .optional()
+          .describe("Sandbox creations (pods or claims) per second, at most: a token bucket, for clusters or providers with a creation-rate limit. Default: no limit (not part of the plan hash)."),
+        createBurst: PositiveInt.max(100000)
+          .optional()
+          .describe("With createsPerSecond: creations that may happen at once after a quiet spell (the bucket's size). Default createsPerSecond rounded up (not part of the plan hash)."),
+        startTimeoutSeconds: PositiveInt.max(86400)
+          .optional()
+          .describe(
+            "Seconds from a sandbox's create (after admission) until it must be Ready (a pod, or a claim's sandbox); past it the try fails as an infrastructure failure (SandboxTimeout), retried and never a reward. Default 300 (not part of the plan hash).",
+          ),
         proxy: z
           .strictObject({
             address: z.ipv4().optional().describe("An IPv4 address of this machine that pods can reach (reins runs outside the cluster): the proxy listens there, and the run's NetworkPolicy lets pods reach that address and port only."),

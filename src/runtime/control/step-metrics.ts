@@ -48,6 +48,21 @@ export function familyOf(plan: Plan): (task: string) => string {
   return (task) => families.get(task) ?? task;
 }
 
+/**
+ * The step's infrastructure failures: rollouts that ended infra-failed (every try failed for the
+ * sandbox, the engine, the cluster; no reward, never in a group's statistics), their share of the
+ * step's rollouts (open-instruct's infra_failed_rate), and the tries retried for such failures,
+ * recovered ones included.
+ */
+export function infraFailures(results: readonly RolloutResult[]): { infraFailed: number; infraFailedRate: number; infraRetries: number } {
+  const infraFailed = results.filter((r) => r.status === "infra-failed").length;
+  return {
+    infraFailed,
+    infraFailedRate: results.length > 0 ? infraFailed / results.length : 0,
+    infraRetries: results.reduce((n, r) => n + (r.retries?.length ?? 0), 0),
+  };
+}
+
 /** Branches and dead leaves of the step's prefix trees. */
 export function treeCounts(reports: readonly RolloutReport[]): { branches: number; deadLeaves: number } {
   return { branches: reports.reduce((n, r) => n + r.leavesBefore, 0), deadLeaves: reports.reduce((n, r) => n + r.deadLeaves, 0) };

@@ -19,7 +19,7 @@ import { buildStepBatch } from "./batches.js";
 import { checkStepBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import type { Publisher } from "./publish.js";
 import type { StepMetrics } from "./state.js";
-import { breakdownByFamilyHarness, secondsSince, stepFidelity, treeCounts, type StepTiming } from "./step-metrics.js";
+import { breakdownByFamilyHarness, infraFailures, secondsSince, stepFidelity, treeCounts, type StepTiming } from "./step-metrics.js";
 import { splitMiniBatches } from "./mini-batches.js";
 import { applyMiniBatches } from "./train-step.js";
 
@@ -115,6 +115,7 @@ export async function trainStep(
     rollouts: results.length,
     trainedRollouts: skipped || !trainable ? 0 : trees,
     zeroVarianceGroups: report.groups?.filter((g) => g.zeroVariance).length ?? 0,
+    ...infraFailures(results),
     trainedTokens: report.totals.trainedTokens,
     naiveTokens: report.totals.naiveTokens,
     version: publisher.version,

@@ -14,7 +14,7 @@
  * address and pod labels, which only exist when a run starts.
  */
 import type { Plan } from "../../compiler/contract/plan.js";
-import { buildSandboxClaim, buildSandboxPod, buildSandboxTemplate, buildSandboxWarmPool, type RolloutIdentity } from "../sandbox/kubernetes/manifests.js";
+import { buildSandboxClaim, buildSandboxPod, buildSandboxTemplate, buildSandboxWarmPool, warmPoolName, type RolloutIdentity } from "../sandbox/kubernetes/manifests.js";
 import { buildRunOwner, type Manifest } from "../sandbox/kubernetes/objects.js";
 import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME } from "../sandbox/layout.js";
 import { buildTrainerObjects, OWNER_UID_PLACEHOLDER, planRunId } from "./trainer-job.js";
@@ -48,8 +48,8 @@ function sandboxObjects(plan: Plan): Manifest[] {
   const owner = { name: ownerObject.metadata.name, uid: OWNER_UID_PLACEHOLDER };
   const runtimeClassName = s.kubernetes?.runtimeClassName;
   if (s.kubernetes?.useSandboxClaims) {
-    const pool = { runId: identity.runId, namespace, image, replicas: Math.max(1, s.warmPool), resources: s.resources, runtimeClassName, owner };
-    return [ownerObject, buildSandboxTemplate(pool), buildSandboxWarmPool(pool), buildSandboxClaim({ identity, namespace, owner })];
+    const pool = { runId: identity.runId, namespace, image, replicas: s.warmPool, resources: s.resources, runtimeClassName, owner };
+    return [ownerObject, buildSandboxTemplate(pool), buildSandboxWarmPool(pool), buildSandboxClaim({ identity, namespace, owner, warmPool: warmPoolName(pool), ttlSeconds: timeoutSeconds })];
   }
   return [
     ownerObject,

@@ -51,6 +51,10 @@ export function providerOptionsFor(sandbox: ResolvedSandbox, overrides: Provider
       ttlSeconds: k?.ttlSeconds,
       ...(k?.proxy?.service && k.proxy.podLabels && k.proxy.port ? { proxyPolicy: { podLabels: k.proxy.podLabels, port: k.proxy.port } } : {}),
       warmPool: sandbox.warmPool,
+      // Plans written before these settings existed take the compiler's defaults.
+      maxStarting: k?.maxStarting ?? 128,
+      readyTimeoutMs: (k?.startTimeoutSeconds ?? 300) * 1000,
+      ...(k?.createsPerSecond !== undefined ? { createsPerSecond: k.createsPerSecond, createBurst: k.createBurst } : {}),
       ...overrides.kubernetes,
     },
   };

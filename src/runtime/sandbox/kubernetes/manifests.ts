@@ -5,7 +5,8 @@
  * `reins.dev/run` and an ownerReference to the run's owner (objects.ts).
  */
 import { SANDBOX_CONTAINER, SANDBOX_GID, SANDBOX_HOME, SANDBOX_TMP, SANDBOX_UID, SANDBOX_WORKSPACE } from "../layout.js";
-import { dnsName, labelValue } from "./names.js";
+import { shutdownTime } from "./lifetime.js";
+import { dnsName, labelValue, shortHash } from "./names.js";
 import { ownedMetadata, runLabels, type Manifest } from "./objects.js";
 
 export interface RolloutIdentity {
@@ -181,14 +182,30 @@ export function buildProxyOnlyNetworkPolicy(o: ProxyPolicyOptions): Manifest {
 export interface WarmPoolOptions extends SandboxPodBase {
   runId: string;
   replicas: number;
+  /** The user the pool's pods run commands as (a verifier's pool runs as another than agents'). */
+  runAsUser?: number;
+  runAsGroup?: number;
 }
 
-export function templateName(runId: string): string {
-  return dnsName(["reins-template", runId]);
+/**
+ * What tells a run's warm pools apart: the pod spec they keep warm (image, resources, user, runtime
+ * class), as a short hash in their names, so rollouts of different harness images or a verifier's
+ * user never share a pool.
+ */
+export function poolKey(o: Omit<WarmPoolOptions, "runId" | "replicas" | "namespace" | "owner">): string {
+  return shortHash(JSON.stringify(warmPodSpec(o)), 8);
 }
 
-export function warmPoolName(runId: string): string {
-  return dnsName(["reins-pool", runId]);
+function warmPodSpec(o: Omit<WarmPoolOptions, "runId" | "replicas" | "namespace" | "owner">): Record<string, unknown> {
+  return buildSandboxPodSpec({ image: o.image, resources: o.resources, runtimeClassName: o.runtimeClassName, runAsUser: o.runAsUser, runAsGroup: o.runAsGroup });
+}
+
+export function templateName(o: WarmPoolOptions): string {
+  return dnsName(["reins-template", o.runId, poolKey(o)]);
+}
+
+export function warmPoolName(o: WarmPoolOptions): string {
+  return dnsName(["reins-pool", o.runId, poolKey(o)]);
 }
 
 /** An agent-sandbox object of the run's warm pool. */
@@ -196,48 +213,53 @@ function poolObject(kind: string, name: string, o: WarmPoolOptions, spec: Record
   return { apiVersion: AGENT_SANDBOX_API, kind, metadata: ownedMetadata({ name, namespace: o.namespace, labels: runLabels(o.runId) }, o.owner), spec };
 }
 
-/** agent-sandbox SandboxTemplate holding the same pod spec as a plain sandbox Pod. */
+/**
+ * agent-sandbox SandboxTemplate holding the same pod spec as a plain sandbox Pod, with no
+ * rollout's env or identity in it (those are bound after a claim, so its pods can be kept warm).
+ */
 export function buildSandboxTemplate(o: WarmPoolOptions): Manifest {
-  return poolObject("SandboxTemplate", templateName(o.runId), o, {
+  return poolObject("SandboxTemplate", templateName(o), o, {
     podTemplate: {
       metadata: { labels: { ...runLabels(o.runId), "app.kubernetes.io/component": "sandbox" } },
-      spec: buildSandboxPodSpec({ image: o.image, resources: o.resources, runtimeClassName: o.runtimeClassName }),
+      spec: warmPodSpec(o),
     },
     networkPolicyManagement: "Unmanaged",
   });
 }
 
 export function buildSandboxWarmPool(o: WarmPoolOptions): Manifest {
-  return poolObject("SandboxWarmPool", warmPoolName(o.runId), o, { replicas: o.replicas, sandboxTemplateRef: { name: templateName(o.runId) } });
+  return poolObject("SandboxWarmPool", warmPoolName(o), o, { replicas: o.replicas, sandboxTemplateRef: { name: templateName(o) } });
 }
 
 export interface ClaimOptions {
   identity: RolloutIdentity;
   namespace: string;
-  /** Seconds from `now` after which the claim (and its sandbox) shut down. */
+  /** Seconds from `now` after which the claim (and its sandbox) shut down (lifetime.ts). */
   ttlSeconds?: number;
   now?: Date;
   owner?: { name: string; uid: string };
+  /** The warm pool's name (warmPoolName). */
+  warmPool: string;
 }
 
 export function claimName(id: RolloutIdentity): string {
   return dnsName(["reins-claim", id.runId, id.rolloutId]);
 }
 
-/** A SandboxClaim taking one warm sandbox from the run's pool; the pod gets the rollout's labels. */
+/**
+ * A SandboxClaim taking one sandbox from a warm pool of the run. It carries no env and no pod
+ * metadata — either would force a cold start — only labels of its own (for cleanup and for the
+ * run's watch); the rollout's identity reaches the pod after the claim (provider.ts).
+ */
 export function buildSandboxClaim(o: ClaimOptions): Manifest {
   const labels = rolloutLabels(o.identity);
   const metadata = ownedMetadata({ name: claimName(o.identity), namespace: o.namespace, labels }, o.owner);
-  const spec: Record<string, unknown> = {
-    warmPoolRef: { name: warmPoolName(o.identity.runId) },
-    additionalPodMetadata: { labels },
-  };
-  if (o.ttlSeconds !== undefined) {
-    const now = o.now ?? new Date();
-    spec.lifecycle = {
-      shutdownTime: new Date(now.getTime() + o.ttlSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z"),
-      shutdownPolicy: "Delete",
-    };
-  }
+  const spec: Record<string, unknown> = { warmPoolRef: { name: o.warmPool } };
+  if (o.ttlSeconds !== undefined) spec.lifecycle = { shutdownTime: shutdownTime(o.now ?? new Date(), o.ttlSeconds), shutdownPolicy: "Delete" };
   return { apiVersion: AGENT_SANDBOX_API, kind: "SandboxClaim", metadata, spec };
+}
+
+/** The rollout's identity as the claimed pod gets it: labels and annotations (a merge patch's body). */
+export function identityPatch(id: RolloutIdentity, extra: Record<string, string> = {}): { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } {
+  return { metadata: { labels: rolloutLabels(id, extra), annotations: { "reins.dev/rollout-id": id.rolloutId, "reins.dev/run-id": id.runId } } };
 }

@@ -17,7 +17,7 @@ export interface KubernetesSandboxState {
   clients: KubeClients;
   namespace: string;
   podName: string;
-  /** Set when the pod came from a SandboxClaim: destroy deletes the claim. */
+  /** Set when the pod came from a SandboxClaim: destroy deletes the claim (and agent-sandbox its pod). */
   claimName?: string;
   env: Record<string, string>;
   proxyUrl?: string;
@@ -83,8 +83,10 @@ export class KubernetesSandbox extends BaseSandbox {
     const ignoreMissing = (error: unknown): void => {
       if (apiStatus(error) !== 404) throw error;
     };
+    // A claimed pod goes with its claim (agent-sandbox deletes the claim's sandbox and pod).
     if (claimName) {
       await clients.custom.deleteNamespacedCustomObject({ ...AGENT_SANDBOX, namespace, plural: "sandboxclaims", name: claimName }).catch(ignoreMissing);
+      return;
     }
     await clients.core.deleteNamespacedPod({ name: podName, namespace, gracePeriodSeconds: 0 }).catch(ignoreMissing);
   }
