@@ -59,6 +59,11 @@ async function serve(): Promise<void> {
   const captured = await post(`${proxy.url}/r/capture/v1/chat/completions`, new Agent());
   const bytes = Buffer.from(captured.body);
   const bare = createServer((req, res) => {
+    if (req.url === "/cpu") {
+      const { user, system } = process.cpuUsage();
+      res.end(String(user + system));
+      return;
+    }
     req.resume();
     req.on("end", () => {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
@@ -83,6 +88,19 @@ function post(url: string, agent: Agent): Promise<{ ms: number; body: string }> 
     });
     req.on("error", reject);
     req.end(body);
+  });
+}
+
+/** The server process's CPU time so far (µs): both servers share it, and are loaded one at a time. */
+function serverCpu(bare: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request(`${bare}/cpu`, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve(Number(text)));
+    })
+      .on("error", reject)
+      .end();
   });
 }
 
@@ -120,16 +138,24 @@ async function main(): Promise<void> {
   });
   try {
     console.log(`proxy-overhead: chat SSE answer of ${info.bytes} bytes; proxy = render ${Buffer.byteLength(body)} B request + scripted engine + parse + SSE`);
-    console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare");
+    console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare  server CPU per request: bare  proxy  (client, bare)");
     for (const { concurrency, requests } of LEVELS) {
       await load(info.bare, concurrency, Math.min(20, requests), `warm-bare-${concurrency}`);
       await load(info.proxy, concurrency, Math.min(20, requests), `warm-proxy-${concurrency}`);
+      const cpu0 = await serverCpu(info.bare);
+      const client0 = process.cpuUsage();
       const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}`);
+      const client1 = process.cpuUsage();
+      const cpu1 = await serverCpu(info.bare);
       const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}`);
+      const cpu2 = await serverCpu(info.bare);
+      const clientUs = (u: NodeJS.CpuUsage) => u.user + u.system;
+      const clientPer = ((clientUs(client1) - clientUs(client0)) / requests).toFixed(0);
+      const cpuPer = (a: number, b: number) => `${((b - a) / requests).toFixed(0)}µs`.padStart(8);
       const ms = (v: number) => `${v.toFixed(2)}ms`.padStart(9);
       const ratio = requests / proxy.seconds / (requests / bare.seconds);
       console.log(
-        `${String(concurrency).padStart(7)}  ${String(requests).padStart(8)}  ${ms(pct(bare.lat, 50))} ${ms(pct(bare.lat, 99))}  ${ms(pct(proxy.lat, 50))}  ${ms(pct(proxy.lat, 99))}  ${ms(pct(proxy.lat, 50) - pct(bare.lat, 50))}  ${ms(pct(proxy.lat, 99) - pct(bare.lat, 99))}  ${ratio.toFixed(3).padStart(22)}`,
+        `${String(concurrency).padStart(7)}  ${String(requests).padStart(8)}  ${ms(pct(bare.lat, 50))} ${ms(pct(bare.lat, 99))}  ${ms(pct(proxy.lat, 50))}  ${ms(pct(proxy.lat, 99))}  ${ms(pct(proxy.lat, 50) - pct(bare.lat, 50))}  ${ms(pct(proxy.lat, 99) - pct(bare.lat, 99))}  ${ratio.toFixed(3).padStart(22)}  ${cpuPer(cpu0, cpu1)}  ${cpuPer(cpu1, cpu2)}  ${`${clientPer}µs`.padStart(8)}`,
       );
     }
   } finally {

@@ -23,6 +23,7 @@ export class ScriptedEngine implements Engine {
   readonly type = "scripted";
   private readonly next = new Map<string, number>();
   private readonly byHarness = new Map<string, ScriptedTurn[]>();
+  private readonly tokenized = new WeakMap<ScriptedTurn, readonly number[]>();
 
   constructor(
     private readonly script: ScriptedTurn[],
@@ -65,6 +66,16 @@ export class ScriptedEngine implements Engine {
     return result;
   }
 
+  /** A turn written in the output format and tokenized, once per turn (the same text each time). */
+  private idsOf(turn: ScriptedTurn): readonly number[] {
+    let ids = this.tokenized.get(turn);
+    if (!ids) {
+      ids = this.ctx.runtime.tokenizer.encode(turn.raw ?? renderTurn(turn, this.ctx.runtime.format));
+      this.tokenized.set(turn, ids);
+    }
+    return ids;
+  }
+
   /** The next turn of the request's try, and the error that breaks its stream (cut-stream turns). */
   private produce(req: GenerateRequest): { result: GenerateResult; cut?: EngineError } {
     const key = scriptKey(req.rolloutId, req.try);
@@ -81,8 +92,7 @@ export class ScriptedEngine implements Engine {
     this.next.set(key, index + 1);
     if (turn.fault === "engine-error") throw new EngineError(`scripted fault: engine error on turn ${index + 1}`, "failed");
     const { runtime } = this.ctx;
-    const text = turn.raw ?? renderTurn(turn, runtime.format);
-    let ids = runtime.tokenizer.encode(text);
+    let ids = [...this.idsOf(turn)];
     let finish: GenerateResult["finish"] = turn.finish === "length" ? "length" : "stop";
     if (finish === "stop" && runtime.stopIds.length > 0) ids.push(runtime.stopIds[0]!);
     const limit = Math.max(1, req.sampling.maxTokens);

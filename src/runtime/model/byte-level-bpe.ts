@@ -8,7 +8,6 @@
  * 3× the general tokenizer's encode and 7× its decode on the same corpus, same ids.
  */
 import { Tiktoken } from "tiktoken/lite";
-import type { Tokenizer } from "./tokenizer.js";
 
 /** What of a tokenizer.json the fast path needs. */
 export interface ByteLevelBpeShape {
@@ -19,6 +18,12 @@ export interface ByteLevelBpeShape {
   /** Each id's bytes (vocabulary and added tokens), for decoding. */
   bytes: (Uint8Array | undefined)[];
   added: { content: string; id: number }[];
+}
+
+/** Text to ids and back (the Tokenizer's two halves this file provides). */
+export interface TextCodec {
+  encode(text: string): number[];
+  decode(ids: readonly number[]): string;
 }
 
 type Json = Record<string, unknown>;
@@ -99,7 +104,7 @@ function unicodeToByte(): Map<string, number> {
  * long pre-token (`mayHoldLongPiece`) is encoded by `general` instead: tiktoken's merge loop is
  * quadratic in a piece's length and its regex gives up (and breaks the instance) past a budget.
  */
-export function createByteLevelBpe(shape: ByteLevelBpeShape, general: (text: string) => number[]): Pick<Tokenizer, "encode" | "decode"> {
+export function createByteLevelBpe(shape: ByteLevelBpeShape, general: (text: string) => number[]): TextCodec {
   const special = Object.fromEntries(shape.added.map((t) => [t.content, t.id]));
   const bpe = new Tiktoken(shape.ranks, special, shape.pattern);
   const utf8 = new TextDecoder();

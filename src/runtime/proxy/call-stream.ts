@@ -4,7 +4,9 @@
  * is certain (OutputStream), and written as the dialect's events (DialectStream). When the engine
  * is done, the finished completion — parsed from all its ids exactly as a non-streaming call
  * parses them, and recorded as such — supplies what was held back, and the dialect's closing
- * events end the answer. The record never depends on what was streamed.
+ * events end the answer. The record never depends on what was streamed. Ids are read only when a
+ * write is due (at most every FLUSH_EVERY_MS): an engine that finishes within the first window
+ * gets the answer a non-live stream gets, built from the completion and written at once.
  */
 import type { ServerResponse } from "node:http";
 import { type OutputPiece, OutputStream } from "../model/output-stream.js";
@@ -15,8 +17,13 @@ import type { DialectHandler, DialectStream, StreamHead } from "./dialects/diale
 import type { PendingCall } from "./pending-call.js";
 import { formatEvent, startEventStream } from "./sse.js";
 
-/** Events are written at most this often per answer: text released closer together goes out as one delta, in one write. */
-const FLUSH_EVERY_MS = 1;
+/**
+ * Events are written at most this often per answer: text released closer together goes out as one
+ * delta, in one write. Each write to a loopback or pod socket costs as much as a small request, so
+ * under load (an engine streaming tokens faster than the proxy turns its loop) the window keeps an
+ * answer to a few writes; a harness reading a slow engine still sees each token within 8 ms.
+ */
+const FLUSH_EVERY_MS = 8;
 
 export class LiveAnswer {
   private readonly decoder: TokenTextStream;
@@ -28,6 +35,8 @@ export class LiveAnswer {
   private flushed: Promise<void> = Promise.resolve();
   /** Pieces released since the last write. */
   private queue: OutputPiece[] = [];
+  /** Ids pushed since the last write, not yet read. */
+  private unread: number[] = [];
   /** Set by the first token: until then a failure is still a plain HTTP error. */
   private generating = false;
   private timer: NodeJS.Timeout | undefined;
@@ -35,32 +44,41 @@ export class LiveAnswer {
   constructor(
     private readonly res: ServerResponse,
     runtime: ModelRuntime,
-    dialect: DialectHandler,
+    private readonly dialect: DialectHandler,
     head: StreamHead,
-    body: Record<string, unknown>,
+    private readonly body: Record<string, unknown>,
   ) {
     this.decoder = new TokenTextStream(runtime.tokenizer, new Set(runtime.stopIds));
     this.reader = new OutputStream(runtime.format);
     this.stream = dialect.openStream(head, body);
   }
 
-  /** The engine produced `ids`: write what they make certain. */
+  /** The engine produced `ids`: they are read at the next write (or not at all, when the engine finishes first). */
   push(ids: readonly number[]): void {
     if (this.res.destroyed) return;
     this.generating = true;
+    for (const id of ids) this.unread.push(id);
+    this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+  }
+
+  /** Read the ids pushed since the last write: decoded, read by the output format as far as it is certain, queued. */
+  private read(): void {
+    if (this.unread.length === 0) return;
+    const ids = this.unread;
+    this.unread = [];
     for (const piece of this.reader.push(this.decoder.push(ids))) {
       const last = this.queue.at(-1);
       // text that comes before the next write goes out as one delta
       if (last && last.kind === piece.kind && last.kind !== "tool" && piece.kind !== "tool") last.text += piece.text;
       else this.queue.push(piece.kind === "tool" ? piece : { ...piece });
     }
-    if (this.queue.length > 0 || !this.opened) this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
   }
 
   /** The completion is finished: the held-back rest and the closing events, then the end of the answer. */
   finish(completion: CanonicalCompletion): void {
     clearTimeout(this.timer);
-    const events = [...this.queued(), ...this.rest(completion)];
+    // nothing written yet (the engine was faster than the write window): the whole answer at once
+    const events = this.opened ? [...this.queued(), ...this.rest(completion)] : this.dialect.buildEvents(completion, this.body);
     startEventStream(this.res);
     this.res.end(events.map(formatEvent).join(""));
   }
@@ -78,6 +96,7 @@ export class LiveAnswer {
     call.setError("engine", `stream cut after event ${this.written + upTo} of ${this.written + rest.length}: ${message}`, "aborted");
     this.write(rest.slice(0, upTo));
     startEventStream(this.res);
+    this.res.flushHeaders(); // the client sees an answer begun, then broken
     void this.flushed.then(() => this.res.socket?.destroy());
   }
 
@@ -105,6 +124,7 @@ export class LiveAnswer {
   /** The events of the queued pieces (the opening events first, once: they go out with the first token). */
   private queued(): SseEvent[] {
     if (!this.generating) return [];
+    this.read();
     const events = this.openEvents();
     for (const piece of this.queue) events.push(...this.stream.push(piece));
     this.queue = [];

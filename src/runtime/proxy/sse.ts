@@ -7,6 +7,7 @@ export function formatEvent(e: SseEvent): string {
   return `${e.event ? `event: ${e.event}\n` : ""}data: ${data}\n\n`;
 }
 
+/** The event stream's head; it goes out with the first bytes written after it (one packet, not two). */
 export function startEventStream(res: ServerResponse): void {
   if (res.headersSent) return;
   res.writeHead(200, {
@@ -15,7 +16,6 @@ export function startEventStream(res: ServerResponse): void {
     connection: "keep-alive",
     "x-accel-buffering": "no",
   });
-  res.flushHeaders();
 }
 
 /** An SSE comment line: every client parser ignores it; it keeps idle-timeouts at bay. */
