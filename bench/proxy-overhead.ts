@@ -4,7 +4,12 @@
  * concurrent streams. Each request is the first call of a fresh rollout of the same harness, as in
  * a training step: its system prompt and first message come from the proxy's shared segment cache
  * after the first rollout; the scripted answer is tokenized, parsed and written as SSE every time.
- * The servers run in a child process so the client does not share their core.
+ * Then the same for later turns: conversations of TURNS calls whose answers are carried back (as a
+ * harness does) with a tool result each, so the proxy splices its stored completion ids and
+ * tokenizes only the new tool result; the bare server answers the same bytes to the same bodies.
+ * The servers run in a child process so the client does not share their core; the server's CPU
+ * time per request (both servers live in that process, loaded one at a time) and the client's
+ * are printed beside the ratios.
  *
  *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR]
  * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends.
@@ -24,7 +29,11 @@ const LEVELS = [
   { concurrency: 128, requests: 1280 },
 ];
 
-const body = JSON.stringify({
+/** Turns of each conversation in the "later turns" rows; its tool results grow the prompt by ~1 KB a turn. */
+const TURNS = 8;
+const TOOL_RESULT = `wrote 2 bytes to hello.txt\n${"ok: the workspace checks pass; nothing else changed. ".repeat(20)}`;
+
+const request0 = {
   model: "qwen3",
   stream: true,
   stream_options: { include_usage: true },
@@ -32,8 +41,9 @@ const body = JSON.stringify({
   messages: [
     { role: "system", content: `You are a coding agent.\n${"Follow the workspace conventions; keep edits small and tested. ".repeat(60)}` },
     { role: "user", content: "Create hello.txt containing hi, then explain what you did." },
-  ],
-});
+  ] as Record<string, unknown>[],
+};
+const body = JSON.stringify(request0);
 
 async function serve(): Promise<void> {
   const model: ResolvedModel = {
@@ -46,13 +56,11 @@ async function serve(): Promise<void> {
     sampling: { temperature: 1, topP: 1, maxTokens: 2048 },
     engine: {
       type: "scripted",
-      script: [
-        {
-          reasoning: "The user wants a file. I will write it with the tool and then explain briefly.",
-          text: "I'll create the file now, then describe the change.\n",
-          toolCalls: [{ name: "write", arguments: { path: "hello.txt", content: "hi" } }],
-        },
-      ],
+      script: Array.from({ length: TURNS }, () => ({
+        reasoning: "The user wants a file. I will write it with the tool and then explain briefly.",
+        text: "I'll create the file now, then describe the change.\n",
+        toolCalls: [{ name: "write", arguments: { path: "hello.txt", content: "hi" } }],
+      })),
     },
   };
   const proxy = await startProxy({ model, sharedKey: KEY });
@@ -75,10 +83,10 @@ async function serve(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ proxy: proxy.url, bare: `http://127.0.0.1:${(bare.address() as AddressInfo).port}`, bytes: bytes.length })}\n`);
 }
 
-function post(url: string, agent: Agent): Promise<{ ms: number; body: string }> {
+function post(url: string, agent: Agent, payload = body): Promise<{ ms: number; body: string }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+    const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
@@ -87,8 +95,37 @@ function post(url: string, agent: Agent): Promise<{ ms: number; body: string }> 
       });
     });
     req.on("error", reject);
-    req.end(body);
+    req.end(payload);
   });
+}
+
+/** The assistant message a harness sends back: the streamed answer's text and tool calls. */
+function assistantOf(sse: string): Record<string, unknown> {
+  let content = "";
+  const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] = [];
+  for (const line of sse.split("\n")) {
+    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
+    const delta = JSON.parse(line.slice(6)).choices?.[0]?.delta;
+    if (typeof delta?.content === "string") content += delta.content;
+    for (const tc of delta?.tool_calls ?? []) {
+      const call = (calls[tc.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
+      call.id += tc.id ?? "";
+      call.function.name += tc.function?.name ?? "";
+      call.function.arguments += tc.function?.arguments ?? "";
+    }
+  }
+  return { role: "assistant", content, tool_calls: calls };
+}
+
+/** One conversation of `turns` calls: each answer carried back with a tool result; the latencies of turns 2 on. */
+async function converse(url: string, agent: Agent, turns: number, lat: number[]): Promise<void> {
+  const messages = [...request0.messages];
+  for (let t = 0; t < turns; t++) {
+    const answer = await post(url, agent, JSON.stringify({ ...request0, messages }));
+    if (t > 0) lat.push(answer.ms);
+    const assistant = assistantOf(answer.body);
+    messages.push(assistant, ...(assistant.tool_calls as { id: string }[]).map((c) => ({ role: "tool", tool_call_id: c.id, content: TOOL_RESULT })));
+  }
 }
 
 /** The server process's CPU time so far (µs): both servers share it, and are loaded one at a time. */
@@ -104,7 +141,8 @@ function serverCpu(bare: string): Promise<number> {
   });
 }
 
-async function load(base: string, concurrency: number, total: number, tag: string): Promise<{ lat: number[]; seconds: number }> {
+/** `total` calls from `concurrency` streams: first calls of fresh rollouts, or conversations of `turns` calls each. */
+async function load(base: string, concurrency: number, total: number, tag: string, turns = 1): Promise<{ lat: number[]; seconds: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const lat: number[] = [];
   let next = 0;
@@ -112,8 +150,11 @@ async function load(base: string, concurrency: number, total: number, tag: strin
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < total) {
-        const i = next++;
-        lat.push((await post(`${base}/r/${tag}-${i}/v1/chat/completions`, agent)).ms);
+        const i = next;
+        next += turns;
+        const url = `${base}/r/${tag}-${i}/v1/chat/completions`;
+        if (turns === 1) lat.push((await post(url, agent)).ms);
+        else await converse(url, agent, turns, lat);
       }
     }),
   );
@@ -139,15 +180,17 @@ async function main(): Promise<void> {
   try {
     console.log(`proxy-overhead: chat SSE answer of ${info.bytes} bytes; proxy = render ${Buffer.byteLength(body)} B request + scripted engine + parse + SSE`);
     console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare  server CPU per request: bare  proxy  (client, bare)");
-    for (const { concurrency, requests } of LEVELS) {
-      await load(info.bare, concurrency, Math.min(20, requests), `warm-bare-${concurrency}`);
-      await load(info.proxy, concurrency, Math.min(20, requests), `warm-proxy-${concurrency}`);
+    const rows = [...LEVELS.map((l) => ({ ...l, turns: 1 })), ...LEVELS.map((l) => ({ ...l, requests: l.requests * 2, turns: TURNS }))];
+    for (const { concurrency, requests, turns } of rows) {
+      if (turns > 1 && concurrency === LEVELS[0]!.concurrency) console.log(`later turns: conversations of ${TURNS} calls, each answer carried back with a ${TOOL_RESULT.length}-character tool result; latency of calls 2–${TURNS}, throughput of all`);
+      await load(info.bare, concurrency, Math.min(20, requests), `warm-bare-${concurrency}-${turns}`, turns);
+      await load(info.proxy, concurrency, Math.min(20, requests), `warm-proxy-${concurrency}-${turns}`, turns);
       const cpu0 = await serverCpu(info.bare);
       const client0 = process.cpuUsage();
-      const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}`);
+      const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}-${turns}`, turns);
       const client1 = process.cpuUsage();
       const cpu1 = await serverCpu(info.bare);
-      const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}`);
+      const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}-${turns}`, turns);
       const cpu2 = await serverCpu(info.bare);
       const clientUs = (u: NodeJS.CpuUsage) => u.user + u.system;
       const clientPer = ((clientUs(client1) - clientUs(client0)) / requests).toFixed(0);
