@@ -2,16 +2,16 @@
  * Deterministic ids and stream chunking shared by the dialects. Ids derive from the call key
  * ("<rollout>:<seq>") so a run is reproducible and ids never collide across rollouts.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** `<prefix><hex>`: e.g. makeId("toolu_", "r1:0:tool:0") → "toolu_3f9c…" (24 hex chars). */
 export function makeId(prefix: string, seed: string, hexChars = 24): string {
-  return prefix + createHash("sha256").update(seed).digest("hex").slice(0, hexChars);
+  return prefix + hash("sha256", seed, "hex").slice(0, hexChars);
 }
 
 /** An opaque token for a reasoning block (Anthropic signature, Responses encrypted_content). */
 export function makeReasoningToken(seed: string): string {
-  return createHash("sha256").update(`reasoning:${seed}`).digest("base64");
+  return hash("sha256", `reasoning:${seed}`, "base64");
 }
 
 /** Split text into stream deltas of at most `size` code points (never splits a surrogate pair). */
