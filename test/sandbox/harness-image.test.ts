@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { containerfileOf, harnessRepository, planHarnessImage } from "../../src/runtime/sandbox/images/harness-image.js";
+import { containerfileOf, harnessRepository, hiddenInput, planHarnessImage } from "../../src/runtime/sandbox/images/harness-image.js";
 import { digestPath } from "../../src/runtime/sandbox/images/tree-digest.js";
 import { tempDir } from "../temp.js";
 
@@ -55,5 +55,11 @@ describe("harness images", () => {
     expect(harnessRepository("sandbox", "codex")).toBe("reins-harness-codex");
     const image = planHarnessImage({ harness: "codex", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/x", digest: "sha256:1" }] });
     expect(containerfileOf(image)).toBe(`FROM ${BASE}\nCOPY rootfs/ /\nLABEL reins.dev/harness="codex"\nLABEL reins.dev/image-recipe="1"\nLABEL reins.dev/base-image="sha256:b"\n`);
+  });
+  it("refuse files that a sandbox's own directories would hide", () => {
+    expect(hiddenInput(["/opt/reins/agent.mjs", "/root/.cache/reins/harnesses/x"])).toBeUndefined();
+    expect(hiddenInput(["/opt/x", "/tmp/checkout/src/agent.mjs"])).toEqual({ path: "/tmp/checkout/src/agent.mjs", root: "/tmp" });
+    expect(hiddenInput(["/home/sandbox/.npm"])).toEqual({ path: "/home/sandbox/.npm", root: "/home/sandbox" });
+    expect(hiddenInput(["/workspaces/x", "/tmpfoo/x"])).toBeUndefined();
   });
 });

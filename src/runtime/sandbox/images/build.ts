@@ -9,7 +9,7 @@ import path from "node:path";
 import { findExecutable } from "../host/executables.js";
 import { runHostCommand } from "../host/process-runner.js";
 import { preparePodmanCli, runPodman, type PodmanCli } from "../podman/cli.js";
-import { containerfileOf, planHarnessImage, type HarnessImage } from "./harness-image.js";
+import { containerfileOf, hiddenInput, planHarnessImage, type HarnessImage } from "./harness-image.js";
 import { digestPath } from "./tree-digest.js";
 
 export interface HarnessImageRequest {
@@ -51,6 +51,13 @@ export async function createHarnessImageBuilder(o: { workDir?: string; podmanPat
 
 async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageRequest): Promise<{ image: HarnessImage; built: boolean; seconds: number }> {
   const started = performance.now();
+  const hidden = hiddenInput(r.paths);
+  if (hidden) {
+    throw new HarnessImageError(
+      `its files at ${hidden.path} would lie under ${hidden.root}, which every sandbox mounts over, so the harness could not start from the image`,
+      "Keep reins's checkout and its harness cache (~/.cache/reins) outside /tmp, /workspace and /home/sandbox, or use sandbox.harnessFiles: mount (local and podman).",
+    );
+  }
   const baseId = await podman(cli, ["image", "inspect", "--format", "{{.Id}}", r.base], `The sandbox image ${r.base} is not on this machine`, "Build it with scripts/build-image.sh, or set the sandbox's image to one podman has.");
   const inputs = await Promise.all(r.paths.map(async (p) => ({ path: p, digest: await digestPath(p) })));
   const image = planHarnessImage({ harness: r.harness, base: r.base, baseId: baseId.trim(), inputs });

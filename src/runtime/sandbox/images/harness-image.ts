@@ -6,6 +6,7 @@
  * content digest; the same files give the same tag on every run, a changed byte a new one.
  */
 import { createHash } from "node:crypto";
+import { SANDBOX_ROOTS } from "../layout.js";
 
 /** Bumped whenever what goes into a harness image changes: images of an older recipe get new tags. */
 export const HARNESS_IMAGE_RECIPE = 1;
@@ -23,6 +24,18 @@ export interface HarnessImage {
   base: string;
   inputs: ImageInput[];
   labels: Record<string, string>;
+}
+
+/**
+ * The first input under a directory every sandbox mounts over (its workspace, HOME, /tmp): in the
+ * image it would lie hidden beneath the sandbox's own directory, so the harness could not start.
+ */
+export function hiddenInput(paths: readonly string[], roots: readonly string[] = SANDBOX_ROOTS): { path: string; root: string } | undefined {
+  for (const p of paths) {
+    const root = roots.find((r) => p === r || p.startsWith(`${r}/`));
+    if (root) return { path: p, root };
+  }
+  return undefined;
 }
 
 /** localhost/reins-sandbox:1 → localhost/reins-harness-<harness>; a name without a registry part stays bare. */
