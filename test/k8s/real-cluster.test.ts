@@ -209,8 +209,7 @@ spec:
       if (hiddenInput([process.cwd()])) {
         // a checkout under /tmp (say) would lie beneath the pod's own /tmp: refused with a hint, nothing created
         expect(r.code, r.stderr).toBe(1);
-        expect(r.stderr).toContain("error[HarnessImageFailed]");
-        expect(r.stderr).toContain("which every sandbox mounts over");
+        expect(JSON.parse(r.stdout).problems).toEqual([expect.objectContaining({ code: "HarnessImageFailed", message: expect.stringContaining("which every sandbox mounts over") })]);
         expect(await leftovers()).toEqual([]);
         return;
       }
