@@ -156,6 +156,9 @@ start() {
     const node = JSON.parse(out);
     const ready = (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
     process.exit(ready && (node.spec?.taints ?? []).length === 0 ? 0 : 1);"
+  # Pods are refused until the controller manager made the namespace's default service account.
+  wait_for kube-controller-manager 60 curl -sf -o /dev/null --cacert "$pki/ca.crt" -H "Authorization: Bearer $(cat "$DIR/token")" \
+    "https://127.0.0.1:$PORT/api/v1/namespaces/default/serviceaccounts/default"
   say "up in $(( ($(date +%s%N) - started) / 1000000 )) ms (API server https://127.0.0.1:$PORT; logs in $DIR/logs)"
   echo "$KUBECONFIG_FILE"
 }
