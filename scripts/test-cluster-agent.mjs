@@ -8,34 +8,15 @@
 // When a pod is gone its keeper, files and Exec object go too.
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { connectCluster, parseFlags, sleep } from "./cluster-api.mjs";
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
+const args = parseFlags(process.argv.slice(2));
 const DIR = args.dir;
 const NODE = args.node;
-const server = new URL(args.server);
-const token = readFileSync(join(DIR, "token"), "utf8").trim();
-const ca = readFileSync(join(DIR, "pki", "ca.crt"));
+const { api } = connectCluster(DIR, args.server);
 const UID = 1000;
-
-function api(method, path, body, contentType = "application/json") {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: server.hostname, port: server.port, method, path, ca, headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body ? { "content-type": contentType } : {}) } },
-      (res) => {
-        let text = "";
-        res.on("data", (d) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode, body: text ? JSON.parse(text) : undefined }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body ? JSON.stringify(body) : undefined);
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function installExecCrd() {
   const crd = parse(readFileSync(join(args["kwok-crds"], "kwok.x-k8s.io_execs.yaml"), "utf8"));

@@ -21,12 +21,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { connectCluster, parseFlags, sleep } from "./cluster-api.mjs";
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith("--") ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
+const args = parseFlags(process.argv.slice(2));
 const DIR = args.dir;
-const server = new URL(args.server);
-const token = readFileSync(join(DIR, "token"), "utf8").trim();
-const ca = readFileSync(join(DIR, "pki", "ca.crt"));
+const { server, token, ca, api } = connectCluster(DIR, args.server);
 
 const SANDBOX_API = "/apis/agents.x-k8s.io/v1beta1";
 const EXT_API = "/apis/extensions.agents.x-k8s.io/v1beta1";
@@ -37,30 +36,7 @@ const L = {
   claim: "agents.x-k8s.io/claim-uid",
 };
 
-function api(method, path, body, contentType = "application/json") {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: server.hostname, port: server.port, method, path, ca, headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body ? { "content-type": contentType } : {}) } },
-      (res) => {
-        let text = "";
-        res.on("data", (d) => (text += d));
-        res.on("end", () => {
-          let parsed;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            parsed = text;
-          }
-          resolve({ status: res.statusCode, body: parsed });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(body ? JSON.stringify(body) : undefined);
-  });
-}
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const key = (o) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 async function installCrds() {
