@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages (chromium
-# drives the run viewer's browser tests),
+# drives the run viewer's browser tests; gcc builds the local sandboxes' two small C programs,
+# src/runtime/sandbox/local/native.ts),
 # npm packages, the real agent harnesses, the scale path's Python environment, the sandbox image. Idempotent: fast when done before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat openssl curl python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
+APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat gcc libc6-dev openssl curl python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -7,13 +7,16 @@ import { buildTar } from "../../src/runtime/sandbox/files/tar-writer.js";
 import { tarEntriesFor } from "../../src/runtime/sandbox/files/exec-transport.js";
 import { wrapForContainer, waitForListenerCommand } from "../../src/runtime/sandbox/container-command.js";
 import { OutputBuffer } from "../../src/runtime/sandbox/host/output-buffer.js";
-import { buildEnterArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local/keeper-args.js";
+import { buildEnterArgv, buildHelperArgv, buildHelperConfineArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local/keeper-args.js";
 import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local/host.js";
 import { parseProcStat } from "../../src/runtime/sandbox/host/process-tree.js";
 import { locateSandboxPath } from "../../src/runtime/sandbox/files/transport.js";
 import { buildConfineArgv, buildStateFstab } from "../../src/runtime/sandbox/local/confine.js";
 import { limitsOf } from "../../src/runtime/sandbox/layout.js";
+import { nativeProgram } from "../../src/runtime/sandbox/local/native.js";
 import { tempDir } from "./helpers.js";
+
+const helper = await nativeProgram("enter");
 
 const dir = tempDir("reins-builders-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -244,6 +247,33 @@ describe("sandbox limits builders", () => {
     const [joined, nofile, cpu, vmem] = execFileSync(argv[0], argv.slice(1)).toString().trim().split(/\s+/);
     expect([nofile, cpu, vmem]).toEqual(["100", "7", String(64 * 1024)]);
     expect(joined).toBe("0");
+  });
+
+  it.skipIf(!helper)("the enter helper confines as the shell does: the same rlimits, in bytes, and the groups joined", () => {
+    const dir = tempDir("reins-confine-helper-");
+    const tasks = path.join(dir, "tasks");
+    const limits = { ...limitsOf({ cpu: "1", memoryMiB: 64, openFiles: 100, cpuSeconds: 7, diskMiB: 3 }), pids: 50 };
+    const confinement = { joins: [tasks], limits, fallback: { memory: true, disk: true }, ownUid: true };
+    const report = ["/bin/sh", "-c", 'head -c 1 "$0"; echo; grep -E "^Max (open files|cpu time|address space|file size|processes)" /proc/self/limits', tasks];
+    const run = (argv: string[]): string => execFileSync(argv[0], argv.slice(1)).toString();
+    const byShell = run(buildConfineArgv(confinement, report));
+    writeFileSync(tasks, "");
+    const byHelper = run(buildHelperConfineArgv(helper!, confinement, report));
+    expect(byHelper).toBe(byShell);
+    expect(byHelper.startsWith("0")).toBe(true);
+    expect(byHelper).toMatch(new RegExp(`Max file size\\s+${3 * 1024 * 1024}\\s+${3 * 1024 * 1024}\\s+bytes`));
+    expect(byHelper).toMatch(new RegExp(`Max address space\\s+${64 * 1024 * 1024}\\s`));
+    expect(byHelper).toMatch(/Max processes\s+50\s+50/);
+  });
+
+  it("enter through the helper with the same user, namespaces and confinement as the chain", () => {
+    const confinement = { joins: ["/sys/fs/cgroup/pids/x/tasks"], limits: limitsOf({ openFiles: 100 }), fallback: { memory: false, disk: false }, ownUid: false };
+    const argv = buildHelperArgv("/cache/reins-enter", { targetPid: 42, uid: 1000, gid: 1001, cwd: "/workspace/x", argv: ["echo", "hi"] }, confinement);
+    expect(argv).toEqual(["/cache/reins-enter", "-t", "42", "-u", "1000", "-g", "1001", "-P", "-j", "/sys/fs/cgroup/pids/x/tasks", "-l", "nofile=100", "-l", "cpu=3600", "-C", "/workspace/x", "--", "echo", "hi"]);
+    const shared = buildHelperArgv("/h", { targetPid: 42, uid: 1, gid: 1, cwd: "/", argv: ["-P"], ownPidNamespace: false }, { ...confinement, joins: [] });
+    expect(shared.slice(0, shared.indexOf("--"))).not.toContain("-P");
+    expect(shared.slice(-2)).toEqual(["--", "-P"]);
+    expect(buildHelperConfineArgv("/h", { ...confinement, joins: [] }, ["/usr/bin/bwrap", "--"])).toEqual(["/h", "-l", "nofile=100", "-l", "cpu=3600", "--", "/usr/bin/bwrap", "--"]);
   });
 
   it("cap each writable root with its own tmpfs, owned by the sandbox user", () => {

@@ -1,7 +1,7 @@
 /**
  * Local sandboxes never outlive what made them, and what a dead runner leaves is cleaned by the
- * next one: a runner killed with SIGKILL while a sandbox starts leaves no bwrap and no proxy
- * forwarder behind; its control groups go when the next runner prepares its host, even once its
+ * next one: a runner killed with SIGKILL while a sandbox starts leaves no bwrap, no proxy
+ * forwarder and no spawner behind; its control groups go when the next runner prepares its host, even once its
  * state root is removed, while a live runner's groups (empty spares included) stay; closing a
  * provider destroys its spares and the sandboxes still being created.
  */
@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { detectCgroups, groupsUnder, sandboxGroupParents } from "../../src/runtime/sandbox/host/cgroups.js";
 import { pruneStaleGroups } from "../../src/runtime/sandbox/local/host.js";
+import { nativeProgram } from "../../src/runtime/sandbox/local/native.js";
 import { groupNameFor, ownerStamp } from "../../src/runtime/sandbox/local/owner.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
@@ -72,13 +73,17 @@ function myGroups(): string[] {
 }
 
 describe("local sandboxes and the runner that made them", () => {
-  it("a runner killed while its sandbox starts leaves no bwrap or forwarder, and the next runner removes its groups", async () => {
+  it.each([
+    { when: "as it starts the keeper", kill: `setImmediate(() => process.kill(process.pid, "SIGKILL"))` },
+    { when: "once the keeper is on its way", kill: `setTimeout(() => process.kill(process.pid, "SIGKILL"), 4)` },
+  ])("a runner killed while its sandbox starts ($when) leaves no bwrap, forwarder or spawner, and the next runner removes its groups", async ({ kill }) => {
     const dir = tempDir("reins-keeper-life-");
     const rootDir = path.join(dir, "state");
     const socket = path.join(dir, "proxy.sock");
     const port = 40_000 + Math.floor(Math.random() * 20_000);
     // A runner like `reins run`: one sandbox made (with a spare prepared for the next), then
-    // killed with SIGKILL right after it starts the next sandbox's keeper, before bwrap runs.
+    // killed with SIGKILL right after it starts the next sandbox's keeper (before bwrap runs), or a
+    // little later (its request with the spawner, bwrap on its way).
     const script = `
       import net from "node:net";
       import { LocalSandboxProvider } from "./src/runtime/sandbox/local/provider.ts";
@@ -86,17 +91,28 @@ describe("local sandboxes and the runner that made them", () => {
       const provider = new LocalSandboxProvider({ rootDir: ${JSON.stringify(rootDir)} });
       const spec = (id) => ({ id, runId: "r", network: "proxy-only", proxySocketPath: ${JSON.stringify(socket)}, proxyPort: ${port} });
       await provider.create(spec("first"));
+      console.log((await provider["spawner"])?.socketPath ?? "");
       await new Promise((r) => setTimeout(r, 100));
       void provider.create(spec("second"));
-      setImmediate(() => process.kill(process.pid, "SIGKILL"));`;
-    const runner = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+      ${kill};`;
+    const runner = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let spawnerSocket = "";
+    runner.stdout.on("data", (d: Buffer) => (spawnerSocket += d.toString()));
     let stderr = "";
     runner.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const signal = await new Promise((res) => runner.once("exit", (_code, sig) => res(sig)));
     expect(signal, stderr).toBe("SIGKILL");
 
-    // bwrap names the runner's state root in its arguments; socat listens on the sandbox's port.
+    // bwrap names the runner's state root in its arguments; socat listens on the sandbox's port;
+    // a spawner names its socket, in a directory of the host's temporary directory.
     expect(await waitUntilNone(rootDir, `TCP-LISTEN:${port},`)).toEqual([]);
+    spawnerSocket = spawnerSocket.trim();
+    // Where reins's C programs build here, the runner had a spawner.
+    if (await nativeProgram("spawn")) expect(spawnerSocket).toMatch(/reins-spawn-/);
+    if (spawnerSocket) {
+      expect(await waitUntilNone(spawnerSocket)).toEqual([]);
+      expect(existsSync(path.dirname(spawnerSocket))).toBe(false);
+    }
 
     // Its state root removed before anyone pruned it, as a test's temporary directory is.
     const groups = recordedGroups(rootDir);

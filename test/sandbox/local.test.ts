@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { symlink } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,7 +27,63 @@ afterAll(async () => {
   for (const dir of temps) rmSync(dir, { recursive: true, force: true });
 });
 
-describe("local sandbox commands", () => {
+describe.each([
+  { way: "through the spawner and the enter helper", native: true },
+  { way: "through the runner's own spawns and nsenter, unshare, setpriv", native: false },
+])("local sandbox commands, $way", ({ native }) => {
+  const ways = new LocalSandboxProvider({ rootDir: temp("reins-local-ways-"), native });
+  let box: LocalSandbox;
+  beforeAll(async () => {
+    box = (await ways.create({ id: "commands", runId: "test-local", network: "none", env: { GREETING: "hello" } })) as LocalSandbox;
+  });
+  afterAll(() => ways.close());
+
+  it("starts its processes without forking the runner, where it can", async () => {
+    const marker = uniqueMarker();
+    const proc = box.spawn(["sleep", marker]);
+    let pids: number[] = [];
+    for (let i = 0; i < 100 && pids.length === 0; i++) {
+      pids = hostPidsWith(marker).filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(pids).toHaveLength(1);
+    // The runner's child the command descends from: the spawner, or the command's own first process.
+    const parentOf = (pid: number): number => {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    };
+    let below = pids[0];
+    while (parentOf(below) !== process.pid && parentOf(below) > 1) below = parentOf(below);
+    expect(parentOf(below)).toBe(process.pid);
+    expect(readFileSync(`/proc/${below}/comm`, "utf8").startsWith("reins-spawn")).toBe(native);
+    await proc.kill();
+  });
+
+  it("runs as the sandbox user with no capability, no supplementary group and no_new_privs", async () => {
+    const r = await box.exec(["sh", "-c", "id -u; id -g; grep -E '^(Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status"]);
+    const [uid, gid, ...status] = r.stdout.trim().split("\n");
+    expect(Number(uid)).toBe(box.uid);
+    expect(Number(gid)).not.toBe(0);
+    const field = (name: string): string => (status.find((l) => l.startsWith(`${name}:`)) ?? "").split(":")[1].trim();
+    expect(field("Groups")).toBe("");
+    for (const set of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]) expect(field(set), set).toMatch(/^0+$/);
+    expect(field("NoNewPrivs")).toBe("1");
+  });
+
+  it("relays a large stdin to a command that first writes a large output", async () => {
+    const input = "y".repeat(300_000);
+    const r = await box.exec(["sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; wc -c"], { stdin: input });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.length).toBe(200_000 + "300000\n".length);
+    expect(r.stdout.endsWith("x300000\n")).toBe(true);
+  });
+
+  it("ends a command that closed its output and still reads its stdin", async () => {
+    const r = await box.exec(["sh", "-c", "exec >&- 2>&-; cat >/tmp/in; exit 3"], { stdin: "some input", timeoutMs: 20_000 });
+    expect(r.timedOut).toBe(false);
+    expect(r.exitCode).toBe(3);
+  });
+
   it("runs a command in the workspace with exactly the explicit environment", async () => {
     const r = await box.exec(["sh", "-c", 'pwd; echo "$GREETING $EXTRA"; env | sort | cut -d= -f1 | tr "\\n" " "'], { env: { EXTRA: "world" } });
     expect(r.exitCode).toBe(0);

@@ -19,13 +19,39 @@ export interface Confinement {
   fstab?: string;
 }
 
-/** Rlimit lines for dash's ulimit: -n open files, -t CPU seconds, -v address space KiB, -f file size KiB, -p processes. */
+/** One rlimit a confinement sets (hard = soft): count, CPU seconds or bytes. */
+export interface RlimitValue {
+  name: "nofile" | "cpu" | "as" | "fsize" | "nproc";
+  value: number;
+}
+
+/**
+ * The rlimits of a confinement: open files and CPU seconds always; address space and file size
+ * where no group or tmpfs holds memory or disk; processes only for a uid of the sandbox's own.
+ */
+export function rlimitsOf(c: Confinement): RlimitValue[] {
+  const out: RlimitValue[] = [
+    { name: "nofile", value: c.limits.openFiles },
+    { name: "cpu", value: c.limits.cpuSeconds },
+  ];
+  if (c.fallback.memory) out.push({ name: "as", value: c.limits.memoryMiB * 1024 * 1024 });
+  if (c.fallback.disk) out.push({ name: "fsize", value: c.limits.diskMiB * 1024 * 1024 });
+  if (c.ownUid) out.push({ name: "nproc", value: c.limits.pids });
+  return out;
+}
+
+/** dash's ulimit flag and unit for each rlimit (-v in KiB, -f in 512-byte blocks). */
+const ULIMIT: Record<RlimitValue["name"], { flag: string; unit: number }> = {
+  nofile: { flag: "-n", unit: 1 },
+  cpu: { flag: "-t", unit: 1 },
+  as: { flag: "-v", unit: 1024 },
+  fsize: { flag: "-f", unit: 512 },
+  nproc: { flag: "-p", unit: 1 },
+};
+
+/** The rlimits as lines for dash's ulimit. */
 export function ulimitLines(c: Confinement): string[] {
-  const lines = [`ulimit -n ${c.limits.openFiles}`, `ulimit -t ${c.limits.cpuSeconds}`];
-  if (c.fallback.memory) lines.push(`ulimit -v ${c.limits.memoryMiB * 1024}`);
-  if (c.fallback.disk) lines.push(`ulimit -f ${c.limits.diskMiB * 1024}`);
-  if (c.ownUid) lines.push(`ulimit -p ${c.limits.pids}`);
-  return lines;
+  return rlimitsOf(c).map((r) => `ulimit ${ULIMIT[r.name].flag} ${Math.floor(r.value / ULIMIT[r.name].unit)}`);
 }
 
 /** `/bin/sh -c <script> reins-confine <fstab|""> <n> <joins...> <argv...>`. */

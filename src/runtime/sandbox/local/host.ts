@@ -11,6 +11,7 @@ import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { detectCgroups, groupsUnder, removeSandboxCgroups, sandboxGroupParents, type CgroupHost } from "../host/cgroups.js";
 import { findExecutable } from "../host/executables.js";
+import { nativeProgram } from "./native.js";
 import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./keeper-args.js";
 import { isDeadRunnersGroup, isOwnerAlive } from "./owner.js";
 import { removeState } from "./state.js";
@@ -33,6 +34,10 @@ export interface LocalHost {
   root: boolean;
   /** bwrap can cap the size of a tmpfs it makes (`--size`, bubblewrap 0.8 and later). */
   bwrapSizes: boolean;
+  /** The one-process way into a sandbox (enter.c, native.ts); null: commands take the chain of programs. */
+  enterHelper: string | null;
+  /** The spawner's binary (spawn.c, native.ts); null: the runner spawns its processes itself. */
+  spawnBinary: string | null;
 }
 
 /** Whether this bwrap takes `--size` (its help lists it). */
@@ -88,6 +93,7 @@ export async function prepareLocalHost(
   home: string,
   extraHidden: string[],
   systemDirs?: string[],
+  useNative = true,
 ): Promise<LocalHost> {
   const hostDir = path.join(stateRoot, ".host");
   await mkdir(hostDir, { recursive: true });
@@ -105,6 +111,11 @@ export async function prepareLocalHost(
   await Promise.all([pruneStale(stateRoot), cgroups ? pruneStaleGroups(cgroups) : 0]);
   const hostEntries = scanHostRoot(systemDirs);
   const bwrap = findExecutable("bwrap");
+  const [bwrapSizes, helper, spawnBinary] = await Promise.all([
+    bwrapTakesSize(bwrap),
+    useNative ? nativeProgram("enter") : null,
+    useNative ? nativeProgram("spawn") : null,
+  ]);
   return {
     bwrap,
     socat: findExecutable("socat"),
@@ -117,7 +128,9 @@ export async function prepareLocalHost(
     groupText,
     cgroups,
     root: process.getuid?.() === 0,
-    bwrapSizes: await bwrapTakesSize(bwrap),
+    bwrapSizes,
+    enterHelper: helper,
+    spawnBinary,
   };
 }
 

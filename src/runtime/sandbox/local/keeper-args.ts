@@ -16,6 +16,7 @@
  * directory are absent. The root itself is remounted read-only once everything is in place.
  */
 import { PROXY_SOCKET_IN_SANDBOX } from "../layout.js";
+import { rlimitsOf, type Confinement } from "./confine.js";
 
 export interface HostEntry {
   /** Top-level name under "/", e.g. "usr". */
@@ -244,6 +245,26 @@ export function buildEnterArgv(o: EnterOptions): string[] {
     o.cwd,
     ...o.argv,
   ];
+}
+
+/** The helper's flags for a confinement: the groups it joins and the rlimits it sets. */
+function confineFlags(confinement: Confinement): string[] {
+  return [...confinement.joins.flatMap((join) => ["-j", join]), ...rlimitsOf(confinement).flatMap((r) => ["-l", `${r.name}=${r.value}`])];
+}
+
+/**
+ * The same as buildEnterArgv behind buildConfineArgv, through the one-process helper (enter.c):
+ * the sandbox's groups and rlimits, its namespaces, the command's own pid namespace, its user.
+ */
+export function buildHelperArgv(helper: string, o: EnterOptions, confinement: Confinement): string[] {
+  const argv = [helper, "-t", String(o.targetPid), "-u", String(o.uid), "-g", String(o.gid)];
+  if (o.ownPidNamespace !== false) argv.push("-P");
+  return [...argv, ...confineFlags(confinement), "-C", o.cwd, "--", ...o.argv];
+}
+
+/** The keeper's confinement through the helper (no host mounts to make): groups, rlimits, then `argv` (absolute). */
+export function buildHelperConfineArgv(helper: string, confinement: Confinement, argv: string[]): string[] {
+  return [helper, ...confineFlags(confinement), "--", ...argv];
 }
 
 export function shellQuote(s: string): string {

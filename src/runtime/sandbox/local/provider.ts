@@ -2,21 +2,25 @@
  * The `local` provider (the embedded default): Linux namespaces through bubblewrap.
  *
  * A sandbox is a "keeper" bwrap process that holds a mount, pid, network, ipc and uts namespace;
- * commands join those namespaces with nsenter, each in a pid namespace of its own. Destroying the
- * sandbox kills the keeper's pid 1, and the kernel then kills every process in the sandbox: there
- * is no way to outlive it (setsid, nohup and ignored SIGTERM do not help).
+ * commands join those namespaces, each in a pid namespace of its own. Destroying the sandbox kills
+ * the keeper's pid 1, and the kernel then kills every process in the sandbox: there is no way to
+ * outlive it (setsid, nohup and ignored SIGTERM do not help).
  *
- * Limits (spec.resources): every process of a sandbox starts behind a confining shell (confine.ts)
- * that joins the sandbox's pids, memory and cpu control groups and sets its rlimits (open files,
- * CPU seconds; address space and file size where no group or tmpfs holds memory or disk). Run as
- * root, a sandbox's uid, state and groups are made in advance, while the previous sandbox's first
- * command runs (spares.ts). Run as
- * root, each sandbox runs as a host uid of its own (uids.ts), and the workspace, HOME and /tmp are
- * tmpfs capped at diskMiB each: made by bwrap in the sandbox's own mount namespace and reached by
- * the runner through descriptors it holds (roots.ts), or, where no memory group holds the kernel
- * memory of their files (or bwrap is older than 0.8), mounted on the host with a cap on their
- * number of files too. Otherwise
- * sandboxes run as `uid`, on host directories.
+ * Processes: where the host has a C compiler, keepers and commands are started by the spawner
+ * (spawner.ts: the runner never forks itself) and a command enters through one small program
+ * (enter.c); otherwise the runner spawns them, and a command passes through nsenter, unshare and
+ * setpriv (native.ts says why the first is the default).
+ *
+ * Limits (spec.resources): every process of a sandbox joins the sandbox's pids, memory and cpu
+ * control groups and gets its rlimits (open files, CPU seconds; address space and file size where
+ * no group or tmpfs holds memory or disk) before it enters the sandbox (confine.ts). Run as
+ * root, a sandbox's uid, state and groups are made in advance, while the previous sandbox's keeper
+ * starts (spares.ts). Run as root, each sandbox runs as a host uid of its own (uids.ts), and the
+ * workspace, HOME and /tmp are tmpfs capped at diskMiB each: made by bwrap in the sandbox's own
+ * mount namespace and reached by the runner through descriptors it holds (roots.ts), or, where no
+ * memory group holds the kernel memory of their files (or bwrap is older than 0.8), mounted on the
+ * host with a cap on their number of files too. Otherwise sandboxes run as `uid`, on host
+ * directories.
  */
 import { lstatSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -39,12 +43,13 @@ import { signalQuietly, waitForExit } from "../host/process-tree.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
 import { buildConfineArgv, type Confinement } from "./confine.js";
 import { prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
-import { buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
+import { buildHelperConfineArgv, buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
 import { ownerStamp } from "./owner.js";
 import { openRoots, type SandboxRoots } from "./roots.js";
 import { LocalSandbox } from "./sandbox.js";
 import { SparePool } from "./spares.js";
+import { acquireSpawner, type Spawner } from "./spawner.js";
 import { layOutState, removeState, removeStateNow, type RootsCap, type SandboxState } from "./state.js";
 import { DEFAULT_UID_RANGE, leaseUid, type UidRange } from "./uids.js";
 
@@ -73,6 +78,12 @@ export interface LocalProviderOptions {
    * container, and background processes live until destroy().
    */
   isolateCommands?: boolean;
+  /**
+   * Start keepers and commands through reins's small C programs (native.ts: the spawner and the
+   * one-process way in; default true, where a C compiler builds them); false: the runner spawns
+   * them itself, through the chain of programs (confining shell, nsenter, unshare, setpriv).
+   */
+  native?: boolean;
 }
 
 /** One sandbox's state made before its keeper starts (see prepareState). */
@@ -96,6 +107,8 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
   /** State prepared for the next sandbox with the same limits, off the critical path of its creation. */
   private readonly spares = new SparePool<PreparedState>((p) => removeStateNow(this.rootDir, p.stateDir));
+  /** Starts this provider's processes without forking the runner; held from the first creation to close(). */
+  private spawner: Promise<Spawner | null> | null = null;
 
   constructor(private readonly options: LocalProviderOptions = {}) {
     super();
@@ -103,7 +116,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     this.uid = options.uid ?? SANDBOX_UID;
     this.gid = options.gid ?? SANDBOX_GID;
     this.host = hostSetup(
-      () => prepareLocalHost(this.rootDir, this.uid, this.gid, SANDBOX_HOME, options.hidePaths ?? [], options.systemDirs),
+      () => prepareLocalHost(this.rootDir, this.uid, this.gid, SANDBOX_HOME, options.hidePaths ?? [], options.systemDirs, options.native !== false),
       (error) => `cannot prepare the sandbox root ${this.rootDir}: ${messageOf(error)}`,
       "check that the directory is writable",
     );
@@ -119,19 +132,33 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const poolable = this.ownUids(host);
     // A sandbox with a uid of its own takes the state prepared in advance for its limits, if any.
     const prepared = (poolable ? this.spares.take(JSON.stringify(limits)) : undefined) ?? this.prepareState(host, safeName(spec.id), limits, spec.role);
+    const refill = (): void => {
+      if (poolable) this.spares.refill(JSON.stringify(limits), () => this.prepareState(host, "sandbox", limits, spec.role));
+    };
     try {
-      return await this.startSandbox(spec, host, prepared, limits, socket);
+      return await this.startSandbox(spec, host, prepared, limits, socket, refill);
     } catch (error) {
       await removeState(this.rootDir, prepared.stateDir).catch(() => undefined);
       throw error;
     } finally {
-      if (poolable) this.spares.refill(JSON.stringify(limits), () => this.prepareState(host, "sandbox", limits, spec.role));
+      refill();
     }
   }
 
   override async close(): Promise<void> {
     await super.close();
+    const spawner = this.spawner;
+    this.spawner = null;
+    (await spawner)?.release();
     await this.spares.drain((p) => removeState(this.rootDir, p.stateDir).then(() => undefined));
+  }
+
+  /** The spawner (when reins's C programs could be built and it started); undefined: the runner spawns. */
+  private async spawnerFor(host: LocalHost): Promise<Spawner | undefined> {
+    if (!host.spawnBinary) return undefined;
+    this.spawner ??= acquireSpawner(host.spawnBinary);
+    const spawner = await this.spawner;
+    return spawner?.alive ? spawner : undefined;
   }
 
   /** Whether each sandbox gets a host uid of its own (run as root, no fixed uid). */
@@ -174,7 +201,14 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     return { uid, gid: uid, own: true };
   }
 
-  private async startSandbox(spec: SandboxSpec, host: LocalHost, prepared: PreparedState, limits: Limits, socket: string | undefined): Promise<LocalSandbox> {
+  private async startSandbox(
+    spec: SandboxSpec,
+    host: LocalHost,
+    prepared: PreparedState,
+    limits: Limits,
+    socket: string | undefined,
+    launched: () => void,
+  ): Promise<LocalSandbox> {
     const { stateDir, user, cap, state } = prepared;
     const hostDirs = state.dirs ?? { workspace: path.join(stateDir, "workspace"), home: path.join(stateDir, "home"), tmp: path.join(stateDir, "tmp") };
     const controllers = state.cgroups?.controllers ?? [];
@@ -209,15 +243,18 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       network: socket ? "proxy-only" : "none",
     };
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
-    // The keeper's shell makes any host mounts, joins the groups and sets the rlimits before bwrap runs.
-    const [shell, ...args] = buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
-    const keeper = await startKeeper(shell, args, spec.id, path.join(stateDir, "info"), this.options.readyTimeoutMs ?? 30_000);
+    // The keeper's shell (or the helper, when there are no host mounts to make) makes any host
+    // mounts, joins the groups and sets the rlimits before bwrap runs.
+    const argv = host.enterHelper && !state.fstab ? buildHelperConfineArgv(host.enterHelper, confinement, bwrap) : buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
+    const spawner = await this.spawnerFor(host);
+    // The next sandbox's state is made while this one's keeper starts (in other processes).
+    const keeper = await startKeeper(argv, spec.id, path.join(stateDir, "info"), this.options.readyTimeoutMs ?? 30_000, spawner, launched);
     let roots: SandboxRoots | undefined;
     try {
       roots = state.capBytes === undefined ? undefined : openRoots(keeper.childPid, stateDir, user);
     } catch (error) {
       signalQuietly(keeper.childPid);
-      if (keeper.process.pid !== undefined) signalQuietly(keeper.process.pid);
+      signalQuietly(keeper.pid);
       await waitForExit(keeper.childPid, 10_000);
       throw new SandboxError("create-failed", spec.id, `cannot reach the sandbox's writable roots: ${messageOf(error)}`, "the runner must be able to open /proc/<pid>/root of its sandboxes (root, no restrictive LSM policy)");
     }
@@ -233,6 +270,8 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       gid: user.gid,
       confinement,
       isolateCommands: this.options.isolateCommands !== false,
+      enterHelper: host.enterHelper ?? undefined,
+      spawner,
       env: { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) },
       proxyUrl: socket ? `http://127.0.0.1:${port}` : undefined,
     });

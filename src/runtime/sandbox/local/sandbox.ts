@@ -1,8 +1,8 @@
-/** One live local sandbox (see provider.ts): commands through nsenter, files through its host directories. */
+/** One live local sandbox (see provider.ts): commands through the enter helper (or nsenter), files through its host directories. */
 import type { ChildProcess } from "node:child_process";
 import { hostDirsOf, type StateDirs } from "../base-provider.js";
 import { BaseSandbox, type CommandRequest } from "../base-sandbox.js";
-import type { OutputSink, RunningCommand } from "../command.js";
+import type { CommandEnd, OutputSink, RunningCommand } from "../command.js";
 import { hostTransport } from "../files/host-files.js";
 import type { FileTransport } from "../files/transport.js";
 import { runHostCommand, startHostProcess } from "../host/process-runner.js";
@@ -10,8 +10,10 @@ import { isProcessAlive, listDescendants, signalQuietly, sleep, waitForExit } fr
 import { KILL_ALL_SCRIPT } from "../layout.js";
 import { SandboxError } from "../sandbox-error.js";
 import { buildConfineArgv, type Confinement } from "./confine.js";
-import { buildEnterArgv } from "./keeper-args.js";
+import { buildEnterArgv, buildHelperArgv } from "./keeper-args.js";
 import type { Keeper } from "./keeper.js";
+import { startServedProcess } from "./served-command.js";
+import type { Spawner } from "./spawner.js";
 import { removeState } from "./state.js";
 
 export interface LocalSandboxState {
@@ -29,6 +31,10 @@ export interface LocalSandboxState {
   uid: number;
   gid: number;
   isolateCommands: boolean;
+  /** The one-process way in (enter.c, native.ts); unset: the chain of programs. */
+  enterHelper?: string;
+  /** Starts commands without forking the runner (spawner.ts); unset: the runner spawns them. */
+  spawner?: Spawner;
   /** Control groups and rlimits every command joins before it enters the sandbox. */
   confinement: Confinement;
   env: Record<string, string>;
@@ -36,15 +42,14 @@ export interface LocalSandboxState {
 }
 
 /**
- * Kills everything behind one nsenter. With its own pid namespace, the command's init is at depth
- * 2 (nsenter → unshare → init): killing it makes the kernel kill the whole namespace. unshare is
+ * Kills everything behind one way in. With its own pid namespace, the command's init is at depth
+ * 2 (nsenter → unshare → init, or the helper's two forks): killing it makes the kernel kill the
+ * whole namespace. unshare (the helper's first fork) is
  * never killed before it has forked that init, since an init forked in that instant would miss
  * its parent-death signal and survive. Without a pid namespace every descendant is killed.
  */
-async function killEnterTree(child: ChildProcess, ownPidNamespace: boolean): Promise<void> {
-  const pid = child.pid;
+async function killEnterTree(pid: number | undefined, exited: () => boolean, ownPidNamespace: boolean): Promise<void> {
   if (pid === undefined) return;
-  const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
   const deadline = Date.now() + 5000;
   for (let round = 0; !exited(); round++) {
     const tree = listDescendants(pid);
@@ -64,7 +69,7 @@ export class LocalSandbox extends BaseSandbox {
   /** The workspace on this host (for tests and diagnostics; readers go through the contract). */
   readonly workspaceHostPath: string;
   protected readonly files: FileTransport;
-  protected override execHint = "nsenter, unshare and setpriv (util-linux) must be installed";
+  protected override execHint = "nsenter, unshare and setpriv (util-linux) must be installed, or a C compiler (cc) for reins's enter helper";
   private keeperExited = false;
   private gone = false;
 
@@ -72,7 +77,7 @@ export class LocalSandbox extends BaseSandbox {
     super(local.id, local.env, local.proxyUrl);
     this.workspaceHostPath = local.workspaceHostPath;
     this.files = hostTransport(hostDirsOf(local.dirs), { uid: local.uid, gid: local.gid });
-    local.keeper.process.on("exit", () => {
+    void local.keeper.ended.then(() => {
       this.keeperExited = true;
     });
   }
@@ -92,16 +97,17 @@ export class LocalSandbox extends BaseSandbox {
   }
 
   protected startCommand(request: CommandRequest, sink: OutputSink): RunningCommand {
-    const enter = buildEnterArgv({
-      targetPid: this.local.keeper.childPid,
-      uid: this.local.uid,
-      gid: this.local.gid,
-      cwd: request.cwd,
-      argv: request.argv,
-      ownPidNamespace: this.local.isolateCommands,
-    });
-    const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child, this.local.isolateCommands);
-    const host = startHostProcess(buildConfineArgv(this.local.confinement, enter), { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
+    const { keeper, uid, gid, isolateCommands, confinement, enterHelper, spawner } = this.local;
+    const enter = { targetPid: keeper.childPid, uid, gid, cwd: request.cwd, argv: request.argv, ownPidNamespace: isolateCommands };
+    const argv = enterHelper ? buildHelperArgv(enterHelper, enter, confinement) : buildConfineArgv(confinement, buildEnterArgv(enter));
+    let host: { done: Promise<CommandEnd>; kill: () => Promise<void> };
+    if (spawner?.alive) {
+      const killTree = (pid: number, ended: () => boolean): Promise<void> => killEnterTree(pid, ended, isolateCommands);
+      host = startServedProcess(spawner, argv, { env: request.env, stdin: request.stdin, killTree }, sink);
+    } else {
+      const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child.pid, () => child.exitCode !== null || child.signalCode !== null, isolateCommands);
+      host = startHostProcess(argv, { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
+    }
     return {
       done: host.done.then((end) => ("failure" in end ? { failure: `cannot enter the sandbox: ${end.failure}` } : end)),
       kill: host.kill,
@@ -131,19 +137,13 @@ export class LocalSandbox extends BaseSandbox {
 
   protected async stop(): Promise<void> {
     // pid 1 of the sandbox: when it dies the kernel kills every process in the sandbox.
-    const { process: keeper, childPid } = this.local.keeper;
-    // bwrap itself is in the sandbox's groups too: they can be removed once it has been reaped.
-    const reaped = new Promise<void>((resolve) => {
-      if (this.keeperExited) return resolve();
-      const timer = setTimeout(resolve, 2000).unref();
-      keeper.once("exit", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    signalQuietly(childPid);
-    if (keeper.pid !== undefined) signalQuietly(keeper.pid);
-    this.gone = await waitForExit(childPid, 10_000);
+    const keeper = this.local.keeper;
+    // bwrap itself is in the sandbox's groups too: they can be removed once it has ended.
+    let timer: NodeJS.Timeout | undefined;
+    const reaped = Promise.race([keeper.ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000).unref()))]).then(() => clearTimeout(timer));
+    signalQuietly(keeper.childPid);
+    signalQuietly(keeper.pid);
+    this.gone = await waitForExit(keeper.childPid, 10_000);
     if (this.gone) await reaped;
   }
 

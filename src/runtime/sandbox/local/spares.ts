@@ -2,8 +2,8 @@
  * State prepared in advance for the next local sandbox: a leased uid with its passwd and group
  * files, the state directory with its owner stamp, the control groups with their limits. Making
  * them costs a dozen syscalls (a memory group's mkdir is the dearest), so each creation takes the
- * spare made for its limits, and the next spare is made right after, once the caller has started
- * its first command (setImmediate), while that command runs.
+ * spare made for its limits, and the next spare is made right after, once its keeper has been
+ * launched (setImmediate), while other processes set the keeper up.
  *
  * A spare is an ordinary sandbox state that no process has ever used: owner-stamped like any
  * other, so a crashed runner's spares are pruned with its sandboxes; the provider's close()
