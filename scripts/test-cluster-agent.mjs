@@ -6,17 +6,21 @@
 // keeper process, and an Exec object telling kwok which pod a command is for. kwok runs `kubectl
 // exec` commands through the shims in <dir>/shims, which enter that pod's namespaces as uid 1000.
 // When a pod is gone its keeper, files and Exec object go too.
+// Pods of a Job (reins' trainer Job) also run their container's command (test-cluster-command.mjs).
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { connectCluster, parseFlags, sleep } from "./cluster-api.mjs";
+import { hostsFile, prepareContainer, runContainer } from "./test-cluster-command.mjs";
 
 const args = parseFlags(process.argv.slice(2));
 const DIR = args.dir;
 const NODE = args.node;
 const { api } = connectCluster(DIR, args.server);
 const UID = 1000;
+const REPO = join(import.meta.dirname, "..");
+const VENV = args.venv;
 
 async function installExecCrd() {
   const crd = parse(readFileSync(join(args["kwok-crds"], "kwok.x-k8s.io_execs.yaml"), "utf8"));
@@ -63,7 +67,7 @@ async function untaintWhenReady() {
 /** uid → {namespace, name, outer (bwrap pid)} */
 const pods = new Map();
 
-function startKeeper(dir, root) {
+function startKeeper(dir, root, extra = { mounts: [], hostname: "pod" }) {
   return new Promise((resolve, reject) => {
     const files = root
       ? ["--ro-bind", root, "/"]
@@ -71,7 +75,9 @@ function startKeeper(dir, root) {
     const argv = [
       ...files,
       "--bind", join(dir, "workspace"), "/workspace", "--bind", join(dir, "home"), "/home/sandbox", "--bind", join(dir, "tmp"), "/tmp",
-      "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "pod",
+      "--proc", "/proc", "--dev", "/dev",
+      ...extra.mounts, // after /dev: an emptyDir on /dev/shm
+      "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", extra.hostname,
       "--die-with-parent", "--info-fd", "3", "--", "/bin/sleep", "infinity",
     ];
     const child = spawn("bwrap", argv, { stdio: ["ignore", "ignore", "pipe", "pipe"] });
@@ -124,7 +130,13 @@ async function setUp(pod) {
   chmodSync(join(dir, "tmp"), 0o1777);
   const root = await imageRoot(pod.spec.containers[0]?.image ?? "");
   if (root) console.log(`agent: pod ${namespace}/${name} runs in the files of ${pod.spec.containers[0].image}`);
-  const keeper = await startKeeper(dir, root);
+  // A Job's pod runs its container's command: its volumes, an /etc/hosts naming the Job's pods,
+  // the image's files (simulated, test-cluster-command.mjs), then the command once the pod is Ready.
+  const runs = (pod.metadata.ownerReferences ?? []).some((o) => o.kind === "Job") && (pod.spec.containers[0]?.command ?? []).length > 0;
+  const container = runs ? await prepareContainer(api, pod, dir, { repo: REPO, uid: UID, venv: VENV, root }) : null;
+  if (container) writeFileSync(join(dir, "hosts"), await hostsFile(api, pod));
+  const extra = container ? { mounts: [...container.mounts, "--ro-bind", join(dir, "hosts"), "/etc/hosts"], hostname: pod.spec.hostname ?? name } : undefined;
+  const keeper = await startKeeper(dir, root, extra);
   pods.set(uid, { namespace, name, keeper });
   writeFileSync(join(dir, "keeper.pid"), String(keeper.inner));
   writeFileSync(join(dir, "keeper.outer"), String(keeper.outer));
@@ -135,7 +147,12 @@ async function setUp(pod) {
     await api("POST", `/apis/kwok.x-k8s.io/v1alpha1/namespaces/${namespace}/execs`, exec);
   }
   await sleep(50); // kwok's informer sees the Exec before the pod turns Ready
-  await api("PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, { metadata: { annotations: { "sim.reins.dev/ready": "true" } } }, "application/merge-patch+json");
+  // The pods share this machine's network: sim.reins.dev/address says where a pod's ports are.
+  const annotations = { "sim.reins.dev/ready": "true", ...(runs ? { "sim.reins.dev/command": "true", "sim.reins.dev/address": "127.0.0.1" } : {}) };
+  await api("PATCH", `/api/v1/namespaces/${namespace}/pods/${name}`, { metadata: { annotations } }, "application/merge-patch+json");
+  if (container) {
+    runContainer(api, pod, container, { keeperPid: keeper.inner, uid: UID, log: join(DIR, "logs", "pods", `${namespace}_${name}.log`) }).catch((e) => console.error(`agent: pod ${namespace}/${name}: ${e.message}`));
+  }
 }
 
 async function tearDown(uid) {
@@ -160,6 +177,7 @@ async function provisionVolumes() {
     if (c.spec.volumeName || claimed.has(c.metadata.uid) || c.metadata.deletionTimestamp) continue;
     const path = join(DIR, "volumes", c.metadata.uid);
     mkdirSync(path, { recursive: true });
+    chownSync(path, UID, UID); // pods write to it as uid 1000
     const pv = {
       apiVersion: "v1",
       kind: "PersistentVolume",

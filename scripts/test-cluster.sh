@@ -8,6 +8,9 @@
 # by scripts/test-cluster-agent.mjs before kwok marks the pod Ready. agent-sandbox's four CRDs
 # (cluster/agent-sandbox/crds.yaml) are installed and served by scripts/test-cluster-sandbox-controller.mjs,
 # a stand-in for agent-sandbox's own controller (warm pools, claims; the subset reins uses).
+# The pods of a Job (reins' trainer Job) also run their container's command in those namespaces,
+# with their claims' volumes bound in, and their phase follows its exit (scripts/test-cluster-command.mjs
+# says what is simulated: the image, the pod network).
 #
 #   scripts/test-cluster.sh start   start it (or find it running); prints the kubeconfig path last
 #   scripts/test-cluster.sh stop    stop everything it started and remove its state
@@ -94,11 +97,15 @@ EOF
 # up its namespaces (annotation sim.reins.dev/ready).
 write_kwok_config() {
   local stages="$KWOK_MOD/kustomize/stage"
+  # kwok's pod-complete stage (a Job's pod succeeds at once) skips the pods whose command the agent
+  # runs (annotation sim.reins.dev/command): their phase comes from that command's exit.
   {
-    for f in "$stages"/node/fast/node-initialize.yaml "$stages"/pod/fast/pod-complete.yaml "$stages"/pod/fast/pod-delete.yaml; do cat "$f"; echo "---"; done
+    for f in "$stages"/node/fast/node-initialize.yaml "$stages"/pod/fast/pod-delete.yaml; do cat "$f"; echo "---"; done
+    sed '/^    matchExpressions:$/a\    - key: '"'"'.metadata.annotations["sim.reins.dev/command"]'"'"'\n      operator: '"'"'DoesNotExist'"'"'' "$stages/pod/fast/pod-complete.yaml"; echo "---"
     sed '/^    matchExpressions:$/a\    - key: '"'"'.metadata.annotations["sim.reins.dev/ready"]'"'"'\n      operator: '"'"'In'"'"'\n      values: ['"'"'true'"'"']' "$stages/pod/fast/pod-ready.yaml"
   } > "$DIR/kwok.yaml"
   grep -q 'sim.reins.dev/ready' "$DIR/kwok.yaml" || { say "could not gate kwok's pod-ready stage"; return 1; }
+  grep -q 'sim.reins.dev/command' "$DIR/kwok.yaml" || { say "could not gate kwok's pod-complete stage"; return 1; }
 }
 
 start() {
@@ -142,8 +149,9 @@ start() {
      --secure-port "$SCHED_PORT" --kube-api-qps 500 --kube-api-burst 1000 --v=1 \
      >"$DIR/logs/kube-scheduler.log" 2>&1 </dev/null & echo $! >"$DIR/kube-scheduler.pid")
   # The agent installs kwok's Exec CRD, registers the node, then sets up each pod bound to it.
+  # A Job pod's command the image lacks (torchrun) comes from scripts/install-python.sh's venv.
   (exec setsid node scripts/test-cluster-agent.mjs --dir "$DIR" --server "https://127.0.0.1:$PORT" --node "$NODE" \
-     --kwok-crds "$KWOK_MOD/kustomize/crd/bases" \
+     --kwok-crds "$KWOK_MOD/kustomize/crd/bases" --venv "$(dirname "$(dirname "$(bash scripts/install-python.sh --print)")")" \
      >"$DIR/logs/agent.log" 2>&1 </dev/null & echo $! >"$DIR/agent.pid")
   wait_for agent 60 test -f "$DIR/agent.ready"
   (PATH="$DIR/shims:$PATH" REINS_SIM_DIR="$DIR" exec setsid "$bin/kwok" --kubeconfig "$KUBECONFIG_FILE" --config "$DIR/kwok.yaml" \

@@ -1,6 +1,7 @@
 /**
  * The Trainer's fields in `reins run`: python, checkpointDir and weightsFormat drive the local
- * worker; settings for the GPU trainer Job (mode, device, gpus, nodes, image) and a weightsFormat
+ * worker; mode kubernetes on CPU runs the worker in the Job's pod (worker: cluster) or here
+ * (worker: local); GPU and multi-node settings (device, gpus, nodes; image in mode local) and a weightsFormat
  * the run's engine cannot load (onnx in process; safetensors for a vllm or sglang server) are refused before anything runs, with a permanent code and a hint.
  */
 import { spawnSync } from "node:child_process";
@@ -27,7 +28,7 @@ function refusal(t: Partial<ResolvedTrainer>, engineType = "onnx"): LoopError {
 describe("the local trainer of reins run", () => {
   it("refuses every setting of the GPU trainer Job, naming it, with the plan's manifests as the way", () => {
     for (const [t, words] of [
-      [{ mode: "kubernetes" }, "mode: kubernetes"],
+      [{ mode: "kubernetes", worker: "cluster", device: "cuda", gpus: 1 }, "mode: kubernetes with worker: cluster, device: cuda, gpus: 1"],
       [{ device: "cuda" }, "device: cuda"],
       [{ device: "cuda", gpus: 8 }, "gpus: 8"],
       [{ device: "cuda", nodes: 2 }, "nodes: 2"],
@@ -48,7 +49,11 @@ describe("the local trainer of reins run", () => {
       python: "/opt/py/bin/python3",
       checkpointRoot: "/runs/r1/checkpoints",
       weightsFormat: ["onnx", "safetensors"],
+      inCluster: false,
     });
+    // mode: kubernetes on CPU: the worker in the Job's pod (worker: cluster, the default), or here (worker: local).
+    expect(localTrainer(resolveTrainer({ mode: "kubernetes" }), "/runs/r1", "onnx").inCluster).toBe(true);
+    expect(localTrainer(resolveTrainer({ mode: "kubernetes", worker: "local" }), "/runs/r1", "onnx").inCluster).toBe(false);
     expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1", "onnx")).toMatchObject({ checkpointRoot: "/data/ckpts/r1", weightsFormat: ["onnx"] });
   });
 

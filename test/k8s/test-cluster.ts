@@ -14,6 +14,8 @@ import { afterAll, beforeAll } from "vitest";
 
 export interface TestCluster {
   kubeconfig: string;
+  /** The cluster's state directory (logs/pods/<namespace>_<pod>.log: a Job pod's command output). */
+  dir: string;
   get(path: string): Promise<any>;
   del(path: string): Promise<number>;
   watch(path: string, onEvent: (type: string, object: any) => void): Promise<() => void>;
@@ -25,6 +27,7 @@ export function useTestCluster(): TestCluster {
   let port = "";
   const cluster: TestCluster = {
     kubeconfig: "",
+    dir,
     get(path) {
       const token = readFileSync(join(dir, "token"), "utf8").trim();
       return new Promise((done, fail) => {

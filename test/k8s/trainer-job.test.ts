@@ -96,11 +96,13 @@ describe("trainer Job", () => {
     const dir = `/checkpoints/${runId}`;
     expect(c.args).toEqual([
       "--nnodes=2",
-      "--nproc-per-node=4",
-      "--node-rank=$(JOB_COMPLETION_INDEX)",
-      "--rdzv-backend=static",
-      `--rdzv-endpoint=${name}-0.${name}:29500`,
-      "--max-restarts=0",
+      "--nproc_per_node=4",
+      "--node_rank=$(JOB_COMPLETION_INDEX)",
+      "--rdzv_backend=static",
+      `--rdzv_endpoint=${name}-0.${name}:29500`,
+      "--max_restarts=0",
+      "--redirects=1",
+      "--tee=1",
       "-m",
       "trainers.torch.worker",
       "--host=0.0.0.0",
@@ -109,6 +111,7 @@ describe("trainer Job", () => {
       `--out-dir=${dir}`,
       "--device=cuda",
       `--seed=${p.seed}`,
+      "--wait-for-model=600",
       `--lr=${p.algorithm!.learningRate}`,
     ]);
     expect(c.env[0]).toEqual({
@@ -199,7 +202,7 @@ describe("trainer Job", () => {
     const cpu = buildTrainerObjects(withTrainer(plan, { device: "cpu", gpus: 0, checkpointDir: "checkpoints" }))!;
     expect(trainerContainer(cpu).resources).toBeUndefined();
     expect((cpu.job.spec as Obj).template.spec.tolerations).toBeUndefined();
-    expect(trainerContainer(cpu).args).toContain("--nproc-per-node=1");
+    expect(trainerContainer(cpu).args).toContain("--nproc_per_node=1");
     expect(trainerContainer(cpu).args).toContain("--device=cpu");
     expect(trainerContainer(cpu).volumeMounts[0].mountPath).toBe("/reins/checkpoints");
 

@@ -162,7 +162,18 @@ def main(argv=None) -> int:
                     help="compute every row's prefix itself, even when all rows of a micro-batch share it")
     ap.add_argument("--value-head", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--wait-for-model", type=float, default=0, metavar="SECONDS",
+                    help="wait up to this long for --model-dir/config.json to appear (a Kubernetes Job's "
+                         "pod starts before reins has staged the initial policy in the weights claim)")
     a = ap.parse_args(argv)
+    if a.wait_for_model > 0:
+        deadline = time.monotonic() + a.wait_for_model
+        while not os.path.exists(os.path.join(a.model_dir, "config.json")):
+            if time.monotonic() > deadline:
+                print(f"trainer worker: no model in {a.model_dir} after {a.wait_for_model:.0f} s (ModelNotStaged); "
+                      "reins run stages the initial policy there once the pod runs", file=sys.stderr)
+                return 1
+            time.sleep(0.5)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     dist = Dist.from_env()

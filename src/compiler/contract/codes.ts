@@ -250,7 +250,7 @@ export const CODES = {
   HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
 
   // ── runtime: reins run settings ──
-  TrainerModeUnsupported: "reins run trains locally on CPU; the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
+  TrainerModeUnsupported: "reins run drives one trainer worker process on CPU (on this machine, or in the trainer Job's pod with mode: kubernetes, worker: cluster); the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
   WeightsFormatUnsupported: "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
   MetricsSinkUnavailable:
     "Install the metrics Python environment with `bash scripts/install-metrics-python.sh` (tensorboardX and wandb, pinned), or set REINS_METRICS_PYTHON to a Python that has them; or remove spec.metrics.",

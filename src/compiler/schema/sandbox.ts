@@ -109,7 +109,7 @@ export const TrainerSpecSchema = z
       .enum(["cluster", "local"])
       .optional()
       .describe(
-        "With mode kubernetes: where the worker process runs. cluster (default): in the Job's pods (not yet driven by reins run: TrainerModeUnsupported). local: reins run creates the Job, its headless Service and the weights claim on the cluster and waits for rank 0's pod, but runs the worker on this machine as with mode local (device cpu) — for clusters whose pods cannot run it, such as the test cluster's simulated nodes.",
+        "With mode kubernetes: where the worker process runs. cluster (default): torchrun in the Job's pods; reins run stages the initial policy in the weights claim through rank 0's pod, drives rank 0 over the trainer protocol and copies each weights version out to its engine (one CPU process; device cuda, gpus and nodes > 1 are not driven by reins run: TrainerModeUnsupported). local: reins run creates the Job, its headless Service and the weights claim on the cluster and waits for rank 0's pod, but runs the worker on this machine as with mode local (device cpu).",
       ),
   })
   .describe("The trainer worker.");

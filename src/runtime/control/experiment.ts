@@ -21,7 +21,8 @@ import { requireHostedKeys } from "../engines/hosted-api.js";
 import { createJudges } from "../executor/judge.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
-import { TrainerWorker } from "../training/trainer-process.js";
+import { TrainerWorker, type TrainerHandle } from "../training/trainer-process.js";
+import { ClusterWorker } from "../k8s/cluster-worker.js";
 import { renderRewardCurve } from "./curve.js";
 import type { FidelityReport } from "../trajectories/fidelity.js";
 import { runFidelity } from "./fidelity.js";
@@ -104,16 +105,35 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const sft = decideSft(plan.sft, { policyDir, sftDone: state.sftDone });
   const trainerOut = join(store.dir, "trainer");
   mkdirSync(trainerOut, { recursive: true });
-  const worker = await closingOnError(sinks, () => TrainerWorker.start({
-    modelDir: policyDir,
-    outDir: trainerOut,
-    python,
-    learningRate: algorithm.learningRate,
-    threads,
-    seed,
-    valueHead: algorithm.type === "PPO",
-    stderrLog: join(store.dir, "trainer.log"),
-  }));
+  // trainer.mode kubernetes: the Job, its Service and the weights claim on the cluster; with worker:
+  // cluster the worker is torchrun in the Job's pod (k8s/cluster-worker.ts), else a process here.
+  let cluster: ClusterTrainer | undefined;
+  let inCluster: ClusterWorker | undefined;
+  const worker: TrainerHandle = await closingOnError(sinks, async () => {
+    try {
+      if (plan.trainer?.mode === "kubernetes") cluster = await startClusterTrainer(plan, { log, ...(o.signal ? { signal: o.signal } : {}) });
+      if (cluster && trainer.inCluster) {
+        const target = { clients: cluster.clients, namespace: cluster.namespace, pod: cluster.rank0.pod, url: cluster.rank0.url, runDir: cluster.runDir };
+        inCluster = await ClusterWorker.connect(target, policyDir, { log, ...(o.signal ? { signal: o.signal } : {}) });
+        log(`trainer: the worker in pod ${cluster.rank0.pod} answers at ${cluster.rank0.url}`);
+        return inCluster;
+      }
+      return await TrainerWorker.start({
+        modelDir: policyDir,
+        outDir: trainerOut,
+        python,
+        learningRate: algorithm.learningRate,
+        threads,
+        seed,
+        valueHead: algorithm.type === "PPO",
+        stderrLog: join(store.dir, "trainer.log"),
+      });
+    } catch (err) {
+      await cluster?.close(false);
+      throw err;
+    }
+  });
+  const checkpointRoot = inCluster?.checkpointRoot ?? trainer.checkpointRoot;
   let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
   try {
     // The worker names a checkpoint's weights by their content.
@@ -127,6 +147,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   } catch (err) {
     // A checkpoint the worker cannot restore stops the run with nothing left running.
     await worker.stop();
+    await cluster?.close(false);
     await sinks?.close();
     throw err;
   }
@@ -136,11 +157,8 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   let sftInfo: RunOutcome["sft"] = null;
   let interrupted = false;
   let finished = false;
-  let cluster: ClusterTrainer | undefined;
   const versions = [init.version];
   try {
-    // trainer.mode kubernetes (worker: local): the Job, its Service and the weights claim on the cluster.
-    if (plan.trainer?.mode === "kubernetes") cluster = await startClusterTrainer(plan, { log, ...(o.signal ? { signal: o.signal } : {}) });
     try {
       policy = await openPolicyEngine({ plan, model, runDir: store.dir, serving, threads, ...(external ? { external } : {}), ...(o.signal ? { signal: o.signal } : {}), log, warn });
     } catch (err) {
@@ -165,7 +183,9 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       ...(o.signal ? { signal: o.signal } : {}),
       log,
     });
-    const publisher = new Publisher({ worker, engine, store, checkpointRoot: trainer.checkpointRoot, weightsFormat: trainer.weightsFormat, serving });
+    // A worker in the cluster saves each version in the claim; the engine here loads a copy of it.
+    const fetchWeights = inCluster ? (dir: string, version: string) => inCluster!.fetch(dir, join(trainerOut, "weights", version)) : undefined;
+    const publisher = new Publisher({ worker, engine, store, checkpointRoot, weightsFormat: trainer.weightsFormat, serving, ...(fetchWeights ? { fetchWeights } : {}) });
 
     // SFT warm-up on reference solutions replayed through the harnesses.
     if (sft.action === "skip") {
@@ -220,11 +240,12 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     interrupted = Boolean(o.signal?.aborted);
     finished = !interrupted;
   } finally {
-    await cluster?.close(finished);
     await executor?.close();
     await judges?.close();
     await (policy ?? external)?.close?.();
+    // The worker first: one in the cluster then exits by itself and its pod succeeds.
     await worker.stop();
+    await cluster?.close(finished);
     await sinks?.close();
   }
   return outcome(plan, store, state, versions, sftInfo, interrupted, policy?.info ? summarizeEngine(policy.info) : undefined);

@@ -7,18 +7,23 @@
 import { join } from "node:path";
 import type { OnnxEngine } from "../engines/onnx.js";
 import type { RunStore } from "../store/run-store.js";
-import type { TrainerWorker } from "../training/trainer-process.js";
+import type { TrainerHandle } from "../training/trainer-process.js";
 import { LoopError } from "./loop-error.js";
 import type { CheckpointEvent } from "./state.js";
 import { setAsideUnloadable } from "./unloadable.js";
 
 export interface PublisherOptions {
-  worker: TrainerWorker;
+  worker: TrainerHandle;
   engine: Pick<OnnxEngine, "reload">;
   store: RunStore;
   /** Where checkpoints go (local-trainer.ts). */
   checkpointRoot: string;
   weightsFormat: ("onnx" | "safetensors")[];
+  /**
+   * A worker in a cluster's pod writes its weights in the claim: this copies a saved version to
+   * this machine, where the engine loads it, and returns the local directory.
+   */
+  fetchWeights?: (dir: string, version: string) => Promise<string>;
   /** What serves now: the initial policy, or the last checkpoint's weights on resume. */
   serving: { version: string; weightsDir: string; checkpoint?: string };
 }
@@ -39,7 +44,8 @@ export class Publisher {
 
   async publish(phase: CheckpointEvent["phase"], step: number): Promise<void> {
     const { worker, engine, store } = this.o;
-    const saved = await worker.client.saveWeights({ formats: this.o.weightsFormat });
+    const remote = await worker.client.saveWeights({ formats: this.o.weightsFormat });
+    const saved = this.o.fetchWeights ? { ...remote, dir: await this.o.fetchWeights(remote.dir, remote.version) } : remote;
     try {
       await engine.reload(saved.version, saved.dir);
     } catch (err) {

@@ -16,7 +16,7 @@ import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RolloutResult } from "../records/index.js";
 import { RunStore } from "../store/run-store.js";
-import type { TrainerWorker } from "../training/trainer-process.js";
+import type { TrainerHandle } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
 import { buildSftBatch } from "./batches.js";
 import { checkSftBatch, describeMismatch, recordCheck } from "./fidelity.js";
@@ -129,7 +129,7 @@ export async function tokenizerCorpus(c: SftContext, policyDir: string, python: 
 }
 
 /** The SFT steps: replay the references, then `sft.steps` optimizer steps on the passing ones. Publishes nothing. */
-export async function runSft(c: SftContext, store: RunStore, worker: TrainerWorker, serving: string): Promise<SftOutcome | null> {
+export async function runSft(c: SftContext, store: RunStore, worker: TrainerHandle, serving: string): Promise<SftOutcome | null> {
   const { plan, log, warn } = c;
   const policy = plan.onBadStep ?? DEFAULT_BAD_STEP_POLICY;
   const sft = plan.sft!;

@@ -13,7 +13,7 @@ import type { RolloutResult } from "../records/index.js";
 import { trainerLogprobsFile, type RunStore } from "../store/run-store.js";
 import type { BatchReport } from "../trajectories/index.js";
 import { applyCritic, type CriticStats } from "../trajectories/gae.js";
-import type { TrainerWorker } from "../training/trainer-process.js";
+import type { TrainerHandle } from "../training/trainer-process.js";
 import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, stopAtBadStep, type SkipEvent } from "./bad-step.js";
 import { buildStepBatch } from "./batches.js";
 import { checkStepBatch, describeMismatch, recordCheck } from "./fidelity.js";
@@ -27,7 +27,7 @@ export interface StepContext {
   plan: Plan;
   algorithm: ResolvedAlgorithm;
   store: RunStore;
-  worker: TrainerWorker;
+  worker: TrainerHandle;
   publisher: Publisher;
   log: (line: string) => void;
   warn: (line: string) => void;

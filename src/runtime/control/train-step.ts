@@ -4,7 +4,7 @@
  * as a value (`bad`, see bad-step.ts), never half-applied.
  */
 import type { TrainingBatch } from "../trajectories/batch.js";
-import type { TrainerWorker } from "../training/trainer-process.js";
+import type { TrainerHandle } from "../training/trainer-process.js";
 import type { ForwardBackwardOptions } from "../training/trainer-protocol.js";
 import { badStepOf, type BadStep } from "./bad-step.js";
 import { LoopError } from "./loop-error.js";
@@ -13,7 +13,7 @@ import { mergeTrainMetrics, splitMiniBatches } from "./mini-batches.js";
 export type Applied = { fb: Record<string, unknown>; opt: Record<string, unknown> } | { bad: BadStep };
 
 /** forward_backward + optim_step of one batch; a step the trainer refuses as non-finite comes back as `bad`. */
-export async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: { fb?: ForwardBackwardOptions; learningRate?: number } = {}): Promise<Applied> {
+export async function applyStep(worker: TrainerHandle, batch: TrainingBatch, o: { fb?: ForwardBackwardOptions; learningRate?: number } = {}): Promise<Applied> {
   try {
     const fb = (await worker.client.forwardBackward(batch, o.fb ?? {})) as unknown as Record<string, unknown>;
     const opt = (await worker.client.optimStep(o.learningRate !== undefined ? { learningRate: o.learningRate } : {})) as unknown as Record<string, unknown>;
@@ -29,7 +29,7 @@ export async function applyStep(worker: TrainerWorker, batch: TrainingBatch, o: 
  * A training step as `n` mini-batches, one optimizer step each. A refusal after some mini-batches
  * were applied rolls the trainer back to the last checkpoint, so a skipped step leaves nothing behind.
  */
-export async function applyMiniBatches(worker: TrainerWorker, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined, onApplied?: (done: number) => void, fb: ForwardBackwardOptions = {}): Promise<Applied> {
+export async function applyMiniBatches(worker: TrainerHandle, batch: TrainingBatch, n: number, lastCheckpoint: string | undefined, onApplied?: (done: number) => void, fb: ForwardBackwardOptions = {}): Promise<Applied> {
   const fbs: Record<string, unknown>[] = [];
   const opts: Record<string, unknown>[] = [];
   for (const part of splitMiniBatches(batch, n)) {

@@ -7,8 +7,9 @@
  * gets hostname `<job>-<i>` and, through `subdomain`, the DNS name `<job>-<i>.<service>`. torchrun
  * uses the static rendezvous with `--node-rank=$(JOB_COMPLETION_INDEX)` and pod 0 as the host, so
  * global rank 0 (the rank that serves the trainer protocol over HTTP, trainers/torch/worker.py)
- * always lives in pod 0: the control plane reaches it at `http://<job>-0.<service>.<ns>.svc:<port>`
- * (annotation `reins.dev/trainer-url`). The Service is headless and publishes not-ready addresses,
+ * always lives in pod 0: a control plane inside the cluster reaches it at
+ * `http://<job>-0.<service>.<ns>.svc:<port>` (annotation `reins.dev/trainer-url`); `reins run`,
+ * outside, at rank 0's pod address (trainer-cluster.ts). The Service is headless and publishes not-ready addresses,
  * so the names resolve before any readiness.
  *
  * Shared volume. The claim is mounted at the trainer's `checkpointDir` (a relative one under
@@ -44,6 +45,8 @@ export const TRAINER_CONTAINER = "trainer";
 export const OWNER_UID_PLACEHOLDER = "00000000-0000-0000-0000-000000000000";
 export const DEFAULT_TRAINER_IMAGE = "reins-trainer:latest";
 export const GPU_RESOURCE = "nvidia.com/gpu";
+/** How long the worker waits for reins to stage the initial policy in the claim. */
+export const MODEL_WAIT_SECONDS = 600;
 const COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index";
 
 export interface TrainerJobOptions {
@@ -145,16 +148,24 @@ function metadataOf(c: Context, name: string): ObjectMeta {
   };
 }
 
-/** torchrun's argv: the launcher, then the worker module and its flags. */
+/**
+ * torchrun's argv: the launcher (its flags in the underscore spelling, which torch 1.x and 2.x both
+ * accept; each rank's stdout teed to the pod's log, `--redirects=1 --tee=1`: the launcher of torch
+ * 1.13, Debian's, cannot parse the default 0 on Python 3.11), then the worker module and its
+ * flags. The worker waits for the initial policy, which
+ * reins stages in the claim through rank 0's pod once it runs (k8s/cluster-worker.ts).
+ */
 export function torchrunArgs(c: Pick<Context, "plan" | "trainer" | "name" | "port" | "rdzvPort" | "runDir"> & { modelDir: string }): string[] {
   const { plan, trainer } = c;
   const args = [
     `--nnodes=${trainer.nodes}`,
-    `--nproc-per-node=${processesPerNode(trainer)}`,
-    "--node-rank=$(JOB_COMPLETION_INDEX)",
-    "--rdzv-backend=static",
-    `--rdzv-endpoint=${c.name}-0.${c.name}:${c.rdzvPort}`,
-    "--max-restarts=0",
+    `--nproc_per_node=${processesPerNode(trainer)}`,
+    "--node_rank=$(JOB_COMPLETION_INDEX)",
+    "--rdzv_backend=static",
+    `--rdzv_endpoint=${c.name}-0.${c.name}:${c.rdzvPort}`,
+    "--max_restarts=0",
+    "--redirects=1",
+    "--tee=1",
     "-m",
     "trainers.torch.worker",
     "--host=0.0.0.0",
@@ -163,6 +174,7 @@ export function torchrunArgs(c: Pick<Context, "plan" | "trainer" | "name" | "por
     `--out-dir=${c.runDir}`,
     `--device=${trainer.device}`,
     `--seed=${plan.seed}`,
+    `--wait-for-model=${MODEL_WAIT_SECONDS}`,
   ];
   if (plan.algorithm) args.push(`--lr=${plan.algorithm.learningRate}`);
   if (plan.algorithm?.type === "PPO") args.push("--value-head");

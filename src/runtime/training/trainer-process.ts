@@ -31,6 +31,12 @@ export interface TrainerWorkerOptions {
   env?: Record<string, string>;
 }
 
+/** What the control loop needs of a worker: a local process (TrainerWorker) or one in a cluster's pod. */
+export interface TrainerHandle {
+  readonly client: TrainerClient;
+  stop(): Promise<void>;
+}
+
 const STDERR_LINES = 40;
 
 /** The repository root that holds trainers/torch (found from this file's location). */
@@ -43,7 +49,7 @@ export function trainerRoot(): string {
   throw new TrainerError("TrainerStartFailed", `trainers/torch/worker.py was not found above ${fileURLToPath(import.meta.url)}.`, "Install reins with its trainers/ folder (a checkout, or the npm package, which ships it).");
 }
 
-export class TrainerWorker {
+export class TrainerWorker implements TrainerHandle {
   readonly client: TrainerClient;
   private readonly tail: string[];
   readonly exited: Promise<string>;
