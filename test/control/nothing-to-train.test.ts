@@ -41,5 +41,5 @@ describe("a step with nothing to train", () => {
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(jsonl(out, "rollouts.jsonl").length).toBe(rollouts);
     expect(jsonl(out, "metrics.jsonl").length).toBe(2);
-  });
+  }, 300_000);
 });
