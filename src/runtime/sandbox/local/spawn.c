@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
   strcpy(addr.sun_path, argv[1]);
-  if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) || listen(s, 512)) {
+  if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) || listen(s, 4096)) {
     perror("reins-spawn: cannot listen");
     return 1;
   }
