@@ -1,7 +1,7 @@
 /**
  * Where the sandbox code may reach: sandbox/ is a leaf of the runtime (it imports only the
- * compiler's plan types besides itself), so k8s/ (plan manifests, trainer Job) and the verifiers
- * build on it and never the other way round.
+ * compiler's plan types besides itself), so k8s/ (plan manifests, trainer Job, the worker in the
+ * Job's pod) and the verifiers build on it and never the other way round.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -35,8 +35,9 @@ describe("sandbox layering", () => {
     expect(folders.get("sandbox")?.length).toBeGreaterThan(10);
   });
 
-  it("k8s/ builds on sandbox/kubernetes, and the verifiers never reach the executor or a provider", () => {
-    expect([...importedFolders("k8s").keys()].sort()).toEqual(["..", "k8s", "sandbox"]);
+  it("k8s/ builds on sandbox/kubernetes (and training's client, to drive a worker in a pod), and the verifiers never reach the executor or a provider", () => {
+    expect([...importedFolders("k8s").keys()].sort()).toEqual(["..", "k8s", "sandbox", "training"]);
+    expect([...importedFolders("training").keys()]).not.toContain("k8s");
     const verifiers = readFileSyncAll("verifiers");
     expect(verifiers).not.toMatch(/from "\.\.\/(executor|k8s)\//);
     expect(verifiers).not.toMatch(/sandbox\/(local|podman|kubernetes)\//);
