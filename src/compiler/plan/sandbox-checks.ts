@@ -34,13 +34,18 @@ export function checkPodProxy(sandbox: ResolvedSandbox, modelHarness: string | u
 
 /**
  * Harness files and providers: a local sandbox runs harnesses from this machine's files (never from
- * an image); a pod sees none of this machine's files (no mounts: the harness comes in an image).
+ * an image, and runs no image itself); a pod sees none of this machine's files (no mounts: the
+ * harness comes in an image).
  */
 export function checkHarnessFiles(sandbox: ResolvedSandbox, harnesses: readonly { harness?: ResolvedHarness }[], atSandbox: At, atHarness: (i: number) => SourcePosition): Diagnostic[] {
   const out: Diagnostic[] = [];
   const image = sandbox.harnessFiles === "image";
   if (sandbox.provider === "local" && image) {
     out.push(makeDiagnostic("InvalidValue", atSandbox("harnessFiles"), "A local sandbox runs harnesses from this machine's files; it has no image to build them into.", "Remove harnessFiles, or use provider: podman."));
+  }
+  if (sandbox.provider === "local" && sandbox.image !== undefined) {
+    const message = `A local sandbox shows this machine's own system directories (bubblewrap) and runs no image: image ${sandbox.image} would do nothing.`;
+    out.push(makeDiagnostic("InvalidValue", atSandbox("image"), message, "Remove image, or use provider: podman or kubernetes to run the sandbox from it."));
   }
   if (sandbox.provider === "kubernetes" && !image) {
     out.push(makeDiagnostic("InvalidValue", atSandbox("harnessFiles"), "Pods cannot mount this machine's files: on kubernetes a harness's files come in its image.", "Remove harnessFiles (kubernetes builds harness images), or use provider: podman."));

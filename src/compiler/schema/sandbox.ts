@@ -5,7 +5,7 @@ import { NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
 export const SandboxSpecSchema = z
   .strictObject({
     provider: z.enum(["local", "podman", "kubernetes"]).optional().describe("Default: local (Linux namespaces)."),
-    image: z.string().optional().describe("Image for podman/kubernetes (default localhost/reins-sandbox:1, built by scripts/build-image.sh); with harnessFiles image, the base of each harness's image."),
+    image: z.string().optional().describe("Image for podman/kubernetes (default localhost/reins-sandbox:1, built by scripts/build-image.sh); with harnessFiles image, the base of each harness's image. A local sandbox runs no image (rejected there)."),
     harnessFiles: z
       .enum(["mount", "image"])
       .optional()
