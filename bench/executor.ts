@@ -5,7 +5,7 @@
  * sandbox creation, workspace, harness, verification or destruction).
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compilePlan } from "../src/compiler/index.js";
@@ -80,8 +80,14 @@ async function viaExecutor(): Promise<{ seconds: number; schedulerShare: number;
   return { seconds, schedulerShare: (wall - accounted) / wall, phases };
 }
 
-const d = await direct();
-const e = await viaExecutor();
+let d: number;
+let e: Awaited<ReturnType<typeof viaExecutor>>;
+try {
+  d = await direct();
+  e = await viaExecutor();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
 console.log(`rollouts ${N}, concurrency ${CONCURRENCY}, harness: bash -c '${COMMAND}'`);
 console.log(`direct launches     ${(N / d).toFixed(1)} /s   (${d.toFixed(2)} s)`);
 console.log(`through executor    ${(N / e.seconds).toFixed(1)} rollouts/s   (${e.seconds.toFixed(2)} s)`);
