@@ -19,7 +19,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
-import { hiddenInput } from "../../src/runtime/sandbox/images/harness-image.js";
 import { SANDBOX_HOME } from "../../src/runtime/sandbox/layout.js";
 import { loadHarnessSpec } from "../harness/harness-spec.js";
 import { skipHarness, skipNote } from "../harness/scenario.js";
@@ -32,18 +31,6 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
   const podman = provider !== "local";
   const skip = skipHarness(harness) || (podman && skipPodman);
   const note = skipNote(harness) || (podman && skipPodman ? " (skipped: no podman and REINS_SKIP_PODMAN=1)" : "");
-  // A checkout under /tmp (say): reins-agent's files would lie beneath the sandbox's own /tmp in
-  // the image, so the image is refused with a hint before anything starts.
-  const hidden = provider === "podman-image" ? hiddenInput([process.cwd()]) : undefined;
-  if (hidden) {
-    describe.skipIf(skip)(`${harness} in a ${provider} sandbox, from a checkout under ${hidden.root}${note}`, () => {
-      it("is refused with a hint before anything starts: the image's files would lie under the sandbox's own directory", async () => {
-        const sandbox = `{provider: podman, harnessFiles: image, concurrency: 2, retries: 1}`;
-        await expect(runInSandbox({ harness, sandbox, attempts: ATTEMPTS })).rejects.toThrow(new RegExp(`would lie under ${hidden.root}, which every sandbox mounts over`));
-      }, 600_000);
-    });
-    return;
-  }
   describe.skipIf(skip)(`${harness} in a ${provider} sandbox through reins eval${note}`, () => {
     const spec = loadHarnessSpec(harness);
     let run: InSandboxRun;

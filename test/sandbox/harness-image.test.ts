@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { containerfileOf, harnessRepository, hiddenInput, planHarnessImage } from "../../src/runtime/sandbox/images/harness-image.js";
+import { containerfileOf, harnessRepository, hiddenInput, planHarnessImage, relocate } from "../../src/runtime/sandbox/images/harness-image.js";
 import { digestPath } from "../../src/runtime/sandbox/images/tree-digest.js";
 import { tempDir } from "../temp.js";
 
@@ -54,12 +54,24 @@ describe("harness images", () => {
     expect(harnessRepository("registry.example:5000/team/sandbox@sha256:abc", "codex")).toBe("registry.example:5000/team/reins-harness-codex");
     expect(harnessRepository("sandbox", "codex")).toBe("reins-harness-codex");
     const image = planHarnessImage({ harness: "codex", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/x", digest: "sha256:1" }] });
-    expect(containerfileOf(image)).toBe(`FROM ${BASE}\nCOPY rootfs/ /\nLABEL reins.dev/harness="codex"\nLABEL reins.dev/image-recipe="1"\nLABEL reins.dev/base-image="sha256:b"\n`);
+    expect(containerfileOf(image)).toBe(`FROM ${BASE}\nCOPY rootfs/ /\nLABEL reins.dev/harness="codex"\nLABEL reins.dev/image-recipe="2"\nLABEL reins.dev/base-image="sha256:b"\n`);
   });
-  it("refuse files that a sandbox's own directories would hide", () => {
+  it("move files that a sandbox's own directories would hide to a place of their own, and their paths with them", () => {
     expect(hiddenInput(["/opt/reins/agent.mjs", "/root/.cache/reins/harnesses/x"])).toBeUndefined();
     expect(hiddenInput(["/opt/x", "/tmp/checkout/src/agent.mjs"])).toEqual({ path: "/tmp/checkout/src/agent.mjs", root: "/tmp" });
     expect(hiddenInput(["/home/sandbox/.npm"])).toEqual({ path: "/home/sandbox/.npm", root: "/home/sandbox" });
     expect(hiddenInput(["/workspaces/x", "/tmpfoo/x"])).toBeUndefined();
+    const agent = "/tmp/checkout/src/runtime/harness/reins-agent";
+    const image = planHarnessImage({ harness: "reins-agent", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/node", digest: "sha256:1" }, { path: agent, digest: "sha256:2" }] });
+    const moved = image.inputs.find((i) => i.path === agent)!;
+    expect(moved.at).toMatch(/^\/opt\/reins\/inputs\/[0-9a-f]{12}\/reins-agent$/);
+    expect(image.inputs.find((i) => i.path === "/opt/node")!.at).toBe("/opt/node");
+    expect(relocate(image.inputs, `${agent}/main.mjs`)).toBe(`${moved.at}/main.mjs`);
+    expect(relocate(image.inputs, agent)).toBe(moved.at);
+    expect(relocate(image.inputs, "/opt/node/bin/node")).toBe("/opt/node/bin/node");
+    expect(relocate(image.inputs, `${agent}-other/x`)).toBe(`${agent}-other/x`);
+    // The place is part of the tag: the same files at another place are another image.
+    const elsewhere = planHarnessImage({ harness: "reins-agent", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/node", digest: "sha256:1" }, { path: "/work/checkout/src/runtime/harness/reins-agent", digest: "sha256:2" }] });
+    expect(elsewhere.name).not.toBe(image.name);
   });
 });

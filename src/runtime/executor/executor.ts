@@ -18,6 +18,7 @@ import type { ProxyHandle } from "../proxy/api.js";
 import { startProxy } from "../proxy/server.js";
 import type { CallRecord, RolloutResult } from "../records/index.js";
 import { createHarnessImageBuilder, HarnessImageError, type HarnessImageBuilder } from "../sandbox/images/build.js";
+import { relocate } from "../sandbox/images/harness-image.js";
 import { DEFAULT_SANDBOX_IMAGE } from "../sandbox/layout.js";
 import type { SandboxMount, SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
@@ -94,7 +95,10 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], o:
         throw e instanceof HarnessImageError ? new ReinsError("HarnessImageFailed", `The image of the harness ${h.name}: ${e.message}`, e.hint) : e;
       });
       o.images.log?.(`harness ${h.name}: image ${made.image.name} (${made.built ? `built in ${made.seconds.toFixed(1)} s` : "already built"})`);
-      out.set(h.name, { harness: h, runtime, mounts, image: made.image.name, selfContained: true });
+      // Files a sandbox would hide (a checkout under /tmp) lie elsewhere in the image: so do their paths.
+      const at = (p: string): string => relocate(made.image.inputs, p);
+      const placed: LaunchRuntime = { ...runtime, node: at(runtime.node), reinsAgent: at(runtime.reinsAgent), pathDirs: runtime.pathDirs.map(at), ...(runtime.bin ? { bin: at(runtime.bin) } : {}) };
+      out.set(h.name, { harness: h, runtime: placed, mounts, image: made.image.name, selfContained: true });
     } else {
       out.set(h.name, { harness: h, runtime, mounts: [...own, ...mounts] });
     }

@@ -9,7 +9,7 @@ import path from "node:path";
 import { findExecutable } from "../host/executables.js";
 import { runHostCommand } from "../host/process-runner.js";
 import { preparePodmanCli, runPodman, type PodmanCli } from "../podman/cli.js";
-import { containerfileOf, hiddenInput, planHarnessImage, type HarnessImage } from "./harness-image.js";
+import { containerfileOf, planHarnessImage, type HarnessImage } from "./harness-image.js";
 import { digestPath } from "./tree-digest.js";
 
 export interface HarnessImageRequest {
@@ -51,13 +51,6 @@ export async function createHarnessImageBuilder(o: { workDir?: string; podmanPat
 
 async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageRequest): Promise<{ image: HarnessImage; built: boolean; seconds: number }> {
   const started = performance.now();
-  const hidden = hiddenInput(r.paths);
-  if (hidden) {
-    throw new HarnessImageError(
-      `its files at ${hidden.path} would lie under ${hidden.root}, which every sandbox mounts over, so the harness could not start from the image`,
-      "Keep reins's checkout and its harness cache (~/.cache/reins) outside /tmp, /workspace and /home/sandbox, or use sandbox.harnessFiles: mount (local and podman).",
-    );
-  }
   const baseId = await podman(cli, ["image", "inspect", "--format", "{{.Id}}", r.base], `The sandbox image ${r.base} is not on this machine`, "Build it with scripts/build-image.sh, or set the sandbox's image to one podman has.");
   const inputs = await Promise.all(r.paths.map(async (p) => ({ path: p, digest: await digestPath(p) })));
   const image = planHarnessImage({ harness: r.harness, base: r.base, baseId: baseId.trim(), inputs });
@@ -65,7 +58,7 @@ async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageReque
   if (exists.code === 0) return { image, built: false, seconds: (performance.now() - started) / 1000 };
   const context = await mkdtemp(path.join(workDir, "context-"));
   try {
-    for (const input of image.inputs) await linkInto(path.join(context, "rootfs"), input.path);
+    for (const input of image.inputs) await linkInto(path.join(context, "rootfs"), input.path, input.at);
     await writeFile(path.join(context, "Containerfile"), containerfileOf(image));
     await podman(cli, ["build", "--pull=never", "--layers=false", "-f", path.join(context, "Containerfile"), "-t", image.name, context], `podman could not build ${image.name}`, "Check podman's storage (podman system df) and the files the harness runs from.", 600_000);
   } finally {
@@ -74,9 +67,9 @@ async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageReque
   return { image, built: true, seconds: (performance.now() - started) / 1000 };
 }
 
-/** `source` (absolute) at rootfs/<source>: hard links where possible, else a copy; parents 0755. */
-async function linkInto(rootfs: string, source: string): Promise<void> {
-  const target = path.join(rootfs, source);
+/** `source` (absolute) at rootfs/<at>: hard links where possible, else a copy; parents 0755. */
+async function linkInto(rootfs: string, source: string, at: string): Promise<void> {
+  const target = path.join(rootfs, at);
   await mkdir(path.dirname(target), { recursive: true, mode: 0o755 });
   const linked = await runHostCommand(["/bin/cp", "-a", "--link", source, target], { env: {}, timeoutMs: 300_000 });
   if (linked.exitCode === 0) return;
