@@ -20,8 +20,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# onnxruntime-node's postinstall would download CUDA libraries; .npmrc skips it (the CPU build
-# ships in the package).
+# onnxruntime-node's postinstall would download CUDA libraries (the CPU build ships in the package):
+# package.json's allowScripts keeps it from running (npm 11.16 and later, which asks every install
+# script to be listed there), .npmrc's onnxruntime-node-install=skip makes it skip on older npm.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
   npm ci --no-audit --no-fund >&2
