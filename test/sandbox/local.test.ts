@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { SandboxError } from "../../src/runtime/sandbox/sandbox-error.js";
-import { isProcessAlive } from "../../src/runtime/sandbox/host/process-tree.js";
+import { isProcessAlive, parseProcStat } from "../../src/runtime/sandbox/host/process-tree.js";
 import { ownerStamp, pruneStale } from "../../src/runtime/sandbox/local/host.js";
 import { hostPidsWith, tempDir, uniqueMarker } from "./helpers.js";
 
@@ -48,10 +48,7 @@ describe.each([
     }
     expect(pids).toHaveLength(1);
     // The runner's child the command descends from: the spawner, or the command's own first process.
-    const parentOf = (pid: number): number => {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-    };
+    const parentOf = (pid: number): number => parseProcStat(readFileSync(`/proc/${pid}/stat`, "utf8"))?.ppid ?? 0;
     let below = pids[0];
     while (parentOf(below) !== process.pid && parentOf(below) > 1) below = parentOf(below);
     expect(parentOf(below)).toBe(process.pid);

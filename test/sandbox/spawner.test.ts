@@ -4,7 +4,7 @@
  * or directory; no sandbox can reach it; it refuses requests it cannot read.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,28 +12,13 @@ import { nativeProgram } from "../../src/runtime/sandbox/local/native.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import { FrameReader } from "../../src/runtime/sandbox/local/served-command.js";
 import { acquireSpawner, encodeRequest } from "../../src/runtime/sandbox/local/spawner.js";
-import { tempDir } from "./helpers.js";
+import { hostPidsWith, tempDir } from "./helpers.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const temps: string[] = [];
 afterAll(() => {
   for (const dir of temps) rmSync(dir, { recursive: true, force: true });
 });
-
-/** Pids of live processes whose command line contains `text`. */
-function processesWith(text: string): number[] {
-  return readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z") && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 async function until(check: () => boolean, ms = 10_000): Promise<boolean> {
   const deadline = Date.now() + ms;
@@ -91,11 +76,11 @@ describe.skipIf(!binary)("the spawner's life", () => {
     const second = (await acquireSpawner(binary!))!;
     expect(second).toBe(first);
     const dir = path.dirname(first.socketPath);
-    expect(processesWith(first.socketPath)).toHaveLength(1);
+    expect(hostPidsWith(first.socketPath)).toHaveLength(1);
     first.release();
     expect(first.alive).toBe(true);
     second.release();
-    expect(await until(() => processesWith(first.socketPath).length === 0 && !existsSync(dir))).toBe(true);
+    expect(await until(() => hostPidsWith(first.socketPath).length === 0 && !existsSync(dir))).toBe(true);
   });
 
   it("ends with its runner, however the runner dies, and removes its socket and directory", async () => {
@@ -112,7 +97,7 @@ describe.skipIf(!binary)("the spawner's life", () => {
     expect(signal).toBe("SIGKILL");
     const socketPath = out.trim();
     expect(socketPath).toMatch(/reins-spawn-/);
-    expect(await until(() => processesWith(socketPath).length === 0 && !existsSync(path.dirname(socketPath)))).toBe(true);
+    expect(await until(() => hostPidsWith(socketPath).length === 0 && !existsSync(path.dirname(socketPath)))).toBe(true);
   }, 30_000);
 
   it("cannot be reached from a sandbox: its socket lies in the host's temporary directory, which no sandbox sees", async () => {
