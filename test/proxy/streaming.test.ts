@@ -11,6 +11,7 @@ import { createEngine } from "../../src/runtime/engines/registry.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import { parseCompletion } from "../../src/runtime/model/output-format.js";
 import { type OutputPiece, OutputStream } from "../../src/runtime/model/output-stream.js";
+import { flushWindowMs } from "../../src/runtime/proxy/call-stream.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { accumulateAnthropic, accumulateChat, accumulateResponses, httpCall, type ParsedEvent, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
 
@@ -244,6 +245,10 @@ describe("token-by-token streaming", () => {
       }
     });
   }
+
+  it("the write window widens with the answers streaming at once: 8 ms for a few, a quarter second at most", () => {
+    expect([1, 4, 5, 16, 17, 64, 128, 129, 10_000].map(flushWindowMs)).toEqual([8, 8, 16, 32, 40, 128, 256, 256, 256]);
+  });
 
   it("each dialect streams in its real event sequence: reasoning, text, then the tool call with its argument deltas", async () => {
     const { proxy } = await slowProxy([TOOL_TURN], 0);

@@ -24,6 +24,21 @@ import { formatEvent, startEventStream } from "./sse.js";
  * answer to a few writes; a harness reading a slow engine still sees each token within 8 ms.
  */
 const FLUSH_EVERY_MS = 8;
+/**
+ * With more answers streaming at once in this process, the window widens: 8 ms more per
+ * STREAMS_PER_STEP answers, up to MAX_FLUSH_EVERY_MS (a quarter of a second at 128 streams). The
+ * writes per second of the whole process stay bounded (about 500 at most from the window) instead
+ * of growing with the streams; an answer's end is written when the engine finishes, never later,
+ * so a harness waits no longer for a whole answer.
+ */
+const STREAMS_PER_STEP = 4;
+const MAX_FLUSH_EVERY_MS = 256;
+let streaming = 0;
+
+/** The write window of an answer opened while `open` answers stream (itself included). */
+export function flushWindowMs(open: number): number {
+  return Math.min(MAX_FLUSH_EVERY_MS, FLUSH_EVERY_MS * Math.max(1, Math.ceil(open / STREAMS_PER_STEP)));
+}
 
 export class LiveAnswer {
   private readonly decoder: TokenTextStream;
@@ -40,6 +55,7 @@ export class LiveAnswer {
   /** Set by the first token: until then a failure is still a plain HTTP error. */
   private generating = false;
   private timer: NodeJS.Timeout | undefined;
+  private counted = true;
 
   constructor(
     private readonly res: ServerResponse,
@@ -51,6 +67,13 @@ export class LiveAnswer {
     this.decoder = new TokenTextStream(runtime.tokenizer, new Set(runtime.stopIds));
     this.reader = new OutputStream(runtime.format);
     this.stream = dialect.openStream(head, body);
+    streaming++;
+    res.once("close", () => this.uncount());
+  }
+
+  private uncount(): void {
+    if (this.counted) streaming--;
+    this.counted = false;
   }
 
   /** The engine produced `ids`: they are read at the next write (or not at all, when the engine finishes first). */
@@ -58,7 +81,7 @@ export class LiveAnswer {
     if (this.res.destroyed) return;
     this.generating = true;
     for (const id of ids) this.unread.push(id);
-    this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+    this.timer ??= setTimeout(() => this.flush(), flushWindowMs(streaming));
   }
 
   /** Read the ids pushed since the last write: decoded, read by the output format as far as it is certain, queued. */
@@ -77,6 +100,7 @@ export class LiveAnswer {
   /** The completion is finished: the held-back rest and the closing events, then the end of the answer. */
   finish(completion: CanonicalCompletion): void {
     clearTimeout(this.timer);
+    this.uncount();
     // nothing written yet (the engine was faster than the write window): the whole answer at once
     const events = this.opened ? [...this.queued(), ...this.rest(completion)] : this.dialect.buildEvents(completion, this.body);
     startEventStream(this.res);
@@ -90,6 +114,7 @@ export class LiveAnswer {
    */
   cut(call: PendingCall, completion: CanonicalCompletion, message: string): void {
     this.flush();
+    this.uncount();
     const rest = this.rest(completion);
     const mid = rest.findIndex((e) => e.midToolCall);
     const upTo = this.midToolCall ? 0 : mid >= 0 ? mid + 1 : Math.min(Math.ceil(rest.length / 2), rest.length - 1);
