@@ -117,13 +117,14 @@ function scriptKey(rolloutId: string, tryNumber: number): string {
 
 /** A deterministic value in (-3, 0) from (turn, position, token id). */
 export function pseudoLogprob(turn: number, pos: number, id: number): number {
-  let h = 0x811c9dc5 ^ turn;
-  for (const v of [pos, id]) {
-    h = Math.imul(h ^ v, 0x01000193);
-    h ^= h >>> 15;
-    h = Math.imul(h, 0x2c1b3c6d);
-    h ^= h >>> 12;
-  }
+  const h = mix(mix(0x811c9dc5 ^ turn, pos), id);
   const unit = ((h >>> 0) % 1_000_000) / 1_000_000;
   return -(0.001 + unit * 2.998);
+}
+
+function mix(h: number, v: number): number {
+  h = Math.imul(h ^ v, 0x01000193);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  return h ^ (h >>> 12);
 }

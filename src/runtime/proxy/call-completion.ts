@@ -8,7 +8,6 @@ import type { ModelRuntime } from "../model/model-runtime.js";
 import type { CanonicalCompletion, CanonicalRequest, CompletionFinish } from "./canonical.js";
 import type { CallPrompt } from "./call-prompt.js";
 import type { DialectHandler } from "./dialects/dialect.js";
-import { makeReasoningToken } from "./ids.js";
 import type { PendingCall } from "./pending-call.js";
 
 export function parseCallCompletion(
@@ -43,6 +42,5 @@ export function parseCallCompletion(
     toolCallIds,
     promptTokens: prompt.rendered.ids.length,
     completionTokens: result.ids.length,
-    reasoningToken: makeReasoningToken(call.key),
   };
 }

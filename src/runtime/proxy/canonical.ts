@@ -51,8 +51,6 @@ export interface CanonicalCompletion {
   toolCallIds: string[];
   promptTokens: number;
   completionTokens: number;
-  /** Opaque token for the reasoning (Anthropic signature / Responses encrypted_content). */
-  reasoningToken: string;
 }
 
 /** An SSE event; `midToolCall` marks an event inside a tool call, where a relayed broken stream is cut (call-answer.ts). */

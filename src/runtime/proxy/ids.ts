@@ -14,9 +14,17 @@ export function makeReasoningToken(seed: string): string {
   return hash("sha256", `reasoning:${seed}`, "base64");
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** Split text into stream deltas of at most `size` code points (never splits a surrogate pair). */
 export function chunkText(text: string, size = 48): string[] {
   if (text.length === 0) return [];
+  if (!SURROGATE.test(text)) {
+    // one code unit per code point: plain slices
+    const out: string[] = [];
+    for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+    return out;
+  }
   const points = Array.from(text);
   const out: string[] = [];
   for (let i = 0; i < points.length; i += size) out.push(points.slice(i, i + size).join(""));

@@ -128,6 +128,8 @@ export interface PromptPlan {
   knownTokens: number;
   /** Characters the tokenizer would have to read. */
   newChars: number;
+  /** The key of every segment, in order: with nothing spliced, together they name the request's template input. */
+  keys: string[];
 }
 
 /** Walk a request's prompt: follow the trie, splice stored completions, render (not tokenize) the rest. */
@@ -138,7 +140,9 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
   let known = state.root;
   let knownTokens = rt.generationPromptIds.length;
   let newChars = 0;
+  const keys: string[] = [];
   const step = (key: string, make: () => PendingSegment): void => {
+    keys.push(key);
     const existing = pending.length === 0 ? known.children.get(key) : undefined;
     if (existing) {
       known = existing;
@@ -170,7 +174,7 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
     const key = `g:${JSON.stringify(templateMessages)}`;
     step(key, templated(key, () => rt.template.group(templateMessages)));
   }
-  return { known, pending, reused, knownTokens: knownTokens + known.depth, newChars };
+  return { known, pending, reused, knownTokens: knownTokens + known.depth, newChars, keys };
 }
 
 /** The texts of a plan the tokenizer must read, in order. */

@@ -169,6 +169,8 @@ async function handleMcp(rollout: Rollout | undefined, name: string, req: Incomi
 
 /** `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. */
 export function parsePath(method: string, rawUrl: string): { path?: string; route: Route } {
+  const fast = method === "POST" ? parseCallPath(rawUrl) : undefined;
+  if (fast) return fast;
   const urlPath = rawUrl.split("?")[0]!.replace(/\/+$/, "");
   const m = /^\/r\/([^/]+)(\/.*)?$/.exec(urlPath);
   let rest = urlPath;
@@ -197,6 +199,31 @@ export function parsePath(method: string, rawUrl: string): { path?: string; rout
   if (rest === "/chat/completions") return { ...withId, route: { kind: "call", dialect: "openai-chat" } };
   if (rest === "/responses") return { ...withId, route: { kind: "call", dialect: "openai-responses" } };
   return { ...withId, route: { kind: "unknown", dialect } };
+}
+
+/** The model calls' exact endpoints (v1 optional); anything else takes parsePath's general way. */
+const CALL_ROUTES = new Map<string, Route>([
+  ["/messages/count_tokens", { kind: "count-tokens" }],
+  ["/messages", { kind: "call", dialect: "anthropic-messages" }],
+  ["/chat/completions", { kind: "call", dialect: "openai-chat" }],
+  ["/responses", { kind: "call", dialect: "openai-responses" }],
+]);
+for (const [rest, route] of [...CALL_ROUTES]) CALL_ROUTES.set(`/v1${rest}`, route);
+
+/** `POST /r/<path>/[v1/]<endpoint>` exactly, as every harness sends it: the same answer as parsePath's general way. */
+function parseCallPath(rawUrl: string): { path: string; route: Route } | undefined {
+  if (!rawUrl.startsWith("/r/")) return undefined;
+  const slash = rawUrl.indexOf("/", 3);
+  if (slash <= 3) return undefined;
+  const route = CALL_ROUTES.get(rawUrl.slice(slash));
+  if (!route) return undefined;
+  const raw = rawUrl.slice(3, slash);
+  if (!raw.includes("%")) return { path: raw, route };
+  try {
+    return { path: decodeURIComponent(raw), route };
+  } catch {
+    return { path: raw, route };
+  }
 }
 
 function credentialOf(req: IncomingMessage): string | undefined {

@@ -13,7 +13,7 @@ import type { ModelRuntime } from "../model/model-runtime.js";
 import type { TokenizePool } from "../model/tokenize-pool.js";
 import type { CallRecord } from "../records/index.js";
 import type { CanonicalRequest } from "./canonical.js";
-import { renderWithTemplate, templateKey } from "./render.js";
+import { type PromptPlan, renderWithTemplate, templateKey } from "./render.js";
 
 export type TemplateCheck = NonNullable<CallRecord["templateCheck"]>;
 
@@ -27,31 +27,48 @@ export function compareWithTemplate(promptIds: ArrayLike<number>, templateIds: A
 }
 
 /** The check of a first call (undefined when the template cannot render the request). */
-export async function checkAgainstTemplate(rt: ModelRuntime, pool: TokenizePool, owner: object, req: CanonicalRequest, promptIds: readonly number[]): Promise<TemplateCheck | undefined> {
+export async function checkAgainstTemplate(rt: ModelRuntime, pool: TokenizePool, owner: object, req: CanonicalRequest, promptIds: readonly number[], plan?: PromptPlan): Promise<TemplateCheck | undefined> {
   try {
-    return compareWithTemplate(promptIds, await templateIdsOf(rt, pool, owner, req));
+    return compareWithTemplate(promptIds, await templateIdsOf(rt, pool, owner, req, plan));
   } catch {
     return undefined;
   }
 }
 
-/** Requests whose template ids are remembered, per model. */
+/** Requests whose template ids are remembered, per model; past this many all are forgotten at once. */
 const REMEMBERED = 64;
-const remembered = new WeakMap<ModelRuntime, Map<string, Promise<ArrayLike<number>>>>();
+
+/**
+ * Remembered requests by their segment keys, one map per key along the way: the plan's keys were
+ * hashed once already (the segment cache), so a lookup neither joins nor hashes the whole request.
+ */
+interface KeyNode {
+  next: Map<string, KeyNode>;
+  ids?: Promise<ArrayLike<number>>;
+}
+const remembered = new WeakMap<ModelRuntime, { root: KeyNode; count: number }>();
 
 /** The template's ids of a request: rendered whole and tokenized at once (remembered). */
-function templateIdsOf(rt: ModelRuntime, pool: TokenizePool, owner: object, req: CanonicalRequest): Promise<ArrayLike<number>> {
-  let known = remembered.get(rt);
-  if (!known) remembered.set(rt, (known = new Map()));
-  const key = templateKey(req);
-  let ids = known.get(key);
-  if (!ids) {
+function templateIdsOf(rt: ModelRuntime, pool: TokenizePool, owner: object, req: CanonicalRequest, plan?: PromptPlan): Promise<ArrayLike<number>> {
+  let memo = remembered.get(rt);
+  if (!memo || memo.count >= REMEMBERED) remembered.set(rt, (memo = { root: { next: new Map() }, count: 0 }));
+  // Unspliced, the plan's keys spell the system prompt, tools and every message; otherwise the request's own key.
+  const keys = plan && plan.reused.length === 0 ? plan.keys : [templateKey(req)];
+  let node = memo.root;
+  for (const key of keys) {
+    let next = node.next.get(key);
+    if (!next) node.next.set(key, (next = { next: new Map() }));
+    node = next;
+  }
+  if (!node.ids) {
     const text = renderWithTemplate(rt, req);
     const made = pool.encode([text], owner).then(([encoded]) => Int32Array.from(encoded!));
-    const memo = known;
-    made.catch(() => memo.delete(key));
-    known.set(key, (ids = made));
-    if (known.size > REMEMBERED) known.delete(known.keys().next().value!);
+    const leaf = node;
+    made.catch(() => {
+      if (leaf.ids === made) delete leaf.ids;
+    });
+    node.ids = made;
+    memo.count++;
   }
-  return ids;
+  return node.ids;
 }

@@ -94,7 +94,7 @@ function stopReason(c: CanonicalCompletion): string {
 
 function buildResponse(c: CanonicalCompletion, body: Record<string, unknown>): unknown {
   const content: Record<string, unknown>[] = [];
-  if (c.parsed.reasoning && thinkingEnabled(body)) content.push({ type: "thinking", thinking: c.parsed.reasoning, signature: c.reasoningToken });
+  if (c.parsed.reasoning && thinkingEnabled(body)) content.push({ type: "thinking", thinking: c.parsed.reasoning, signature: makeReasoningToken(c.callKey) });
   if (c.parsed.text) content.push({ type: "text", text: c.parsed.text });
   c.parsed.toolCalls.forEach((tc, i) => {
     content.push({ type: "tool_use", id: c.toolCallIds[i], name: tc.name, input: tc.arguments ?? { INVALID_JSON: tc.argumentsText } });
@@ -132,7 +132,7 @@ function buildEvents(c: CanonicalCompletion, body: Record<string, unknown>): Sse
   if (c.parsed.reasoning && thinkingEnabled(body)) {
     events.push(ev("content_block_start", { index, content_block: { type: "thinking", thinking: "", signature: "" } }));
     for (const piece of chunkText(c.parsed.reasoning)) events.push(ev("content_block_delta", { index, delta: { type: "thinking_delta", thinking: piece } }));
-    events.push(ev("content_block_delta", { index, delta: { type: "signature_delta", signature: c.reasoningToken } }));
+    events.push(ev("content_block_delta", { index, delta: { type: "signature_delta", signature: makeReasoningToken(c.callKey) } }));
     events.push(ev("content_block_stop", { index }));
     index++;
   }

@@ -99,29 +99,23 @@ function buildResponse(c: CanonicalCompletion): unknown {
 }
 
 function buildEvents(c: CanonicalCompletion, body: Record<string, unknown>): SseEvent[] {
-  const id = makeId("chatcmpl-", c.callKey);
-  const created = nowSeconds();
-  const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null): SseEvent => {
-    const data: Record<string, unknown> = { id, object: "chat.completion.chunk", created, model: c.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
-    if (includeUsage) data.usage = null;
-    return { data };
-  };
-  const events: SseEvent[] = [chunk({ role: "assistant", content: "" })];
-  for (const piece of chunkText(c.parsed.reasoning)) events.push(chunk({ reasoning_content: piece }));
-  for (const piece of chunkText(c.parsed.text)) events.push(chunk({ content: piece }));
-  c.parsed.toolCalls.forEach((tc, i) => {
-    events.push(chunk({ tool_calls: [{ index: i, id: c.toolCallIds[i], type: "function", function: { name: tc.name, arguments: "" } }] }));
-    chunkArguments(tc.argumentsText).forEach((piece, j) => {
-      const ev = chunk({ tool_calls: [{ index: i, function: { arguments: piece } }] });
-      if (j === 0) ev.midToolCall = true;
-      events.push(ev);
-    });
-  });
-  events.push(chunk({}, c.finish));
-  if (includeUsage) events.push({ data: { id, object: "chat.completion.chunk", created, model: c.model, choices: [], usage: usageOf(c) } });
-  events.push({ data: "[DONE]" });
+  const stream = openStream({ callKey: c.callKey, model: c.model, promptTokens: c.promptTokens, toolCallId: (i) => c.toolCallIds[i]! }, body);
+  const events = stream.open();
+  if (c.parsed.reasoning) events.push(...stream.push({ kind: "reasoning", text: c.parsed.reasoning }));
+  if (c.parsed.text) events.push(...stream.push({ kind: "text", text: c.parsed.text }));
+  for (const call of c.parsed.toolCalls) events.push(...stream.push({ kind: "tool", call }));
+  events.push(...stream.end(c));
   return events;
+}
+
+/**
+ * The chunk events of one answer, written as JSON text: the fields every chunk repeats are
+ * serialized once per answer (the bytes are those of JSON.stringify of the whole chunk).
+ */
+function chunkWriter(id: string, created: number, model: string, includeUsage: boolean): (delta: Record<string, unknown>, finish?: string | null) => SseEvent {
+  const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":0,"delta":`;
+  const usage = includeUsage ? `,"usage":null` : "";
+  return (delta, finish = null) => ({ data: `${head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]${usage}}` });
 }
 
 /** The live form of `buildEvents`: a role chunk, a chunk per released piece, the finish chunk, usage, [DONE]. */
@@ -129,11 +123,7 @@ function openStream(head: StreamHead, body: Record<string, unknown>): DialectStr
   const id = makeId("chatcmpl-", head.callKey);
   const created = nowSeconds();
   const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null): SseEvent => {
-    const data: Record<string, unknown> = { id, object: "chat.completion.chunk", created, model: head.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
-    if (includeUsage) data.usage = null;
-    return { data };
-  };
+  const chunk = chunkWriter(id, created, head.model, includeUsage);
   let tools = 0;
   return {
     open: () => [chunk({ role: "assistant", content: "" })],

@@ -1,6 +1,6 @@
 /** The output items and response object of an OpenAI Responses answer, shared by the whole and the live stream. */
 import type { CanonicalCompletion } from "../canonical.js";
-import { makeId } from "../ids.js";
+import { makeId, makeReasoningToken } from "../ids.js";
 import { isRecord } from "./dialect.js";
 
 /** What a response object shows of its completion (usage only once it is done). */
@@ -62,7 +62,7 @@ export function outputItems(c: CanonicalCompletion, body: Record<string, unknown
       type: "reasoning",
       summary: [{ type: "summary_text", text: c.parsed.reasoning }],
     };
-    if (wantsEncrypted(body)) item.encrypted_content = c.reasoningToken;
+    if (wantsEncrypted(body)) item.encrypted_content = makeReasoningToken(c.callKey);
     items.push(item);
   }
   if (c.parsed.text) {
