@@ -11,10 +11,15 @@
  * time per request (both servers live in that process, loaded one at a time) and the client's
  * are printed beside the ratios.
  *
- *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR]
- * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends.
+ *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR] [--processes N] [--connection-per-rollout]
+ * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends. With
+ * --processes N the proxy runs as N processes behind its port; their CPU counts as the proxy's.
+ * By default the client keeps one pool of connections for all rollouts (the cheapest client);
+ * with --connection-per-rollout each rollout's calls go on a connection of its own, as harnesses
+ * do (each runs in its own sandbox) — then the several processes never relay a call.
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { Agent, createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
@@ -23,6 +28,17 @@ import type { ResolvedModel } from "../src/compiler/contract/plan.js";
 import { startProxy } from "../src/runtime/proxy/server.js";
 
 const KEY = "bench-key";
+/** `--processes N`: the proxy runs as N processes behind its port (the model's proxy.processes). */
+const PROCESSES = Number(process.argv[process.argv.indexOf("--processes") + 1] ?? 1) || 1;
+
+/** `--connection-per-rollout`: each rollout's calls on a connection of its own (as harnesses), not one pool for all. */
+const PER_ROLLOUT = process.argv.includes("--connection-per-rollout");
+
+/** A process's CPU time so far (µs), from /proc (clock ticks of 10 ms). */
+function cpuOfProcess(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
 const LEVELS = [
   { concurrency: 1, requests: 150 },
   { concurrency: 16, requests: 480 },
@@ -63,13 +79,13 @@ async function serve(): Promise<void> {
       })),
     },
   };
-  const proxy = await startProxy({ model, sharedKey: KEY });
+  const proxy = await startProxy({ model, sharedKey: KEY, processes: PROCESSES });
   const captured = await post(`${proxy.url}/r/capture/v1/chat/completions`, new Agent());
   const bytes = Buffer.from(captured.body);
   const bare = createServer((req, res) => {
     if (req.url === "/cpu") {
       const { user, system } = process.cpuUsage();
-      res.end(String(user + system));
+      res.end(String(user + system + (proxy.processIds ?? []).reduce((sum, pid) => sum + cpuOfProcess(pid), 0)));
       return;
     }
     req.resume();
@@ -153,8 +169,11 @@ async function load(base: string, concurrency: number, total: number, tag: strin
         const i = next;
         next += turns;
         const url = `${base}/r/${tag}-${i}/v1/chat/completions`;
-        if (turns === 1) lat.push((await post(url, agent)).ms);
-        else await converse(url, agent, turns, lat);
+        // as harnesses do: each rollout on connections of its own
+        const own = PER_ROLLOUT ? new Agent({ keepAlive: true, maxSockets: 1 }) : agent;
+        if (turns === 1) lat.push((await post(url, own)).ms);
+        else await converse(url, own, turns, lat);
+        if (own !== agent) own.destroy();
       }
     }),
   );
@@ -168,7 +187,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 async function main(): Promise<void> {
   const profIndex = process.argv.indexOf("--cpu-prof");
   const prof = profIndex >= 0 ? ["--cpu-prof", "--cpu-prof-dir", process.argv[profIndex + 1]!] : [];
-  const child = spawn(process.execPath, [...prof, "--import", "tsx", fileURLToPath(import.meta.url), "--serve"], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", fileURLToPath(import.meta.url), "--serve", "--processes", String(PROCESSES)], { stdio: ["ignore", "pipe", "inherit"] });
   const info = await new Promise<{ proxy: string; bare: string; bytes: number }>((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (c) => {

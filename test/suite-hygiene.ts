@@ -127,3 +127,19 @@ export default function setup(): () => Promise<void> {
     }
   };
 }
+
+/** Alive and not a zombie waiting for its (re)parent to reap it. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return false;
+  }
+  return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+}

@@ -190,6 +190,40 @@ ${tasks(["a", "b", "c", "d", "e", "f"], "{set: mix}")}${tasks(["held"], "{}")}`)
     }
   });
 
+  it("does not change the hash when only the proxy's processes change, but does for its limits", () => {
+    const spec = (proxy: string) => `apiVersion: reins/v1alpha1
+kind: Evaluation
+metadata: {name: served}
+spec:
+  model: {name: pol}
+  tasks: [{name: plain}]
+  harnesses: [{name: reins-agent}]
+---
+apiVersion: reins/v1alpha1
+kind: Model
+metadata: {name: pol}
+spec:
+  tokenizer: {type: qwen3}
+  engine: {type: scripted, script: [{text: done}]}
+${proxy}
+---
+apiVersion: reins/v1alpha1
+kind: Task
+metadata: {name: plain}
+spec:
+  instruction: x
+  verifier: {checks: [{fileExists: a.txt}]}
+`;
+    const none = planOf(writeSpec(spec("")));
+    const four = planOf(writeSpec(spec("  proxy: {processes: 4}")));
+    const limited = planOf(writeSpec(spec("  proxy: {processes: 4, maxRequestsPerRollout: 8}")));
+    const limitedAlone = planOf(writeSpec(spec("  proxy: {maxRequestsPerRollout: 8}")));
+    expect(four.model?.proxy?.processes).toBe(4);
+    expect(four.hash).toBe(none.hash);
+    expect(limited.hash).not.toBe(none.hash);
+    expect(limited.hash).toBe(limitedAlone.hash);
+  });
+
   it("states the judge of every rubric: the Model it names, else the policy", () => {
     const plan = planOf(
       writeSpec(`apiVersion: reins/v1alpha1

@@ -15,6 +15,7 @@ import { events, jsonl } from "../control/helpers.js";
 import { describe, expect, it } from "vitest";
 import { stopStaleServer } from "../../src/runtime/control/served-model.js";
 import { tempDir } from "../temp.js";
+import { pidAlive } from "../suite-hygiene.js";
 
 /**
  * A vLLM 0.32.0 stand-in: the probe (its routes as `routes`); POST /pause answers, /collective_rpc
@@ -80,15 +81,6 @@ function reins(args: string[], onStderr?: (text: string, child: ReturnType<typeo
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function serverPid(run: string): number {
   return (JSON.parse(readFileSync(join(run, "vllm-server.json"), "utf8")) as { pid: number }).pid;
 }
@@ -103,7 +95,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     expect(r.stderr).toContain("error[EngineNotTrainable]");
     expect(r.stderr).toContain("VLLM_SERVER_DEV_MODE=1");
     expect(r.stderr).toMatch(/vLLM answers at http:\/\/127\.0\.0\.1:\d+/);
-    expect(alive(serverPid(run))).toBe(false);
+    expect(pidAlive(serverPid(run))).toBe(false);
     expect(existsSync(join(run, "calls.jsonl"))).toBe(false);
   }, 120_000);
 
@@ -122,7 +114,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     expect(log).not.toContain("POST /collective_rpc");
     const pids = [...log.matchAll(/^fake server pid (\d+)$/gm)].map((m) => Number(m[1]));
     expect(pids).toHaveLength(3);
-    expect(pids.filter(alive)).toEqual([]);
+    expect(pids.filter(pidAlive)).toEqual([]);
     const versions = [readFileSync(join(policy, "READY"), "utf8").trim(), checkpoints[0].version];
     const stepOf = new Map(jsonl(run, "rollouts.jsonl").map((x: { id: string; step: number }) => [x.id, x.step]));
     const calls = jsonl(run, "calls.jsonl");
@@ -139,7 +131,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     });
     expect(first.signal).toBe("SIGKILL");
     const orphan = serverPid(run);
-    expect(alive(orphan)).toBe(true);
+    expect(pidAlive(orphan)).toBe(true);
 
     let second: number | undefined;
     try {
@@ -147,14 +139,14 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
         if (/vLLM answers at/.test(text)) child.kill("SIGKILL");
       });
       expect(resumed.stderr).toContain(`stopped the vLLM server (pid ${orphan}) an earlier reins left running for this run directory`);
-      expect(alive(orphan)).toBe(false);
+      expect(pidAlive(orphan)).toBe(false);
       second = serverPid(run);
       expect(second).not.toBe(orphan);
     } finally {
       // The second run was killed the same way: what it left is stopped the same way.
       await stopStaleServer(run);
-      if (alive(orphan)) process.kill(-orphan, "SIGKILL");
+      if (pidAlive(orphan)) process.kill(-orphan, "SIGKILL");
     }
-    expect(alive(second!)).toBe(false);
+    expect(pidAlive(second!)).toBe(false);
   }, 180_000);
 });

@@ -15,6 +15,7 @@ import { createVllmEngine } from "../../src/runtime/engines/vllm.js";
 import { buildServeCommand, defaultServePython } from "../../src/runtime/engines/vllm-server.js";
 import { tempDir, writeSpecs } from "../executor/helpers.js";
 import { evaluationWithEngine } from "./replay.js";
+import { pidAlive } from "../suite-hygiene.js";
 
 const evaluation = (engine: string): string => evaluationWithEngine(`\n${engine}`);
 
@@ -41,15 +42,6 @@ function fakeServer(dir: string, body: string): { python: string; modelDir: stri
   mkdirSync(modelDir);
   writeFileSync(join(modelDir, "config.json"), "{}\n");
   return { python, modelDir };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("engine.serve in the spec", () => {
@@ -122,7 +114,7 @@ describe("reins eval when the server reins starts does not come up", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/error\[EngineServerFailed\]: .* did not answer http:\/\/127\.0\.0\.1:\d+\/v1\/models within 2 s/);
     const pid = Number(/fake server pid (\d+)/.exec(readFileSync(join(dir, "run", "vllm-server.log"), "utf8"))![1]);
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
   }, 60_000);
 
   it("Ctrl-C while the server starts: the wait ends, the server is stopped, interrupted (exit 130)", async () => {
@@ -147,7 +139,7 @@ describe("reins eval when the server reins starts does not come up", () => {
     expect(r.stderr).toContain("interrupted before the first rollout; resume with: reins eval --resume");
     expect(r.stderr).not.toContain("error[");
     const pid = Number(/fake server pid (\d+)/.exec(readFileSync(log, "utf8"))![1]);
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
   }, 60_000);
 });
 
@@ -186,7 +178,7 @@ describe("reins eval stops the server it started when the evaluation ends", () =
     expect(summary.infraFailures).toBe(1);
     const about = JSON.parse(readFileSync(join(dir, "run", "vllm-server.json"), "utf8")) as { pid: number; baseUrl: string; command: string[] };
     expect(about.command.slice(1, 5)).toEqual(["-m", "vllm.entrypoints.openai.api_server", "--model", modelDir]);
-    expect(alive(about.pid)).toBe(false);
+    expect(pidAlive(about.pid)).toBe(false);
   }, 120_000);
 
   it("Ctrl-C once the server answers: the evaluation is interrupted, and the server is gone", async () => {
@@ -203,6 +195,6 @@ describe("reins eval stops the server it started when the evaluation ends", () =
     expect(r.code).toBe(130);
     expect(r.stderr).toContain("interrupted; resume with: reins eval --resume");
     const pid = Number(/fake server pid (\d+)/.exec(readFileSync(join(dir, "run", "vllm-server.log"), "utf8"))![1]);
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
   }, 120_000);
 });

@@ -5,26 +5,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnHarness, writeHomeFiles } from "../../src/runtime/harness/launch.js";
 import type { LaunchPlan } from "../../src/runtime/harness/launch-plan.js";
-
-/** Alive and not a zombie waiting for its (re)parent to reap it. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return false;
-  }
-  return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-}
+import { pidAlive } from "../suite-hygiene.js";
 
 async function waitGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
-  return !isAlive(pid);
+  for (let i = 0; i < 50 && pidAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  return !pidAlive(pid);
 }
 
 describe("spawnHarness", () => {

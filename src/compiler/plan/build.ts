@@ -214,7 +214,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   diagnostics.push(...pairMcp);
   if (pairMcp.length > 0) return { value: undefined, diagnostics };
   const common = {
-    model: model ? portableModel(model, opts.cwd) : null,
+    model: model ? hashedModel(portableModel(model, opts.cwd)) : null,
     algorithm: algorithm ?? null,
     harnesses: usedHarnesses.map((h) => portableHarness(h, opts.cwd)),
     sandbox: hashedSandbox(sandbox),
@@ -288,14 +288,22 @@ function planJudges(used: ResolvedTask[], model: ResolvedModel | undefined, worl
 }
 
 /**
- * The plan hash: everything that changes results; not concurrency, retries, sources, manifests or
- * the bad-step policy (it only decides what a failure does, and may be changed to resume a run), or
- * the metric sinks (where metrics are copied to).
+ * The plan hash: everything that changes results; not concurrency, retries, the proxy's processes,
+ * sources, manifests or the bad-step policy (it only decides what a failure does, and may be
+ * changed to resume a run), or the metric sinks (where metrics are copied to).
  * Host paths count relative to Plan.root (portablePlan), so the hash is machine-independent.
  */
 export function hashPlan(plan: Plan): string {
-  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, metrics: _x, sandbox, ...rest } = portablePlan(plan);
-  return digestOf({ ...rest, sandbox: hashedSandbox(sandbox) });
+  const { hash: _h, sources: _s, manifests: _m, root: _r, onBadStep: _b, metrics: _x, sandbox, model, ...rest } = portablePlan(plan);
+  return digestOf({ ...rest, model: model ? hashedModel(model) : model, sandbox: hashedSandbox(sandbox) });
+}
+
+/** The model without how many proxy processes serve it (they serve the same calls). */
+function hashedModel(m: NonNullable<Plan["model"]>): NonNullable<Plan["model"]> {
+  if (m.proxy?.processes === undefined) return m;
+  const { processes: _p, ...proxy } = m.proxy;
+  const { proxy: _x, ...rest } = m;
+  return Object.keys(proxy).length > 0 ? { ...rest, proxy } : rest;
 }
 
 /** The sandbox without what only paces or retries rollouts (concurrency, retries, admission, the start deadline). */

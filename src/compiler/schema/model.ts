@@ -111,8 +111,13 @@ export const ProxyLimitsSpec = z
     maxRequestsPerRollout: PositiveInt.optional().describe("Requests one rollout may have open at once (default 32); more get 429."),
     bodyTimeoutMs: PositiveInt.optional().describe("Time for a request body to arrive after its headers (default 30000); slower bodies get 408."),
     idleTimeoutMs: PositiveInt.optional().describe("Idle keep-alive connections, and requests whose headers take longer, are closed after this (default 60000)."),
+    processes: PositiveInt.max(64)
+      .optional()
+      .describe(
+        "Proxy processes behind the one port (default 1), for machines with cores to spare: each rollout is served by one of them, so its token state stays in one place; each builds its own engine client and tokenizer. Not part of the plan hash.",
+      ),
   })
-  .describe("Per-request limits of the serving proxy, checked before the work they bound.");
+  .describe("The serving proxy: per-request limits, checked before the work they bound, and how many processes serve.");
 
 export const ModelSpecSchema = z
   .strictObject({

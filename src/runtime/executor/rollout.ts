@@ -206,7 +206,10 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     const harnessExit = { code: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut };
     if (ctx.signal?.aborted) throw new InfraFailure("Interrupted", "The run was interrupted.");
     if (!(await sandbox.alive())) throw new InfraFailure("SandboxDied", "The sandbox died while the harness ran.");
-    if (registered) calls = ctx.proxy!.records(tryId);
+    if (registered) {
+      await ctx.proxy!.settle(tryId);
+      calls = ctx.proxy!.records(tryId);
+    }
     if (servers) {
       const crashed = servers.failure();
       if (crashed) throw new InfraFailure(crashed.code, crashed.message);

@@ -29,6 +29,12 @@ export interface ProxyOptions {
   limits?: Partial<ProxyLimits>;
   /** Where a hosted policy's key variable is read (default process.env); read per call, never stored. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Proxy processes behind the one port (default: the model's `proxy.processes`, else 1). Each
+   * rollout is served by one of them, so its token state stays in one place; with more than one,
+   * `engine` cannot be given (each process builds its own from the model's engine).
+   */
+  processes?: number;
 }
 
 /** Who a registered path serves: the identity every record of its calls carries. */
@@ -72,6 +78,13 @@ export interface ProxyHandle {
   attachMcp(path: string, handler: McpHandler | undefined): void;
   /** The records of one path, or of all. */
   records(path?: string): CallRecord[];
+  /**
+   * Resolves once every record of the path handed over so far is in `records` (with several
+   * processes records travel from the one that served the call; alone, at once).
+   */
+  settle(path: string): Promise<void>;
+  /** The process ids of the proxy's processes, when it runs several. */
+  readonly processIds?: readonly number[];
   /** The engine's capability probe, for engines behind a probed server (vllm, sglang, llama-cpp). */
   readonly engineInfo?: EngineInfo;
   close(): Promise<void>;

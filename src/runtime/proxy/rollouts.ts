@@ -5,6 +5,7 @@
  * rollout id and the try is 1).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import type { ResolvedCallClassRule } from "../../compiler/contract/plan.js";
 import type { CallRecord } from "../records/index.js";
 import type { McpHandler, RolloutIdentity } from "./api.js";
@@ -145,8 +146,21 @@ export class RolloutTable {
   }
 }
 
-function sameKey(expected: string, given: string): boolean {
+/** Constant-time comparison of a rollout's key with the one a request carries. */
+export function sameKey(expected: string, given: string): boolean {
   const a = Buffer.from(expected);
   const b = Buffer.from(given);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The key a request carries: `x-api-key`, or `Authorization: Bearer <key>`. */
+export function credentialOf(req: IncomingMessage): string | undefined {
+  const key = req.headers["x-api-key"];
+  if (typeof key === "string" && key.length > 0) return key;
+  const auth = req.headers.authorization;
+  if (typeof auth === "string") {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    if (m) return m[1]!.trim();
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@
  * per-rollout path, `/r/<path>/v1/...` (also without `v1`, for clients that append only the
  * endpoint path). See ./api.ts for the contract and ./call.ts for one call's stages.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Dialect } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
@@ -17,25 +17,43 @@ import { passThroughCall, type PassthroughDeps } from "./passthrough.js";
 import { countTokens } from "./count-tokens.js";
 import { DIALECT_HANDLERS } from "./dialects/index.js";
 import { nowSeconds } from "./ids.js";
+
+export { parsePath } from "./routes.js";
 import { resolveLimits } from "./limits.js";
-import { type Rollout, RolloutTable } from "./rollouts.js";
+import { parsePath } from "./routes.js";
+import { startProxyProcesses } from "./processes/front.js";
+import { relayRequest } from "./processes/relay.js";
+import { credentialOf, type Rollout, RolloutTable } from "./rollouts.js";
 
-type Route =
-  | { kind: "call"; dialect: Dialect }
-  | { kind: "count-tokens" }
-  | { kind: "models"; id?: string }
-  | { kind: "probe" }
-  | { kind: "mcp"; name: string }
-  | { kind: "unknown"; dialect: Dialect };
-
-/** Start the proxy. Rejects with ModelLoadError when the model's tokenizer or template is unusable. */
+/**
+ * Start the proxy: one process, or (`processes` > 1, the model's `proxy.processes`) several behind
+ * the one port, each rollout served by one of them (./processes/front.ts). Rejects with
+ * ModelLoadError when the model's tokenizer or template is unusable.
+ */
 export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
-  const limits = resolveLimits(options.model, { ...options.model.proxy, ...options.limits });
+  const processes = options.processes ?? options.model.proxy?.processes ?? 1;
+  if (processes > 1) return startProxyProcesses(options, processes);
+  return (await startProxyServer(options)).handle;
+}
+
+/** How a proxy process works beside others (./processes/worker-main.ts); absent for a proxy alone. */
+export interface ServerHooks {
+  /** The base URL of the process that serves this path, when it is another one (the request is relayed there). */
+  peerOf(path: string): string | undefined;
+  /** Each record with its rollout's path, as it is handed over. */
+  onRecord(path: string, record: CallRecord): void;
+}
+
+/** One proxy process: the HTTP server and its handle. */
+export async function startProxyServer(options: ProxyOptions, hooks?: ServerHooks): Promise<{ handle: ProxyHandle; server: Server }> {
+  const { processes: _p, ...given } = options.model.proxy ?? {};
+  const limits = resolveLimits(options.model, { ...given, ...options.limits });
   const table = new RolloutTable(options.sharedKey);
   const record = (rollout: Rollout, record: CallRecord) => {
     if (options.keepRecords !== false) rollout.records.push(record);
     if (options.recordFile !== undefined) appendRecords(options.recordFile, [record]);
     options.onRecord?.(record);
+    hooks?.onRecord(rollout.path, record);
   };
   const hosted = options.model.engine.type === "hosted" ? options.model.engine : undefined;
   // A hosted policy is passed through (./passthrough.ts): no tokenizer, template or engine.
@@ -60,6 +78,11 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { path, route } = parsePath(req.method ?? "GET", req.url ?? "/");
+    const peer = path === undefined ? undefined : hooks?.peerOf(path);
+    if (peer !== undefined) {
+      await relayRequest(peer, req, res);
+      return;
+    }
     if (route.kind === "probe") {
       if (req.method === "HEAD") res.writeHead(200).end();
       else sendJson(res, 200, { ok: true, service: "reins-proxy" });
@@ -110,7 +133,7 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
-  return {
+  const proxy: ProxyHandle = {
     url,
     port: address.port,
     registerRollout(path, opts = {}): RolloutRegistration {
@@ -130,7 +153,9 @@ export async function startProxy(options: ProxyOptions): Promise<ProxyHandle> {
       });
       await tokens?.close();
     },
+    settle: () => Promise.resolve(),
   };
+  return { handle: proxy, server };
 }
 
 const ENDPOINTS: Record<Dialect, string> = { "anthropic-messages": "/messages", "openai-chat": "/chat/completions", "openai-responses": "/responses" };
@@ -167,75 +192,6 @@ async function handleMcp(rollout: Rollout | undefined, name: string, req: Incomi
   }
 }
 
-/** `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. */
-export function parsePath(method: string, rawUrl: string): { path?: string; route: Route } {
-  const fast = method === "POST" ? parseCallPath(rawUrl) : undefined;
-  if (fast) return fast;
-  const urlPath = rawUrl.split("?")[0]!.replace(/\/+$/, "");
-  const m = /^\/r\/([^/]+)(\/.*)?$/.exec(urlPath);
-  let rest = urlPath;
-  let path: string | undefined;
-  if (m) {
-    try {
-      path = decodeURIComponent(m[1]!);
-    } catch {
-      path = m[1]!;
-    }
-    rest = m[2] ?? "";
-  }
-  const mcp = path !== undefined ? /^\/mcp\/([a-z][a-z0-9_-]{0,31})$/.exec(rest) : null;
-  if (mcp) return { path: path!, route: { kind: "mcp", name: mcp[1]! } };
-  rest = rest.replace(/^\/v1(?=\/|$)/, "");
-  const isGet = method === "GET" || method === "HEAD";
-  if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(path ? { path } : {}), route: { kind: "probe" } };
-  if (isGet && rest === "/models") return { ...(path ? { path } : {}), route: { kind: "models" } };
-  const model = /^\/models\/(.+)$/.exec(rest);
-  if (isGet && model) return { ...(path ? { path } : {}), route: { kind: "models", id: decodeURIComponent(model[1]!) } };
-  const dialect: Dialect = /messages/.test(rest) ? "anthropic-messages" : /responses/.test(rest) ? "openai-responses" : "openai-chat";
-  const withId = path ? { path } : {};
-  if (method !== "POST" || path === undefined) return { ...withId, route: { kind: "unknown", dialect } };
-  if (rest === "/messages/count_tokens") return { ...withId, route: { kind: "count-tokens" } };
-  if (rest === "/messages") return { ...withId, route: { kind: "call", dialect: "anthropic-messages" } };
-  if (rest === "/chat/completions") return { ...withId, route: { kind: "call", dialect: "openai-chat" } };
-  if (rest === "/responses") return { ...withId, route: { kind: "call", dialect: "openai-responses" } };
-  return { ...withId, route: { kind: "unknown", dialect } };
-}
-
-/** The model calls' exact endpoints (v1 optional); anything else takes parsePath's general way. */
-const CALL_ROUTES = new Map<string, Route>([
-  ["/messages/count_tokens", { kind: "count-tokens" }],
-  ["/messages", { kind: "call", dialect: "anthropic-messages" }],
-  ["/chat/completions", { kind: "call", dialect: "openai-chat" }],
-  ["/responses", { kind: "call", dialect: "openai-responses" }],
-]);
-for (const [rest, route] of [...CALL_ROUTES]) CALL_ROUTES.set(`/v1${rest}`, route);
-
-/** `POST /r/<path>/[v1/]<endpoint>` exactly, as every harness sends it: the same answer as parsePath's general way. */
-function parseCallPath(rawUrl: string): { path: string; route: Route } | undefined {
-  if (!rawUrl.startsWith("/r/")) return undefined;
-  const slash = rawUrl.indexOf("/", 3);
-  if (slash <= 3) return undefined;
-  const route = CALL_ROUTES.get(rawUrl.slice(slash));
-  if (!route) return undefined;
-  const raw = rawUrl.slice(3, slash);
-  if (!raw.includes("%")) return { path: raw, route };
-  try {
-    return { path: decodeURIComponent(raw), route };
-  } catch {
-    return { path: raw, route };
-  }
-}
-
-function credentialOf(req: IncomingMessage): string | undefined {
-  const key = req.headers["x-api-key"];
-  if (typeof key === "string" && key.length > 0) return key;
-  const auth = req.headers.authorization;
-  if (typeof auth === "string") {
-    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
-    if (m) return m[1]!.trim();
-  }
-  return undefined;
-}
 
 function modelObject(id: string): Record<string, unknown> {
   const created = nowSeconds();
