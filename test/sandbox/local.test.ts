@@ -75,6 +75,12 @@ describe.each([
     expect(r.stdout.endsWith("x300000\n")).toBe(true);
   });
 
+  it("gives a command that exits without reading its stdin its own status, while the runner still writes", async () => {
+    const input = "y".repeat(4_000_000);
+    const results = await Promise.all(Array.from({ length: 12 }, () => box.exec(["sh", "-c", "echo hi; exit 3"], { stdin: input })));
+    for (const r of results) expect([r.exitCode, r.stdout, r.stderr]).toEqual([3, "hi\n", ""]);
+  });
+
   it("ends a command that closed its output and still reads its stdin", async () => {
     const r = await box.exec(["sh", "-c", "exec >&- 2>&-; cat >/tmp/in; exit 3"], { stdin: "some input", timeoutMs: 20_000 });
     expect(r.timedOut).toBe(false);

@@ -200,6 +200,15 @@ static void run_command(int conn, struct request *r) {
   }
   snprintf(text, sizeof text, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   send_text(conn, 3, text);
+  /* The runner may still be writing stdin the program never read: read it to the runner's end
+     (it ends once it has the exit frame), so that its writes never meet a closed connection and
+     lose the frames before them. Bounded, in case the runner never ends. */
+  shutdown(conn, SHUT_WR);
+  alarm(60);
+  for (;;) {
+    ssize_t n = read(conn, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
   _exit(0);
 }
 
