@@ -206,14 +206,7 @@ spec:
   tokenizer: {type: qwen3}
   engine: {type: scripted, script: [{text: done}]}
 ${proxy}
----
-apiVersion: reins/v1alpha1
-kind: Task
-metadata: {name: plain}
-spec:
-  instruction: x
-  verifier: {checks: [{fileExists: a.txt}]}
-`;
+${tasks(["plain"], "{}")}`;
     const none = planOf(writeSpec(spec("")));
     const four = planOf(writeSpec(spec("  proxy: {processes: 4}")));
     const limited = planOf(writeSpec(spec("  proxy: {processes: 4, maxRequestsPerRollout: 8}")));

@@ -70,3 +70,9 @@ export function resolveLimits(model: Pick<ResolvedModel, "maxContextTokens">, gi
   if (given.maxToolArgumentChars === undefined) limits.maxToolArgumentChars = promptChars;
   return limits;
 }
+
+/** A proxy's limits: the model's `proxy` block (its `processes` is not a limit), then the caller's. */
+export function proxyLimitsOf(model: Pick<ResolvedModel, "maxContextTokens" | "proxy">, given: Partial<ProxyLimits> = {}): ProxyLimits {
+  const { processes: _p, ...spec } = model.proxy ?? {};
+  return resolveLimits(model, { ...spec, ...given });
+}

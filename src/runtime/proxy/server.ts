@@ -19,10 +19,11 @@ import { DIALECT_HANDLERS } from "./dialects/index.js";
 import { nowSeconds } from "./ids.js";
 
 export { parsePath } from "./routes.js";
-import { resolveLimits } from "./limits.js";
+import { proxyLimitsOf, type ProxyLimits } from "./limits.js";
 import { parsePath } from "./routes.js";
 import { startProxyProcesses } from "./processes/front.js";
 import { relayRequest } from "./processes/relay.js";
+import { handleMcp } from "./mcp-route.js";
 import { credentialOf, type Rollout, RolloutTable } from "./rollouts.js";
 
 /**
@@ -46,8 +47,7 @@ export interface ServerHooks {
 
 /** One proxy process: the HTTP server and its handle. */
 export async function startProxyServer(options: ProxyOptions, hooks?: ServerHooks): Promise<{ handle: ProxyHandle; server: Server }> {
-  const { processes: _p, ...given } = options.model.proxy ?? {};
-  const limits = resolveLimits(options.model, { ...given, ...options.limits });
+  const limits = proxyLimitsOf(options.model, options.limits);
   const table = new RolloutTable(options.sharedKey);
   const record = (rollout: Rollout, record: CallRecord) => {
     if (options.keepRecords !== false) rollout.records.push(record);
@@ -161,7 +161,7 @@ export async function startProxyServer(options: ProxyOptions, hooks?: ServerHook
 const ENDPOINTS: Record<Dialect, string> = { "anthropic-messages": "/messages", "openai-chat": "/chat/completions", "openai-responses": "/responses" };
 
 /** The token path's parts (TITO): the model's tokenizer and template, the engine, the tokenize pool. */
-async function startTokenPath(options: ProxyOptions, limits: ReturnType<typeof resolveLimits>, record: CallDeps["record"]): Promise<{ deps: CallDeps; close(): Promise<void> }> {
+async function startTokenPath(options: ProxyOptions, limits: ProxyLimits, record: CallDeps["record"]): Promise<{ deps: CallDeps; close(): Promise<void> }> {
   const runtime = await loadModelRuntime(options.model);
   const ownsEngine = options.engine === undefined;
   const engine: Engine = options.engine ?? (await createEngine(options.model.engine, { model: options.model, runtime }));
@@ -174,24 +174,6 @@ async function startTokenPath(options: ProxyOptions, limits: ReturnType<typeof r
     },
   };
 }
-
-/**
- * `/r/<path>/mcp/<name>`: MCP's streamable HTTP to one of the rollout's MCP servers, with the
- * rollout's own key (another rollout's key, or none, is refused like a model call's).
- */
-async function handleMcp(rollout: Rollout | undefined, name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!rollout) {
-    req.resume();
-    closeAfterAnswer(res);
-    sendJson(res, 401, { jsonrpc: "2.0", error: { code: -32001, message: "invalid x-api-key or bearer token for this rollout" }, id: null });
-    return;
-  }
-  if (!rollout.mcp || !(await rollout.mcp(name, req, res))) {
-    req.resume();
-    sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: `this rollout has no MCP server named ${name}` }, id: null });
-  }
-}
-
 
 function modelObject(id: string): Record<string, unknown> {
   const created = nowSeconds();

@@ -22,7 +22,8 @@ import type { Code } from "../../../compiler/contract/codes.js";
 import type { EngineInfo } from "../../engines/engine.js";
 import { appendRecords, type CallRecord } from "../../records/index.js";
 import type { McpHandler, ProxyHandle, ProxyOptions, RolloutRegistration } from "../api.js";
-import { resolveLimits } from "../limits.js";
+import { proxyLimitsOf } from "../limits.js";
+import { handleMcp } from "../mcp-route.js";
 import { parsePath } from "../routes.js";
 import { credentialOf, sameKey } from "../rollouts.js";
 import { type FromWorker, ownerOfPath, pathOfRequestLine, type RegisterOptions, type ToWorker, unpackRecord } from "./protocol.js";
@@ -52,7 +53,7 @@ interface Registered {
 }
 
 export async function startProxyProcesses(options: ProxyOptions, count: number): Promise<ProxyHandle> {
-  const limits = resolveLimits(options.model, { ...withoutProcesses(options.model.proxy), ...options.limits });
+  const limits = proxyLimitsOf(options.model, options.limits);
   const registered = new Map<string, Registered>();
   const shared = new Map<string, CallRecord[]>();
   const settling = new Map<number, () => void>();
@@ -130,7 +131,8 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
       if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1)) throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
       const previous = registered.get(path);
       if (previous) previous.owner.load--;
-      const owner = workers.filter((w) => w.alive).reduce((a, b) => (b.load < a.load ? b : a), workers.find((w) => w.alive) ?? workers[0]!);
+      const live = workers.filter((w) => w.alive);
+      const owner = (live.length > 0 ? live : workers).reduce((a, b) => (b.load < a.load ? b : a));
       owner.load++;
       const apiKey = opts.apiKey ?? `reins-${randomBytes(18).toString("base64url")}`;
       const sent: RegisterOptions = { ...opts, apiKey };
@@ -222,27 +224,16 @@ function handOff(socket: Socket, idleMs: number, route: (line: string, head: Buf
   socket.resume();
 }
 
-/** `/r/<path>/mcp/<name>` relayed by a process: the rollout's key checked again, then its handler. */
+/** `/r/<path>/mcp/<name>` relayed by a process: the rollout's key checked again, then answered as one process answers it. */
 async function serveMcp(registered: Map<string, Registered>, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { path, route } = parsePath(req.method ?? "GET", req.url ?? "/");
   const r = path === undefined ? undefined : registered.get(path);
   const key = credentialOf(req);
-  const ok = r !== undefined && key !== undefined && sameKey(r.apiKey, key);
-  try {
-    if (ok && route.kind === "mcp" && r.mcp && (await r.mcp(route.name, req, res))) return;
-  } catch {
+  const allowed = r !== undefined && key !== undefined && sameKey(r.apiKey, key) ? r : undefined;
+  await handleMcp(allowed, route.kind === "mcp" ? route.name : "", req, res).catch(() => {
     if (!res.headersSent) res.writeHead(500);
     res.end();
-    return;
-  }
-  req.resume();
-  res.writeHead(ok ? 404 : 401, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: ok ? "this rollout has no such MCP server" : "invalid x-api-key or bearer token for this rollout" }, id: null }));
-}
-
-function withoutProcesses(proxy: ProxyOptions["model"]["proxy"]): Omit<NonNullable<ProxyOptions["model"]["proxy"]>, "processes"> {
-  const { processes: _p, ...rest } = proxy ?? {};
-  return rest;
+  });
 }
 
 function listen(server: { listen(port: number, host: string, cb: () => void): unknown; once(e: "error", cb: (err: Error) => void): unknown; off(e: "error", cb: (err: Error) => void): unknown }, port: number, host: string): Promise<void> {
