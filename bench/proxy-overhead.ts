@@ -9,7 +9,10 @@
  * tokenizes only the new tool result; the bare server answers the same bytes to the same bodies.
  * The servers run in a child process so the client does not share their core; the server's CPU
  * time per request (both servers live in that process, loaded one at a time) and the client's
- * are printed beside the ratios.
+ * are printed beside the ratios. Both servers (and the client) are long-running, so they are
+ * measured warm: WARM_CALLS first calls and as many later turns each before the rows, so that V8
+ * has compiled their code; each row runs ROUNDS times, bare then proxy, and gives the median
+ * ratio with its range (the machine's load drifts within a run).
  *
  *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR] [--processes N] [--connection-per-rollout]
  * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends. With
@@ -44,6 +47,11 @@ const LEVELS = [
   { concurrency: 16, requests: 480 },
   { concurrency: 128, requests: 1280 },
 ];
+
+/** Calls of each kind that warm each server up before the rows: long-running servers, measured JIT-compiled. */
+const WARM_CALLS = 2000;
+/** Rounds per row, bare then proxy each: the ratio is the median of the rounds' (the machine's load drifts). */
+const ROUNDS = 3;
 
 /** Turns of each conversation in the "later turns" rows; its tool results grow the prompt by ~1 KB a turn. */
 const TURNS = 8;
@@ -198,26 +206,46 @@ async function main(): Promise<void> {
   });
   try {
     console.log(`proxy-overhead: chat SSE answer of ${info.bytes} bytes; proxy = render ${Buffer.byteLength(body)} B request + scripted engine + parse + SSE`);
+    // Both servers are long-running: measure them warm (JIT-compiled), not while V8 still compiles their code.
+    const t0 = performance.now();
+    for (const [name, base] of [["bare", info.bare], ["proxy", info.proxy]] as const) {
+      await load(base, 16, WARM_CALLS, `warm-first-${name}`);
+      await load(base, 16, WARM_CALLS, `warm-later-${name}`, TURNS);
+    }
+    console.log(`warm-up: ${WARM_CALLS} first calls and ${WARM_CALLS} later turns per server (${((performance.now() - t0) / 1000).toFixed(1)} s); each row: ${ROUNDS} rounds, bare then proxy; latencies pooled, throughput ratio the median of the rounds' (range)`);
     console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare  server CPU per request: bare  proxy  (client, bare)");
     const rows = [...LEVELS.map((l) => ({ ...l, turns: 1 })), ...LEVELS.map((l) => ({ ...l, requests: l.requests * 2, turns: TURNS }))];
     for (const { concurrency, requests, turns } of rows) {
       if (turns > 1 && concurrency === LEVELS[0]!.concurrency) console.log(`later turns: conversations of ${TURNS} calls, each answer carried back with a ${TOOL_RESULT.length}-character tool result; latency of calls 2–${TURNS}, throughput of all`);
-      await load(info.bare, concurrency, Math.min(20, requests), `warm-bare-${concurrency}-${turns}`, turns);
-      await load(info.proxy, concurrency, Math.min(20, requests), `warm-proxy-${concurrency}-${turns}`, turns);
-      const cpu0 = await serverCpu(info.bare);
-      const client0 = process.cpuUsage();
-      const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}-${turns}`, turns);
-      const client1 = process.cpuUsage();
-      const cpu1 = await serverCpu(info.bare);
-      const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}-${turns}`, turns);
-      const cpu2 = await serverCpu(info.bare);
-      const clientUs = (u: NodeJS.CpuUsage) => u.user + u.system;
-      const clientPer = ((clientUs(client1) - clientUs(client0)) / requests).toFixed(0);
-      const cpuPer = (a: number, b: number) => `${((b - a) / requests).toFixed(0)}µs`.padStart(8);
+      const bareLat: number[] = [];
+      const proxyLat: number[] = [];
+      const ratios: number[] = [];
+      let bareCpu = 0;
+      let proxyCpu = 0;
+      let clientCpu = 0;
+      for (let round = 0; round < ROUNDS; round++) {
+        const cpu0 = await serverCpu(info.bare);
+        const client0 = process.cpuUsage();
+        const bare = await load(info.bare, concurrency, requests, `bare-${concurrency}-${turns}-${round}`, turns);
+        const client1 = process.cpuUsage();
+        const cpu1 = await serverCpu(info.bare);
+        const proxy = await load(info.proxy, concurrency, requests, `proxy-${concurrency}-${turns}-${round}`, turns);
+        const cpu2 = await serverCpu(info.bare);
+        bareLat.push(...bare.lat);
+        proxyLat.push(...proxy.lat);
+        ratios.push(bare.seconds / proxy.seconds);
+        bareCpu += cpu1 - cpu0;
+        proxyCpu += cpu2 - cpu1;
+        clientCpu += client1.user + client1.system - client0.user - client0.system;
+      }
+      const calls = requests * ROUNDS;
+      const sorted = (v: number[]) => v.sort((a, b) => a - b);
+      const [bl, pl, rs] = [sorted(bareLat), sorted(proxyLat), sorted(ratios)];
+      const perCall = (us: number) => `${(us / calls).toFixed(0)}µs`.padStart(8);
       const ms = (v: number) => `${v.toFixed(2)}ms`.padStart(9);
-      const ratio = requests / proxy.seconds / (requests / bare.seconds);
+      const ratio = `${rs[rs.length >> 1]!.toFixed(3)} (${rs[0]!.toFixed(2)}–${rs.at(-1)!.toFixed(2)})`;
       console.log(
-        `${String(concurrency).padStart(7)}  ${String(requests).padStart(8)}  ${ms(pct(bare.lat, 50))} ${ms(pct(bare.lat, 99))}  ${ms(pct(proxy.lat, 50))}  ${ms(pct(proxy.lat, 99))}  ${ms(pct(proxy.lat, 50) - pct(bare.lat, 50))}  ${ms(pct(proxy.lat, 99) - pct(bare.lat, 99))}  ${ratio.toFixed(3).padStart(22)}  ${cpuPer(cpu0, cpu1)}  ${cpuPer(cpu1, cpu2)}  ${`${clientPer}µs`.padStart(8)}`,
+        `${String(concurrency).padStart(7)}  ${String(calls).padStart(8)}  ${ms(pct(bl, 50))} ${ms(pct(bl, 99))}  ${ms(pct(pl, 50))}  ${ms(pct(pl, 99))}  ${ms(pct(pl, 50) - pct(bl, 50))}  ${ms(pct(pl, 99) - pct(bl, 99))}  ${ratio.padStart(22)}  ${perCall(bareCpu)}  ${perCall(proxyCpu)}  ${perCall(clientCpu)}`,
       );
     }
   } finally {

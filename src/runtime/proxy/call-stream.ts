@@ -41,10 +41,10 @@ export function flushWindowMs(open: number): number {
 }
 
 export class LiveAnswer {
-  private readonly decoder: TokenTextStream;
-  private readonly reader: OutputStream;
-  private readonly stream: DialectStream;
-  private opened = false;
+  /** Made at the first write: an answer the engine finishes within the window never needs them. */
+  private live: { decoder: TokenTextStream; reader: OutputStream; stream: DialectStream } | undefined;
+  /** The opening events are written (with the first token). */
+  private begun = false;
   private written = 0;
   private midToolCall = false;
   private flushed: Promise<void> = Promise.resolve();
@@ -59,16 +59,22 @@ export class LiveAnswer {
 
   constructor(
     private readonly res: ServerResponse,
-    runtime: ModelRuntime,
+    private readonly runtime: ModelRuntime,
     private readonly dialect: DialectHandler,
-    head: StreamHead,
+    private readonly head: StreamHead,
     private readonly body: Record<string, unknown>,
   ) {
-    this.decoder = new TokenTextStream(runtime.tokenizer, new Set(runtime.stopIds));
-    this.reader = new OutputStream(runtime.format);
-    this.stream = dialect.openStream(head, body);
     streaming++;
     res.once("close", () => this.uncount());
+  }
+
+  private opened(): { decoder: TokenTextStream; reader: OutputStream; stream: DialectStream } {
+    this.live ??= {
+      decoder: new TokenTextStream(this.runtime.tokenizer, new Set(this.runtime.stopIds)),
+      reader: new OutputStream(this.runtime.format),
+      stream: this.dialect.openStream(this.head, this.body),
+    };
+    return this.live;
   }
 
   private uncount(): void {
@@ -89,7 +95,8 @@ export class LiveAnswer {
     if (this.unread.length === 0) return;
     const ids = this.unread;
     this.unread = [];
-    for (const piece of this.reader.push(this.decoder.push(ids))) {
+    const { reader, decoder } = this.opened();
+    for (const piece of reader.push(decoder.push(ids))) {
       const last = this.queue.at(-1);
       // text that comes before the next write goes out as one delta
       if (last && last.kind === piece.kind && last.kind !== "tool" && piece.kind !== "tool") last.text += piece.text;
@@ -102,7 +109,7 @@ export class LiveAnswer {
     clearTimeout(this.timer);
     this.uncount();
     // nothing written yet (the engine was faster than the write window): the whole answer at once
-    const events = this.opened ? [...this.queued(), ...this.rest(completion)] : this.dialect.buildEvents(completion, this.body);
+    const events = this.begun ? [...this.queued(), ...this.rest(completion)] : this.dialect.buildEvents(completion, this.body);
     startEventStream(this.res);
     this.res.end(events.map(formatEvent).join(""));
   }
@@ -127,15 +134,16 @@ export class LiveAnswer {
 
   private rest(completion: CanonicalCompletion): SseEvent[] {
     const events = this.openEvents();
-    for (const piece of this.reader.finish(completion.parsed)) events.push(...this.stream.push(piece));
-    events.push(...this.stream.end(completion));
+    const { reader, stream } = this.opened();
+    for (const piece of reader.finish(completion.parsed)) events.push(...stream.push(piece));
+    events.push(...stream.end(completion));
     return events;
   }
 
   private openEvents(): SseEvent[] {
-    if (this.opened) return [];
-    this.opened = true;
-    return this.stream.open();
+    if (this.begun) return [];
+    this.begun = true;
+    return this.opened().stream.open();
   }
 
   /** Write what is pending now (before an error is written after it, or the connection is cut). */
@@ -151,7 +159,8 @@ export class LiveAnswer {
     if (!this.generating) return [];
     this.read();
     const events = this.openEvents();
-    for (const piece of this.queue) events.push(...this.stream.push(piece));
+    const { stream } = this.opened();
+    for (const piece of this.queue) events.push(...stream.push(piece));
     this.queue = [];
     return events;
   }

@@ -42,6 +42,7 @@ import type { ParsedCompletion } from "../model/output-format.js";
 import type { TemplateMessage, TemplateTool } from "../model/chat-template.js";
 import type { CanonicalMessage, CanonicalRequest } from "./canonical.js";
 import { keyOfEcho, keyOfParsed, normalizeToolId } from "./normalize.js";
+import { KeyMemo } from "./key-memo.js";
 import { childOf, createRoot, idsOfPath, type SegmentNode } from "./prompt-trie.js";
 import type { SegmentCache } from "./segment-cache.js";
 
@@ -62,6 +63,9 @@ export class RolloutPromptState {
 
   private readonly byKey = new Map<string, StoredCompletion[]>();
   private readonly byToolId = new Map<string, StoredCompletion>();
+  /** Keys of the last request's segments (header at 0, then its message groups), and of its echoed assistant turns. */
+  readonly segmentKeys = new KeyMemo();
+  private readonly echoKeys = new KeyMemo();
 
   /** Remember a completion so later prompts that carry it back reuse its raw ids. */
   addCompletion(
@@ -87,8 +91,8 @@ export class RolloutPromptState {
   }
 
   /** The stored completion an echoed assistant message stands for, if any (`at`: where it is echoed, when that node exists). */
-  find(msg: Extract<CanonicalMessage, { role: "assistant" }>, at: SegmentNode | undefined): StoredCompletion | undefined {
-    const key = keyOfEcho(msg.content, msg.toolCalls);
+  find(msg: Extract<CanonicalMessage, { role: "assistant" }>, at: SegmentNode | undefined, position: number): StoredCompletion | undefined {
+    const key = this.echoKeys.keyOf(position, msg, echoKeyOf);
     for (const tc of msg.toolCalls) {
       const hit = this.byToolId.get(normalizeToolId(tc.id));
       if (hit && hit.key === key) return hit;
@@ -134,7 +138,6 @@ export interface PromptPlan {
 
 /** Walk a request's prompt: follow the trie, splice stored completions, render (not tokenize) the rest. */
 export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: CanonicalRequest): PromptPlan {
-  const tools = templateTools(req);
   const reused: number[] = [];
   const pending: PendingSegment[] = [];
   let known = state.root;
@@ -157,12 +160,15 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
     const cached = state.cache?.get(key);
     return cached ? { key, ids: cached } : { key, text: text() };
   };
-  const headerKey = `h:${JSON.stringify([req.system ?? null, tools])}`;
-  step(headerKey, templated(headerKey, () => rt.template.header(req.system, tools)));
-  for (const group of groupMessages(req.messages)) {
+  const shared = state.cache?.keys;
+  const headerKey = state.segmentKeys.keyOf(0, { system: req.system, tools: req.tools }, headerKeyOf, shared);
+  step(headerKey, templated(headerKey, () => rt.template.header(req.system, templateTools(req))));
+  const groups = groupMessages(req.messages);
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g]!;
     if (group.kind === "assistant") {
       // Off the known path the node is new, so no stored completion hangs below it: find() falls back to the latest.
-      const stored = state.find(group.message, pending.length === 0 ? known : undefined);
+      const stored = state.find(group.message, pending.length === 0 ? known : undefined, g);
       if (stored) {
         reused.push(stored.seq);
         step(`a:${stored.seq}`, () => ({ key: `a:${stored.seq}`, ids: stored.ids, seq: stored.seq }));
@@ -170,9 +176,8 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
       }
     }
     const messages = group.kind === "assistant" ? [group.message] : group.messages;
-    const templateMessages = messages.map(toTemplateMessage);
-    const key = `g:${JSON.stringify(templateMessages)}`;
-    step(key, templated(key, () => rt.template.group(templateMessages)));
+    const key = state.segmentKeys.keyOf(g + 1, messages, groupKeyOf, shared);
+    step(key, templated(key, () => rt.template.group(messages.map(toTemplateMessage))));
   }
   return { known, pending, reused, knownTokens: knownTokens + known.depth, newChars, keys };
 }
@@ -210,6 +215,18 @@ export function renderPrompt(state: RolloutPromptState, rt: ModelRuntime, req: C
 /** Prompt ids of a request rendered from scratch (no stored completions); for counting and benches. */
 export function renderPromptFresh(rt: ModelRuntime, req: CanonicalRequest): number[] {
   return renderPrompt(new RolloutPromptState(), rt, req).ids;
+}
+
+function headerKeyOf(header: { system: string | undefined; tools: CanonicalRequest["tools"] }): string {
+  return `h:${JSON.stringify([header.system ?? null, templateTools(header)])}`;
+}
+
+function groupKeyOf(messages: CanonicalMessage[]): string {
+  return `g:${JSON.stringify(messages.map(toTemplateMessage))}`;
+}
+
+function echoKeyOf(msg: Extract<CanonicalMessage, { role: "assistant" }>): string {
+  return keyOfEcho(msg.content, msg.toolCalls);
 }
 
 /** Consecutive tool results form one group (the template wraps them in one turn); others stand alone. */
@@ -250,7 +267,7 @@ function argumentsValue(text: string): unknown {
   }
 }
 
-function templateTools(req: CanonicalRequest): TemplateTool[] {
+function templateTools(req: Pick<CanonicalRequest, "tools">): TemplateTool[] {
   return req.tools.map((t) => ({
     type: "function",
     function: t.description !== undefined ? { name: t.name, description: t.description, parameters: t.parameters } : { name: t.name, parameters: t.parameters },

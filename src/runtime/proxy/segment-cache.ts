@@ -1,9 +1,13 @@
+import { KeyMemo } from "./key-memo.js";
+
 /**
  * Token ids of rendered segments shared across rollouts (bounded, least recently used first out).
  * Rollouts of one harness share their header (system prompt + tools: 28 KB for Claude Code) and
  * often their first user messages; each is tokenized once per proxy instead of once per rollout.
  */
 export class SegmentCache {
+  /** The segment keys last made by any rollout, by position: a fresh rollout's header and first messages are usually the same. */
+  readonly keys = new KeyMemo();
   private readonly entries = new Map<string, readonly number[]>();
   private size = 0;
 
