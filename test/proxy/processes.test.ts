@@ -3,8 +3,8 @@
  * by one process, so later turns still splice the stored completion ids (TITO); the records come
  * back to the front; a connection that carries several rollouts is relayed to each one's process;
  * MCP requests reach the front's handlers with the rollout's own key; a process that dies takes
- * only its own rollouts with it; and nothing outlives the proxy — not even when its process is
- * killed.
+ * only its own rollouts with it, and a new one takes its place; and nothing outlives the proxy —
+ * not even when its process is killed.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -14,6 +14,7 @@ import { type Engine, EngineError, type GenerateRequest } from "../../src/runtim
 import { createEngine } from "../../src/runtime/engines/registry.js";
 import { loadModelRuntime } from "../../src/runtime/model/model-runtime.js";
 import type { ProxyHandle, RolloutRegistration } from "../../src/runtime/proxy/api.js";
+import { ownerOfPath } from "../../src/runtime/proxy/processes/protocol.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import type { CallRecord } from "../../src/runtime/records/index.js";
 import { pidAlive } from "../suite-hygiene.js";
@@ -230,6 +231,38 @@ describe("proxy processes end", () => {
     const pids = proxy.processIds!;
     await proxy.close();
     expect(pids.filter(pidAlive)).toEqual([]);
+  }, 60_000);
+
+  it("a new process takes a dead one's place: new rollouts and shared-key paths are served by it again", async () => {
+    const proxy = await startProxy({ model: scriptedModel(SCRIPT), processes: 2, sharedKey: "shared-key" });
+    const seen: number[] = [...proxy.processIds!];
+    try {
+      const dead = proxy.processIds![1]!;
+      // a shared-key path that process 1 serves, before and after its death
+      const path = Array.from({ length: 64 }, (_, i) => `s-${i}`).find((p) => ownerOfPath(p, 2) === 1)!;
+      const sharedCall = () => httpCall(`${proxy.url}/r/${path}/v1/chat/completions`, { body: { ...first, stream: false }, headers: { authorization: "Bearer shared-key" } }).catch((e: Error) => ({ status: 0, text: e.message }));
+      expect((await sharedCall()).status).toBe(200);
+      process.kill(dead, "SIGKILL");
+      const t0 = Date.now();
+      while (proxy.processIds![1] === dead && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
+      const replacement = proxy.processIds![1]!;
+      seen.push(replacement);
+      expect(replacement).not.toBe(dead);
+      expect(pidAlive(replacement)).toBe(true);
+      expect(pidAlive(dead)).toBe(false);
+      const again = await sharedCall();
+      expect(again.status, again.text).toBe(200);
+      // registered rollouts are served again, with their TITO splicing
+      const rollouts = ["n-1", "n-2", "n-3"].map((p) => proxy.registerRollout(p));
+      await Promise.all(rollouts.map(converse));
+      for (const r of rollouts) {
+        await proxy.settle(r.path);
+        spliced(proxy.records(r.path));
+      }
+    } finally {
+      await proxy.close();
+    }
+    expect(seen.filter(pidAlive)).toEqual([]);
   }, 60_000);
 
   it("when the front's process is killed, its processes end too", async () => {

@@ -11,6 +11,7 @@
  * the records (each process sends every record as it is handed over; `settle` waits for those on
  * their way), the MCP handlers (a process relays an MCP request to the front's own loopback
  * server, which checks the key again). A process ends with the front (its IPC channel closes).
+ * A process that dies takes its rollouts with it, but a new one takes its place (./restarts.ts).
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -27,7 +28,8 @@ import { handleMcp } from "../mcp-route.js";
 import { parsePath } from "../routes.js";
 import { credentialOf, sameKey } from "../rollouts.js";
 import { type FromWorker, ownerOfPath, pathOfRequestLine, type RegisterOptions, type ToWorker, unpackRecord } from "./protocol.js";
-import { type EngineAsk, type RelayedEngineSpec, serveGenerations } from "./relayed-engine.js";
+import { type RelayedEngineSpec, type ServedGenerations, serveGenerations } from "./relayed-engine.js";
+import { createRestarter } from "./restarts.js";
 
 /** A request line longer than this is not HTTP a harness sends: the connection is closed. */
 const MAX_REQUEST_LINE = 16 * 1024;
@@ -39,10 +41,12 @@ interface Worker {
   child: ChildProcess;
   url: string;
   alive: boolean;
+  /** When it began serving (Date.now()). */
+  startedAt: number;
   /** Registered rollouts it serves now. */
   load: number;
   /** Its generations on the front's engine, when the proxy was given one. */
-  generations?: (msg: EngineAsk) => void;
+  generations?: ServedGenerations;
 }
 
 interface Registered {
@@ -60,7 +64,7 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
   let nextSettle = 0;
 
   const onMessage = (msg: FromWorker, worker: Worker) => {
-    if (msg.t === "generate" || msg.t === "abort") worker.generations!(msg);
+    if (msg.t === "generate" || msg.t === "abort") worker.generations!.ask(msg);
     else if (msg.t === "record") keep(msg.path, unpackRecord(msg.record));
     else if (msg.t === "settled") {
       settling.get(msg.id)?.();
@@ -84,13 +88,36 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
     options.onRecord?.(record);
   };
 
-  const started = await Promise.allSettled(Array.from({ length: count }, (_, index) => startWorker(index, count, options, onMessage)));
-  const workers = started.flatMap((s) => (s.status === "fulfilled" ? [s.value.worker] : []));
+  // A process that dies is replaced in its place: the same index, the same share of shared-key paths.
+  let closing = false;
+  let mcpUrl = "";
+  const restarter = createRestarter(
+    (index) => startWorker(index, count, options, onMessage, onExit).then((s) => s.worker),
+    (worker) => takePlace(worker),
+    stopWorker,
+  );
+  const onExit = (worker: Worker, why: string) => {
+    worker.generations?.abortAll();
+    if (!closing && workers[worker.index] === worker) restarter.died(worker.index, Date.now() - worker.startedAt, why);
+  };
+  /** A new process in a dead one's place: every process learns its address; it learns where the registered rollouts are. */
+  const takePlace = (worker: Worker) => {
+    workers[worker.index] = worker;
+    const urls = workers.map((w) => w.url);
+    for (const w of workers) send(w, { t: "peers", urls, mcpUrl });
+    for (const [path, r] of registered) if (r.owner.alive) send(worker, { t: "route", path, owner: r.owner.index });
+  };
+
+  const workers: Worker[] = [];
+  const started = await Promise.allSettled(Array.from({ length: count }, (_, index) => startWorker(index, count, options, onMessage, onExit)));
+  for (const s of started) if (s.status === "fulfilled") workers.push(s.value.worker);
   const failure = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failure) {
+    closing = true;
     await Promise.all(workers.map(stopWorker));
     throw failure.reason;
   }
+  for (const w of workers) if (!w.alive) restarter.died(w.index, 0, "ended while the proxy started");
   const engineInfo = (started[0] as PromiseFulfilledResult<{ engineInfo?: EngineInfo }>).value.engineInfo;
   const send = (w: Worker, msg: ToWorker) => {
     if (w.alive) w.child.send(msg);
@@ -99,7 +126,7 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
   // MCP servers live here: a process relays `/r/<path>/mcp/<name>` to this loopback server.
   const mcpServer = createHttpServer((req, res) => void serveMcp(registered, req, res));
   await listen(mcpServer, 0, "127.0.0.1");
-  const mcpUrl = `http://127.0.0.1:${(mcpServer.address() as AddressInfo).port}`;
+  mcpUrl = `http://127.0.0.1:${(mcpServer.address() as AddressInfo).port}`;
   for (const w of workers) send(w, { t: "peers", urls: workers.map((x) => x.url), mcpUrl });
 
   const ownerOf = (path: string | undefined): Worker => {
@@ -116,6 +143,8 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
   try {
     await listen(front, options.port ?? 0, options.host ?? "127.0.0.1");
   } catch (err) {
+    closing = true;
+    await restarter.stop();
     await Promise.all(workers.map(stopWorker));
     mcpServer.close();
     throw err;
@@ -177,9 +206,13 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
         send(owner, { t: "settle", id, path });
       });
     },
-    processIds: workers.map((w) => w.child.pid!),
+    get processIds() {
+      return workers.map((w) => w.child.pid!);
+    },
     ...(engineInfo ? { engineInfo } : {}),
     async close() {
+      closing = true;
+      await restarter.stop();
       await new Promise<void>((resolve) => front.close(() => resolve()));
       await Promise.all(workers.map(stopWorker));
       for (const resolve of settling.values()) resolve();
@@ -249,7 +282,13 @@ function listen(server: { listen(port: number, host: string, cb: () => void): un
 const ENTRY = fileURLToPath(new URL("./worker.mjs", import.meta.url));
 
 /** Fork one proxy process and wait until it serves (or says why it cannot). */
-function startWorker(index: number, count: number, options: ProxyOptions, onMessage: (msg: FromWorker, worker: Worker) => void): Promise<{ worker: Worker; engineInfo?: EngineInfo }> {
+function startWorker(
+  index: number,
+  count: number,
+  options: ProxyOptions,
+  onMessage: (msg: FromWorker, worker: Worker) => void,
+  onExit: (worker: Worker, why: string) => void,
+): Promise<{ worker: Worker; engineInfo?: EngineInfo }> {
   const child = fork(ENTRY, [], { execArgv: [], serialization: "advanced", stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const env = options.env ?? process.env;
   const engine = options.engine;
@@ -273,12 +312,12 @@ function startWorker(index: number, count: number, options: ProxyOptions, onMess
       else if (msg.t === "ready") {
         child.off("message", first);
         child.off("exit", early);
-        const worker: Worker = { index, child, url: msg.url, alive: true, load: 0 };
+        const worker: Worker = { index, child, url: msg.url, alive: true, startedAt: Date.now(), load: 0 };
         if (engine) worker.generations = serveGenerations(engine, (reply) => worker.alive && child.send(reply));
         child.on("message", (m: FromWorker) => onMessage(m, worker));
         child.on("exit", (code, signal) => {
           worker.alive = false;
-          if (!stopping.has(child)) process.emitWarning(`reins proxy: process ${index} ended (${signal ?? code}); the rollouts it served lose their connections`);
+          if (!stopping.has(child)) onExit(worker, String(signal ?? code));
         });
         resolve({ worker, ...(msg.engineInfo ? { engineInfo: msg.engineInfo } : {}) });
       } else if (msg.t === "failed") {

@@ -85,20 +85,31 @@ export class RelayedEngine implements Engine {
 }
 
 /** In the front: serve a process's generations with `engine`; `reply` sends to that process. */
-export function serveGenerations(engine: Engine, reply: (msg: EngineReply) => void): (msg: EngineAsk) => void {
+export function serveGenerations(engine: Engine, reply: (msg: EngineReply) => void): ServedGenerations {
   const running = new Map<number, AbortController>();
-  return (msg) => {
-    if (msg.t === "abort") return void running.get(msg.id)?.abort();
-    const abort = new AbortController();
-    running.set(msg.id, abort);
-    const req: GenerateRequest = { ...msg.req, signal: abort.signal };
-    const done = msg.stream && engine.generateStream ? engine.generateStream(req, (chunk) => reply({ t: "gen-chunk", id: msg.id, chunk })) : engine.generate(req);
-    done.then(
-      (result) => reply({ t: "gen-done", id: msg.id, result }),
-      (err: unknown) => {
-        const e = err as Error;
-        reply(e instanceof EngineError ? { t: "gen-failed", id: msg.id, message: e.message, kind: e.kind, ...(e.partial ? { partial: e.partial } : {}) } : { t: "gen-failed", id: msg.id, message: `engine failed: ${e?.message ?? String(err)}` });
-      },
-    ).finally(() => running.delete(msg.id));
+  return {
+    ask(msg) {
+      if (msg.t === "abort") return void running.get(msg.id)?.abort();
+      const abort = new AbortController();
+      running.set(msg.id, abort);
+      const req: GenerateRequest = { ...msg.req, signal: abort.signal };
+      const done = msg.stream && engine.generateStream ? engine.generateStream(req, (chunk) => reply({ t: "gen-chunk", id: msg.id, chunk })) : engine.generate(req);
+      done.then(
+        (result) => reply({ t: "gen-done", id: msg.id, result }),
+        (err: unknown) => {
+          const e = err as Error;
+          reply(e instanceof EngineError ? { t: "gen-failed", id: msg.id, message: e.message, kind: e.kind, ...(e.partial ? { partial: e.partial } : {}) } : { t: "gen-failed", id: msg.id, message: `engine failed: ${e?.message ?? String(err)}` });
+        },
+      ).finally(() => running.delete(msg.id));
+    },
+    abortAll() {
+      for (const abort of running.values()) abort.abort();
+    },
   };
+}
+
+/** One process's generations on the front's engine: its asks, and all of them stopped when it dies. */
+export interface ServedGenerations {
+  ask(msg: EngineAsk): void;
+  abortAll(): void;
 }
