@@ -14,12 +14,13 @@
  * has compiled their code; each row runs ROUNDS times, bare then proxy, and gives the median
  * ratio with its range (the machine's load drifts within a run).
  *
- *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR] [--processes N] [--connection-per-rollout]
+ *   node --import tsx bench/proxy-overhead.ts [--cpu-prof DIR] [--processes N] [--connection-per-rollout] [--semi-space MB]
  * With --cpu-prof the server process writes a V8 CPU profile into DIR when the bench ends. With
  * --processes N the proxy runs as N processes behind its port; their CPU counts as the proxy's.
  * By default the client keeps one pool of connections for all rollouts (the cheapest client);
  * with --connection-per-rollout each rollout's calls go on a connection of its own, as harnesses
- * do (each runs in its own sandbox) — then the several processes never relay a call.
+ * do (each runs in its own sandbox) — then the several processes never relay a call. With
+ * --semi-space MB the servers' process gets a young generation of that size (see processes/front.ts).
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -33,6 +34,9 @@ import { startProxy } from "../src/runtime/proxy/server.js";
 const KEY = "bench-key";
 /** `--processes N`: the proxy runs as N processes behind its port (the model's proxy.processes). */
 const PROCESSES = Number(process.argv[process.argv.indexOf("--processes") + 1] ?? 1) || 1;
+
+/** `--semi-space MB`: the servers' process starts with V8's `--max-semi-space-size` (as reins's proxy processes do, with 64). */
+const SEMI_SPACE = process.argv.includes("--semi-space") ? [`--max-semi-space-size=${Number(process.argv[process.argv.indexOf("--semi-space") + 1])}`] : [];
 
 /** `--connection-per-rollout`: each rollout's calls on a connection of its own (as harnesses), not one pool for all. */
 const PER_ROLLOUT = process.argv.includes("--connection-per-rollout");
@@ -195,7 +199,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 async function main(): Promise<void> {
   const profIndex = process.argv.indexOf("--cpu-prof");
   const prof = profIndex >= 0 ? ["--cpu-prof", "--cpu-prof-dir", process.argv[profIndex + 1]!] : [];
-  const child = spawn(process.execPath, [...prof, "--import", "tsx", fileURLToPath(import.meta.url), "--serve", "--processes", String(PROCESSES)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...prof, ...SEMI_SPACE, "--import", "tsx", fileURLToPath(import.meta.url), "--serve", "--processes", String(PROCESSES)], { stdio: ["ignore", "pipe", "inherit"] });
   const info = await new Promise<{ proxy: string; bare: string; bytes: number }>((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (c) => {
