@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pidAlive } from "../suite-hygiene.js";
 import { httpCall } from "./helpers.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -61,6 +62,35 @@ describe("reins proxy", () => {
       p.child.kill("SIGKILL");
     }
   });
+
+  it("with proxy.processes, says how many, serves rollouts on each and records them all, and leaves no process", async () => {
+    const config = join(dir, "model-processes.yaml");
+    await writeFile(config, (await readFile(join(dir, "model.yaml"), "utf8")) + "  proxy: {processes: 2}\n");
+    const rec = join(dir, "calls-processes.jsonl");
+    const p = run(["proxy", "--config", config, "--key", "k-test", "--record", rec]);
+    try {
+      await waitFor(() => p.stderr().includes("serving model"), "the proxy to serve");
+      expect(p.stderr()).toContain("(scripted engine, 2 processes)");
+      const base = p.stdout().split("\n")[0]!;
+      // paths that hash to each of the two processes
+      const ids = ["cli-a", "cli-b", "cli-c", "cli-d", "cli-e", "cli-f"];
+      const { ownerOfPath } = await import("../../src/runtime/proxy/processes/protocol.js");
+      expect(new Set(ids.map((id) => ownerOfPath(id, 2))).size).toBe(2);
+      for (const id of ids) {
+        const ok = await httpCall(`${base.replace("<rollout-id>", id)}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content: "hi" }] }, headers: { authorization: "Bearer k-test" } });
+        expect(JSON.parse(ok.text).choices[0].message.content).toBe("hello there");
+      }
+      const children = (await readFile(`/proc/${p.child.pid}/task/${p.child.pid}/children`, "utf8")).trim().split(/\s+/).filter(Boolean).map(Number);
+      expect(children).toHaveLength(2);
+      p.child.kill("SIGTERM");
+      expect(await p.exit).toBe(0);
+      const records = (await readFile(rec, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { rolloutId: string });
+      expect(records.map((r) => r.rolloutId).sort()).toEqual(ids);
+      await waitFor(() => children.every((pid) => !pidAlive(pid)), "the proxy's processes to end", 10_000);
+    } finally {
+      p.child.kill("SIGKILL");
+    }
+  }, 60_000);
 
   it("reports a bad config as a diagnostic and exits 1", async () => {
     const p = run(["proxy", "--config", join(dir, "bad.yaml")]);

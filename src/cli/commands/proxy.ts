@@ -64,7 +64,7 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
   if (flags.json) printJson({ url: proxy.url, baseUrl, key });
   else process.stdout.write(`${baseUrl}\napi-key: ${key}\n`);
   say(
-    `reins proxy: serving model ${config.value.model.name} (${config.value.model.engine.type} engine). ` +
+    `reins proxy: serving model ${config.value.model.name} (${config.value.model.engine.type} engine${(proxy.processIds?.length ?? 1) > 1 ? `, ${proxy.processIds!.length} processes` : ""}). ` +
       `Replace <rollout-id> with any id; harnesses append /v1/...; send the key as x-api-key or Authorization: Bearer. Ctrl-C stops.`,
   );
   const code = await new Promise<number>((resolve) => {

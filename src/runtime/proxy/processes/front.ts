@@ -117,7 +117,6 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
     await Promise.all(workers.map(stopWorker));
     throw failure.reason;
   }
-  for (const w of workers) if (!w.alive) restarter.died(w.index, 0, "ended while the proxy started");
   const engineInfo = (started[0] as PromiseFulfilledResult<{ engineInfo?: EngineInfo }>).value.engineInfo;
   const send = (w: Worker, msg: ToWorker) => {
     if (w.alive) w.child.send(msg);
@@ -149,6 +148,7 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
     mcpServer.close();
     throw err;
   }
+  for (const w of workers) if (!w.alive) restarter.died(w.index, 0, "ended while the proxy started");
   const address = front.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -284,7 +284,7 @@ const ENTRY = fileURLToPath(new URL("./worker.mjs", import.meta.url));
  * A proxy process's young generation, larger than V8's default: a call's objects live as long as
  * the call (tens of ms under load), so with the default most in-flight calls' objects survive a
  * scavenge and are copied, then promoted. Measured with one process at 128 streams
- * (bench/proxy-overhead.ts, the server started with it): later turns 0.53–0.57 → 0.63–0.69 of bare.
+ * (bench/proxy-overhead.ts --semi-space 64): later turns 0.57 → 0.68 of bare (medians of 5 runs).
  * It must be given at start (V8 sizes the heap then), so a process reins forks gets it.
  */
 const YOUNG_GENERATION = "--max-semi-space-size=64";
