@@ -50,7 +50,7 @@ describe.skipIf(skip)("podman provider", () => {
   });
 
   it("plays the kubernetes provider's Pod, adapted only where podman needs it", () => {
-    const identity = { runId: "podman-test", rolloutId: "pod-0", task: "hello", harness: "shell" };
+    const identity = { runId: `podman-test-${provider.instance}`, rolloutId: "pod-0", task: "hello", harness: "shell" };
     expect(box.podName).toBe(podName(identity));
     const played = box.state.manifest;
     const base = buildSandboxPod({
@@ -163,6 +163,22 @@ describe.skipIf(skip)("podman provider", () => {
     await runPodman(victim.state.cli, ["pod", "kill", victim.podName]);
     await expect(victim.exec(["true"])).rejects.toMatchObject({ kind: "died" });
     await victim.destroy();
+  });
+
+  it("a second run of the same plan gets pods of its own: the first run's sandbox keeps running", async () => {
+    const first = (await provider.create({ id: "pod-twice", runId: "podman-test", network: "none" })) as PodmanSandbox;
+    const other = new PodmanSandboxProvider({ rootDir: path.join(root, "pods-2") });
+    try {
+      const second = (await other.create({ id: "pod-twice", runId: "podman-test", network: "none" })) as PodmanSandbox;
+      expect(second.podName).not.toBe(first.podName);
+      expect((await first.exec(["echo", "still here"])).stdout.trim()).toBe("still here");
+      expect((await second.exec(["echo", "me too"])).stdout.trim()).toBe("me too");
+      await second.destroy();
+      expect((await first.exec(["true"])).exitCode).toBe(0);
+    } finally {
+      await first.destroy();
+      await other.close();
+    }
   });
 
   it("destroy removes the pod, its containers and its state", async () => {

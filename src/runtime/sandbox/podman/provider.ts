@@ -8,6 +8,7 @@
  * sandbox's own containers.conf (pids_limit, ulimits), and, run as root, the workspace, HOME and
  * /tmp as tmpfs capped at diskMiB each (as the local provider).
  */
+import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -42,6 +43,12 @@ export interface PodmanProviderOptions {
 export class PodmanSandboxProvider extends BaseSandboxProvider {
   readonly type = "podman" as const;
   readonly rootDir: string;
+  /**
+   * This provider's own part of its pods' run id. A run id names a plan, and all podman runs on a
+   * host share one namespace of pod names: without it, a second run of the same plan (another
+   * terminal, a retry while the first still stops) would `--replace` the first run's pods.
+   */
+  readonly instance = randomBytes(3).toString("hex");
   private readonly cli: (sandboxId: string) => Promise<PodmanCli>;
 
   constructor(private readonly options: PodmanProviderOptions = {}) {
@@ -63,7 +70,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
     const cli = await this.cli(spec.id);
     const socket = proxySocketFor(spec);
     const stateDir = await mkdtemp(path.join(this.rootDir, "pod-"));
-    const identity: RolloutIdentity = { runId: spec.runId, rolloutId: spec.id, task: spec.task, harness: spec.harness };
+    const identity: RolloutIdentity = { runId: `${spec.runId}-${this.instance}`, rolloutId: spec.id, task: spec.task, harness: spec.harness };
     const name = podName(identity);
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     try {
