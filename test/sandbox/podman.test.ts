@@ -2,8 +2,8 @@
  * The podman provider, for real: it plays the kubernetes provider's Pod manifest with
  * `podman kube play`. Skipped only when podman is missing AND REINS_SKIP_PODMAN=1.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -180,6 +180,47 @@ describe.skipIf(skip)("podman provider", () => {
       await other.close();
     }
   });
+
+  it("a runner killed with its pods running: the next provider on its root removes its pods, mounts and state, and keeps a live runner's", async () => {
+    const shared = path.join(root, "pods-orphans");
+    const live = new PodmanSandboxProvider({ rootDir: shared });
+    const next = new PodmanSandboxProvider({ rootDir: shared });
+    const script = path.join(root, "runner.mts");
+    writeFileSync(
+      script,
+      `import { PodmanSandboxProvider } from ${JSON.stringify(path.resolve("src/runtime/sandbox/podman/provider.ts"))};
+const box = await new PodmanSandboxProvider({ rootDir: ${JSON.stringify(shared)} }).create({ id: "orphan", runId: "podman-test", network: "none" });
+process.stdout.write(JSON.stringify({ pod: box.podName, stateDir: box.state.stateDir }) + "\\n");
+setInterval(() => undefined, 1000);
+`,
+    );
+    const runner = spawn(process.execPath, ["--import", "tsx", script], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const kept = (await live.create({ id: "kept", runId: "podman-test", network: "none" })) as PodmanSandbox;
+      const line = await new Promise<string>((resolve, reject) => {
+        runner.stdout.once("data", (d: Buffer) => resolve(d.toString()));
+        runner.once("exit", (code) => reject(new Error(`the runner exited ${code}`)));
+      });
+      const orphan = JSON.parse(line) as { pod: string; stateDir: string };
+      runner.kill("SIGKILL");
+      await new Promise((resolve) => runner.once("exit", resolve));
+      const mountedUnder = (dir: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => (l.split(" ")[4] ?? "").startsWith(`${dir}/`));
+      expect((await runPodman(kept.state.cli, ["pod", "exists", orphan.pod])).code).toBe(0);
+      if (process.getuid?.() === 0) expect(mountedUnder(orphan.stateDir).length).toBe(3);
+      // The next runner's first sandbox prepares the host: what the dead one left goes.
+      const fresh = (await next.create({ id: "fresh", runId: "podman-test", network: "none" })) as PodmanSandbox;
+      expect((await runPodman(kept.state.cli, ["pod", "exists", orphan.pod])).code).not.toBe(0);
+      expect(existsSync(orphan.stateDir)).toBe(false);
+      expect(mountedUnder(orphan.stateDir)).toEqual([]);
+      expect((await kept.exec(["echo", "alive"])).stdout.trim()).toBe("alive");
+      expect(existsSync(kept.state.stateDir)).toBe(true);
+      await fresh.destroy();
+    } finally {
+      runner.kill("SIGKILL");
+      await live.close();
+      await next.close();
+    }
+  }, 120_000);
 
   it("destroy removes the pod, its containers and its state", async () => {
     const doomed = (await provider.create({ id: "pod-doomed", runId: "podman-test", network: "none" })) as PodmanSandbox;

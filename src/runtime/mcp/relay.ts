@@ -14,6 +14,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { McpCallRecord } from "../records/rollout-result.js";
+import type { ExecResult } from "../sandbox/provider.js";
 import type { ServerProcess } from "./server-process.js";
 
 /** Recorded results longer than this (as JSON) keep their beginning only. */
@@ -30,6 +31,11 @@ interface Pending {
   tool?: string;
   arguments?: unknown;
   at: number;
+}
+
+/** How a server's process ended, for a message: its exit code, its signal, or neither (its sandbox failed). */
+function statusOf(r: ExecResult): string {
+  return String(r.exitCode ?? r.signal ?? "no exit status");
 }
 
 export class McpRelayError extends Error {
@@ -69,7 +75,7 @@ export class McpRelay {
           reject(fail(`did not answer ${method} within ${Math.round(timeoutMs / 1000)} s`));
         }, timeoutMs);
         this.pending.set(id, { probe: (m) => (clearTimeout(timer), resolve(m)), method, at: Date.now() });
-        void this.server.ended.then((r) => (clearTimeout(timer), reject(fail(`exited (${r.exitCode ?? r.signal}) before answering ${method}`))));
+        void this.server.ended.then((r) => (clearTimeout(timer), reject(fail(`exited (${statusOf(r)}) before answering ${method}`))));
         void this.server.send({ jsonrpc: "2.0", id, method, params } as JSONRPCMessage);
       });
     const init = await ask("initialize", { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "reins", version: "1" } });
@@ -90,7 +96,7 @@ export class McpRelay {
   failure(): McpRelayError | undefined {
     if (!this.server.exit) return undefined;
     const r = this.server.exit;
-    return new McpRelayError("McpServerCrashed", `The MCP server ${this.name} exited (${r.exitCode ?? r.signal}) while the harness ran${this.stderrNote()}`);
+    return new McpRelayError("McpServerCrashed", `The MCP server ${this.name} exited (${statusOf(r)}) while the harness ran${this.stderrNote()}`);
   }
 
   private allows(tool: string): boolean {

@@ -8,6 +8,7 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { ExecResult, Sandbox, SandboxProcess } from "../sandbox/provider.js";
+import { messageOf } from "../sandbox/sandbox-error.js";
 
 const STDERR_TAIL = 2000;
 
@@ -42,11 +43,20 @@ export class ServerProcess implements Transport {
       maxOutputBytes: 64 * 1024,
       onOutput: (stream, chunk) => (stream === "stdout" ? this.read(chunk) : this.keepStderr(chunk)),
     });
-    void this.process.wait().then((r) => {
-      this.exit = r;
-      this.resolveEnded(r);
-      this.onclose?.();
-    });
+    void this.process.wait().then(
+      (r) => this.end(r),
+      // The sandbox failed under it (died, or exec broke): an end like any other, said on stderr.
+      (error: unknown) => {
+        this.keepStderr(Buffer.from(`${this.stderr === "" || this.stderr.endsWith("\n") ? "" : "\n"}${messageOf(error)}`));
+        this.end({ exitCode: null, signal: null, stdout: "", stderr: this.stderr, stdoutTruncated: false, stderrTruncated: false, timedOut: false, durationMs: 0 });
+      },
+    );
+  }
+
+  private end(r: ExecResult): void {
+    this.exit = r;
+    this.resolveEnded(r);
+    this.onclose?.();
   }
 
   private read(chunk: Buffer): void {

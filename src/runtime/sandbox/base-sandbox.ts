@@ -60,6 +60,8 @@ export abstract class BaseSandbox implements Sandbox {
   private current: SandboxState = "running";
   private destroying: Promise<void> | null = null;
   private readonly running = new Set<SupervisedCommand>();
+  /** Commands running when stopProcesses began: they end by the runner's kill, whenever their end is seen. */
+  private readonly stopping = new WeakSet<SupervisedCommand>();
   private readonly onDestroyed: (() => void)[] = [];
 
   protected constructor(
@@ -114,7 +116,7 @@ export abstract class BaseSandbox implements Sandbox {
     this.running.add(command);
     const result = command.done.then((run) => {
       this.running.delete(command);
-      return this.resultOf(run);
+      return this.resultOf(command, run);
     });
     result.catch(() => undefined);
     return {
@@ -130,14 +132,19 @@ export abstract class BaseSandbox implements Sandbox {
     return this.spawn(argv, options).wait();
   }
 
-  private async resultOf(run: CommandRun): Promise<ExecResult> {
-    const killed = run.killed || this.current !== "running";
+  private async resultOf(command: SupervisedCommand, run: CommandRun): Promise<ExecResult> {
+    const endedByRunner = (): boolean => run.killed || this.current !== "running" || this.stopping.has(command);
+    let killed = endedByRunner();
     if (!killed) {
       const failure = "failure" in run.end ? run.end.failure : undefined;
       const detail = [failure, tail(run.output.stderr.text())].filter(Boolean).join(": ");
       const suspect = failure !== undefined || (this.exitMayMeanDeath && "exitCode" in run.end && run.end.exitCode !== 0);
-      if (suspect && !(await this.alive())) throw this.died(detail || "the command ended with it");
-      if (failure !== undefined) throw new SandboxError("exec-failed", this.id, detail, this.execHint);
+      if (suspect && !(await this.alive())) {
+        // The sandbox went while it was probed: destroyed by the runner then, not dead under the command.
+        killed = endedByRunner();
+        if (!killed) throw this.died(detail || "the command ended with it");
+      }
+      if (!killed && failure !== undefined) throw new SandboxError("exec-failed", this.id, detail, this.execHint);
     }
     return execResultOf({ ...run, killed });
   }
@@ -211,6 +218,7 @@ export abstract class BaseSandbox implements Sandbox {
 
   async stopProcesses(): Promise<void> {
     if (this.current !== "running") throw this.died("it was destroyed");
+    for (const command of this.running) this.stopping.add(command);
     try {
       await this.killProcesses();
     } catch (error) {

@@ -145,8 +145,9 @@ export { ownerStamp } from "./owner.js";
 /**
  * Removes sandbox state left by runners that no longer exist (their processes died with them):
  * directories, control groups, mounts and uid leases. A live runner's sandboxes are never touched.
+ * `endSandbox` first ends what outlives a runner (a podman pod) for each such state directory.
  */
-export async function pruneStale(stateRoot: string): Promise<number> {
+export async function pruneStale(stateRoot: string, endSandbox?: (stateDir: string) => Promise<void>): Promise<number> {
   let removed = 0;
   for (const name of await readdir(stateRoot).catch(() => [] as string[])) {
     if (name.startsWith(".")) continue;
@@ -154,6 +155,7 @@ export async function pruneStale(stateRoot: string): Promise<number> {
     const owner = await readFile(path.join(dir, "owner"), "utf8").catch(() => null);
     if (owner === null) continue;
     if (isOwnerAlive(owner)) continue;
+    await endSandbox?.(dir).catch(() => undefined);
     if (await removeState(stateRoot, dir).catch(() => false)) removed++;
   }
   pruneUidLeases(stateRoot);

@@ -9,7 +9,7 @@
  * /tmp as tmpfs capped at diskMiB each (as the local provider).
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
@@ -20,6 +20,7 @@ import { buildSandboxPod, podName, type RolloutIdentity } from "../kubernetes/ma
 import { limitPidsOf } from "../host/cgroups.js";
 import { runHostCommand } from "../host/process-runner.js";
 import { baseEnvironment, DEFAULT_PROXY_PORT, DEFAULT_SANDBOX_IMAGE, limitsOf, SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID } from "../layout.js";
+import { ownerStamp, pruneStale } from "../local/host.js";
 import { layOutState, removeState } from "../local/state.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
@@ -40,6 +41,15 @@ export interface PodmanProviderOptions {
   readyTimeoutMs?: number;
 }
 
+/** The file in a pod's state directory that names the pod. */
+const POD_NAME_FILE = "pod";
+
+/** Removes the pod whose state directory is `stateDir` (one a runner that no longer exists left). */
+async function removePodOf(cli: PodmanCli, stateDir: string): Promise<void> {
+  const name = (await readFile(path.join(stateDir, POD_NAME_FILE), "utf8").catch(() => "")).trim();
+  if (name) await runPodman(cli, ["pod", "rm", "-f", "-t", "0", name], 60_000);
+}
+
 export class PodmanSandboxProvider extends BaseSandboxProvider {
   readonly type = "podman" as const;
   readonly rootDir: string;
@@ -49,6 +59,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
    * terminal, a retry while the first still stops) would `--replace` the first run's pods.
    */
   readonly instance = randomBytes(3).toString("hex");
+  private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
   private readonly cli: (sandboxId: string) => Promise<PodmanCli>;
 
   constructor(private readonly options: PodmanProviderOptions = {}) {
@@ -59,7 +70,9 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
         const binary = options.podmanPath ?? findExecutable("podman");
         if (!binary) throw new Error("podman is not installed");
         await mkdir(this.rootDir, { recursive: true });
-        return preparePodmanCli(binary, this.rootDir, options.containersConf);
+        const cli = await preparePodmanCli(binary, this.rootDir, options.containersConf);
+        await pruneStale(this.rootDir, (stateDir) => removePodOf(cli, stateDir));
+        return cli;
       },
       messageOf,
       "apt-get install -y podman runc catatonit; then scripts/build-image.sh",
@@ -74,6 +87,9 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
     const name = podName(identity);
     const port = spec.proxyPort ?? DEFAULT_PROXY_PORT;
     try {
+      // Whose pod this is: a later runner removes it and its state if this one dies without closing.
+      await writeFile(path.join(stateDir, POD_NAME_FILE), name);
+      await writeFile(path.join(stateDir, "owner"), this.stamp);
       const limits = limitsOf(spec.resources);
       const state = layOutState(stateDir, { uid: SANDBOX_UID, gid: SANDBOX_GID, limits, cap: process.getuid?.() === 0 ? "host" : "none", cgroups: null });
       const dirs = state.dirs as StateDirs;
