@@ -63,8 +63,9 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
   const baseUrl = `${proxy.url}/r/<rollout-id>`;
   if (flags.json) printJson({ url: proxy.url, baseUrl, key });
   else process.stdout.write(`${baseUrl}\napi-key: ${key}\n`);
+  const processes = proxy.processIds?.length ?? 1;
   say(
-    `reins proxy: serving model ${config.value.model.name} (${config.value.model.engine.type} engine${(proxy.processIds?.length ?? 1) > 1 ? `, ${proxy.processIds!.length} processes` : ""}). ` +
+    `reins proxy: serving model ${config.value.model.name} (${config.value.model.engine.type} engine${processes > 1 ? `, ${processes} processes` : ""}). ` +
       `Replace <rollout-id> with any id; harnesses append /v1/...; send the key as x-api-key or Authorization: Bearer. Ctrl-C stops.`,
   );
   const code = await new Promise<number>((resolve) => {
