@@ -117,6 +117,8 @@ describe("reins view in chromium", () => {
     expect(await page.locator("#tokens .tok.context").count()).toBeGreaterThan(0);
     await page.click('.call[data-seq="0"]');
     await page.waitForSelector('.call.selected[data-seq="0"]');
+    // The tree marks the call at once; its page follows from the server.
+    await page.waitForSelector('#call[data-seq="0"]');
     expect(await page.locator("#call h2").innerText()).toContain("Call 0");
     await page.click('button[data-overlay="logprob"]');
     // The trainer's logprobs against the sampler's: a ratio on every trained token of the page.

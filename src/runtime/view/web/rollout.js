@@ -163,6 +163,8 @@ async function showCall(box, run, id, seq, tree, from) {
     page.conversation ? el("div", { id: "conversation" },
       el("div", { class: "turn" }, el("div", { class: "who" }, c.parentLength > 0 ? `context added since the previous call (from token ${page.conversation.promptFrom})` : "prompt"), el("pre", {}, page.conversation.prompt.text)),
       el("div", { class: "turn" }, el("div", { class: "who" }, "model"), el("pre", {}, page.conversation.completion.text))) : el("p", { class: "note" }, "No tokenizer to decode with."));
+  // The call shown, once its page is here (the tree marks the selected call before it arrives).
+  box.setAttribute("data-seq", String(seq));
   draw();
 }
 
