@@ -13,7 +13,7 @@ import { detectCgroups, groupsUnder, removeSandboxCgroups, sandboxGroupParents, 
 import { findExecutable } from "../host/executables.js";
 import { nativeProgram } from "./native.js";
 import { DEFAULT_HIDDEN, SYSTEM_DIRS, type HiddenPath, type HostEntry } from "./keeper-args.js";
-import { isDeadRunnersGroup, isOwnerAlive } from "./owner.js";
+import { isDeadRunnersGroup, isOwnerAlive, OWNER_FILE } from "./owner.js";
 import { removeState } from "./state.js";
 import { pruneUidLeases } from "./uids.js";
 
@@ -152,7 +152,7 @@ export async function pruneStale(stateRoot: string, endSandbox?: (stateDir: stri
   for (const name of await readdir(stateRoot).catch(() => [] as string[])) {
     if (name.startsWith(".")) continue;
     const dir = path.join(stateRoot, name);
-    const owner = await readFile(path.join(dir, "owner"), "utf8").catch(() => null);
+    const owner = await readFile(path.join(dir, OWNER_FILE), "utf8").catch(() => null);
     if (owner === null) continue;
     if (isOwnerAlive(owner)) continue;
     await endSandbox?.(dir).catch(() => undefined);

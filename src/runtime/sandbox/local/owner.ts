@@ -21,6 +21,14 @@ export function ownerStamp(pid = process.pid): string | null {
   }
 }
 
+/** The file in a sandbox's state directory that holds its runner's stamp (read by pruneStale). */
+export const OWNER_FILE = "owner";
+
+/** This runner's stamp as written in OWNER_FILE (its pid alone where /proc cannot give its start). */
+export function ownerRecord(): string {
+  return `${ownerStamp() ?? process.pid}\n`;
+}
+
 /** Whether the runner with this stamp still runs (the same process: same pid, same start time). */
 export function isOwnerAlive(stamp: string): boolean {
   const pid = Number(stamp.trim().split(" ")[0]);

@@ -45,7 +45,7 @@ import { buildConfineArgv, type Confinement } from "./confine.js";
 import { prepareLocalHost, withSandboxUser, type LocalHost } from "./host.js";
 import { buildHelperConfineArgv, buildKeeperArgs, buildKeeperScript, nodeForwarder, socatForwarder, type KeeperLayout } from "./keeper-args.js";
 import { startKeeper } from "./keeper.js";
-import { ownerStamp } from "./owner.js";
+import { OWNER_FILE, ownerRecord } from "./owner.js";
 import { openRoots, type SandboxRoots } from "./roots.js";
 import { LocalSandbox } from "./sandbox.js";
 import { SparePool } from "./spares.js";
@@ -104,7 +104,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   private readonly uid: number;
   private readonly gid: number;
   private readonly host: (sandboxId: string) => Promise<LocalHost>;
-  private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
+  private readonly stamp = ownerRecord();
   /** State prepared for the next sandbox with the same limits, off the critical path of its creation. */
   private readonly spares = new SparePool<PreparedState>((p) => removeStateNow(this.rootDir, p.stateDir));
   /** Starts this provider's processes without forking the runner; held from the first creation to close(). */
@@ -175,7 +175,7 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
   private prepareState(host: LocalHost, name: string, limits: Limits, role: SandboxSpec["role"]): PreparedState {
     const stateDir = mkdtempSync(path.join(this.rootDir, `${name}-`));
     try {
-      writeFileSync(path.join(stateDir, "owner"), this.stamp);
+      writeFileSync(path.join(stateDir, OWNER_FILE), this.stamp);
       // A verifier's sandbox never shares the agents' uid: a leased uid is its own anyway, a fixed
       // one is replaced by the verifier's.
       const leased = this.userFor(host, stateDir);

@@ -20,7 +20,8 @@ import { buildSandboxPod, podName, type RolloutIdentity } from "../kubernetes/ma
 import { limitPidsOf } from "../host/cgroups.js";
 import { runHostCommand } from "../host/process-runner.js";
 import { baseEnvironment, DEFAULT_PROXY_PORT, DEFAULT_SANDBOX_IMAGE, limitsOf, SANDBOX_GID, SANDBOX_HOME, SANDBOX_UID } from "../layout.js";
-import { ownerStamp, pruneStale } from "../local/host.js";
+import { pruneStale } from "../local/host.js";
+import { OWNER_FILE, ownerRecord } from "../local/owner.js";
 import { layOutState, removeState } from "../local/state.js";
 import type { SandboxSpec } from "../provider.js";
 import { messageOf, SandboxError } from "../sandbox-error.js";
@@ -59,7 +60,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
    * terminal, a retry while the first still stops) would `--replace` the first run's pods.
    */
   readonly instance = randomBytes(3).toString("hex");
-  private readonly stamp = `${ownerStamp() ?? process.pid}\n`;
+  private readonly stamp = ownerRecord();
   private readonly cli: (sandboxId: string) => Promise<PodmanCli>;
 
   constructor(private readonly options: PodmanProviderOptions = {}) {
@@ -89,7 +90,7 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
     try {
       // Whose pod this is: a later runner removes it and its state if this one dies without closing.
       await writeFile(path.join(stateDir, POD_NAME_FILE), name);
-      await writeFile(path.join(stateDir, "owner"), this.stamp);
+      await writeFile(path.join(stateDir, OWNER_FILE), this.stamp);
       const limits = limitsOf(spec.resources);
       const state = layOutState(stateDir, { uid: SANDBOX_UID, gid: SANDBOX_GID, limits, cap: process.getuid?.() === 0 ? "host" : "none", cgroups: null });
       const dirs = state.dirs as StateDirs;
