@@ -76,6 +76,24 @@ describe("reins run", () => {
     expect(idsB).toEqual(idsA); // the same rollouts, each once
     expect(new Set(idsB).size).toBe(idsB.length);
 
+    // A step's metrics are recorded before its commit, the checkpoint event; a run killed between
+    // the two (here: b's events cut right before its last step's checkpoint) redoes that step's
+    // training on resume, from the checkpoint before, and reports every step once.
+    const at = (ev: any[], type: string, step: number) => ev.findIndex((e) => e.type === type && e.step === step && (type !== "checkpoint" || e.phase === "step"));
+    for (const step of trainedA) expect(at(evA, "step-metrics", step)).toBeLessThan(at(evA, "checkpoint", step));
+    const lastStep = Math.max(...trainedB);
+    const lines = readFileSync(join(b, "events.jsonl"), "utf8").split("\n").filter(Boolean);
+    writeFileSync(join(b, "events.jsonl"), lines.slice(0, at(lines.map((l) => JSON.parse(l)), "checkpoint", lastStep)).join("\n") + "\n");
+    const redone = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json"], { encoding: "utf8", timeout: 600_000 });
+    expect(redone.status, redone.stderr).toBe(0);
+    expect(redone.stderr).toContain(`resumed from the checkpoint of step ${Math.max(...trainedB.filter((s) => s !== lastStep))}`);
+    const outC = JSON.parse(redone.stdout);
+    expect(outC.steps).toBe(3);
+    expect(outC.metrics.map((m: any) => m.step)).toEqual([...trainedA].sort((x, y) => x - y));
+    const evC = events(b);
+    expect(evC.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step).sort()).toEqual(trainedA.sort());
+    expect(results(b).map((x) => x.id).sort()).toEqual(idsA); // no rollout sampled again
+
     // A checkpoint the worker cannot restore: the resumed run fails with a clear error, and its
     // worker does not outlive it.
     const last = evA.filter((e) => e.type === "checkpoint").at(-1)!;

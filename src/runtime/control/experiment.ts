@@ -195,7 +195,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       sftInfo = await runSft(sftContext, store, worker, publisher.version);
       if (!o.signal?.aborted) {
         o.onEvent?.({ type: "progress", phase: "publishing", label: "SFT publishing", unit: "weights", total: 1, done: 0 });
-        await publisher.publish("sft", -1);
+        publisher.commit(await publisher.publish("sft", -1));
         o.onEvent?.({ type: "progress", phase: "publishing", label: "SFT publishing", unit: "weights", total: 1, done: 1 });
       }
     }

@@ -1,8 +1,10 @@
 /**
  * Publishing a trained step (or the end of SFT): save the weights in the Trainer's formats →
- * the engine hot-reloads them → checkpoint the trainer → record the checkpoint event. Weights the
- * engine cannot load stop the run (EngineReloadFailed) while the previous version keeps serving;
- * nothing is checkpointed for that step, so a resumed run redoes it.
+ * the engine hot-reloads them → checkpoint the trainer. The checkpoint event that follows is the
+ * step's commit: the caller records it (`commit`) once everything else of the step is on disk, so
+ * a run killed in between redoes the step on resume instead of counting it done without its
+ * records. Weights the engine cannot load stop the run (EngineReloadFailed) while the previous
+ * version keeps serving; nothing is checkpointed for that step, so a resumed run redoes it.
  */
 import { join } from "node:path";
 import type { OnnxEngine } from "../engines/onnx.js";
@@ -42,7 +44,8 @@ export class Publisher {
     this.versions = [this.version];
   }
 
-  async publish(phase: CheckpointEvent["phase"], step: number): Promise<void> {
+  /** Publish the trainer's current weights; returns the checkpoint event, not yet recorded. */
+  async publish(phase: CheckpointEvent["phase"], step: number): Promise<CheckpointEvent> {
     const { worker, engine, store } = this.o;
     const remote = await worker.client.saveWeights({ formats: this.o.weightsFormat });
     const saved = this.o.fetchWeights ? { ...remote, dir: await this.o.fetchWeights(remote.dir, remote.version) } : remote;
@@ -61,7 +64,11 @@ export class Publisher {
     this.weightsDir = saved.dir;
     this.versions.push(saved.version);
     this.lastCheckpoint = ckpt.path;
-    const ev: Omit<CheckpointEvent, "type"> = { phase, step, path: ckpt.path, version: saved.version, weightsDir: saved.dir };
-    store.event({ type: "checkpoint", ...ev });
+    return { type: "checkpoint", phase, step, path: ckpt.path, version: saved.version, weightsDir: saved.dir };
+  }
+
+  /** Record a published checkpoint: from here on a resumed run counts its step (or SFT) as done. */
+  commit(ev: CheckpointEvent): void {
+    this.o.store.event({ ...ev });
   }
 }

@@ -2,6 +2,9 @@
  * The training loop's durable state, read back from the run store's events: the last checkpoint
  * (phase, step, path, weights version and directory), held-out evaluations, per-step metrics, and
  * the RL steps skipped as non-finite (done, like trained ones: a resumed run does not redo them).
+ * A step is done when its commit (checkpoint or step-skipped event) is recorded, after its
+ * metrics; metrics without a commit belong to a step the killed run did not finish, which a
+ * resumed run redoes.
  */
 import { join } from "node:path";
 import type { RunStore } from "../store/run-store.js";
@@ -77,5 +80,6 @@ export function readLoopState(store: RunStore): LoopState {
       state.metrics = state.metrics.filter((x) => x.step !== m.step).concat(m);
     }
   }
+  state.metrics = state.metrics.filter((m) => state.trainedSteps.has(m.step) || state.skippedSteps.has(m.step));
   return state;
 }

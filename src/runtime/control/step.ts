@@ -2,8 +2,9 @@
  * One RL training step of `reins run`, after its rollouts were sampled and verified: trees →
  * advantages (GRPO/RLOO from the group's rewards; PPO per branch from the critic, asked on the
  * step's trees before the update) → forward_backward/optim_step per mini-batch → publish (save
- * weights → engine reload → checkpoint) → the step's metrics. A step the trainer refuses as
- * non-finite is skipped or stops the run, as the Experiment's onBadStep says (bad-step.ts).
+ * weights → engine reload → checkpoint) → the step's metrics → its commit (the checkpoint event,
+ * or step-skipped). A step the trainer refuses as non-finite is skipped or stops the run, as the
+ * Experiment's onBadStep says (bad-step.ts).
  */
 import { appendFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +19,7 @@ import { decideBadStep, DEFAULT_BAD_STEP_POLICY, describeSkip, refuseNonFinite, 
 import { buildStepBatch } from "./batches.js";
 import { checkStepBatch, describeMismatch, recordCheck } from "./fidelity.js";
 import type { Publisher } from "./publish.js";
-import type { StepMetrics } from "./state.js";
+import type { CheckpointEvent, StepMetrics } from "./state.js";
 import { breakdownByFamilyHarness, infraFailures, secondsSince, stepFidelity, treeCounts, type StepTiming } from "./step-metrics.js";
 import { splitMiniBatches } from "./mini-batches.js";
 import { applyMiniBatches } from "./train-step.js";
@@ -94,14 +95,12 @@ export async function trainStep(
     ...(critic ? { critic } : {}),
   };
   refuseNonFinite(what, { meanReward, ...trainMetrics }, fb !== null);
-  if (skipped) {
-    store.event({ ...skipped });
-    c.warn(describeSkip(skipped, what));
-  }
+  if (skipped) c.warn(describeSkip(skipped, what));
   const publishingStart = performance.now();
+  let checkpoint: CheckpointEvent | null = null;
   if (!skipped) {
     progress("publishing", "weights", 1, 0);
-    await publisher.publish("step", step.index);
+    checkpoint = await publisher.publish("step", step.index);
     progress("publishing", "weights", 1, 1);
     skipStreak = 0;
   }
@@ -128,6 +127,9 @@ export async function trainStep(
   };
   store.event({ ...m });
   appendFileSync(join(store.dir, "metrics.jsonl"), `${JSON.stringify(m)}\n`);
+  // The step's commit, after its records: a run killed before this line redoes the step on resume.
+  if (checkpoint) publisher.commit(checkpoint);
+  if (skipped) store.event({ ...skipped });
   c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : !trainable ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
   return { metrics: m, skipStreak };
 }

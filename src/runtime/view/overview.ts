@@ -162,13 +162,18 @@ export function buildStepTiming(events: readonly { t: string; type: string; [k: 
 
 const METRIC_FIELDS = ["loss", "kl", "entropy", "clipFraction", "gradNorm", "tokensPerSecond", "trainedTokens", "meanReward", "passRate", "zeroVarianceGroups", "trainedRollouts"] as const;
 
-/** The step-metrics lines, reduced to their numeric series. */
+/**
+ * The step-metrics lines, reduced to their numeric series. A step redone on resume (killed after
+ * its metrics, before its checkpoint) has a line from each try: the last one counts.
+ */
 export function buildMetricSeries(metrics: readonly Record<string, unknown>[]): Record<string, { step: number; value: number }[]> {
-  const out: Record<string, { step: number; value: number }[]> = {};
+  const latest = new Map<number, Record<string, unknown>>();
   for (const m of metrics) {
     if (m.type !== undefined && m.type !== "step-metrics") continue;
-    const step = typeof m.step === "number" ? m.step : undefined;
-    if (step === undefined) continue;
+    if (typeof m.step === "number") latest.set(m.step, m);
+  }
+  const out: Record<string, { step: number; value: number }[]> = {};
+  for (const [step, m] of latest) {
     for (const f of METRIC_FIELDS) {
       const v = m[f];
       if (typeof v === "number" && Number.isFinite(v)) (out[f] ??= []).push({ step, value: v });
