@@ -67,6 +67,8 @@ describe("reins run", () => {
     const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).steps).toBe(3);
+    expect(JSON.parse(resumed.stdout).sft).toEqual(out.sft); // SFT ran before the kill; the resumed run reports it
+    expect(out.sft?.passed).toBeGreaterThan(0);
     const evB = events(b);
     const trainedB = evB.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
     expect(trainedB.sort()).toEqual(trainedA.sort()); // each step trained (checkpointed) exactly once

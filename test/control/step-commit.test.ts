@@ -47,6 +47,13 @@ describe("a training step's commit", () => {
     expect(state.metrics.map((m) => [m.step, m.loss])).toEqual([[0, 0.4], [1, 0.25]]);
   });
 
+  it("SFT's summary is read back once its checkpoint is recorded, so a resumed run reports it", () => {
+    const sft = { type: "sft", rollouts: 6, passed: 5, sequences: 5, steps: 20, skipped: 0, lastLoss: 0.1 };
+    const ckpt = { type: "checkpoint", phase: "sft", step: -1, path: "sft", version: "w-sft", weightsDir: "w-sft" };
+    expect(stateOf([sft, ckpt, metrics(0, 0.4), checkpoint(0)]).sft).toEqual({ rollouts: 6, passed: 5, sequences: 5, steps: 20 });
+    expect(stateOf([sft]).sft).toBeUndefined(); // killed before SFT's commit: redone
+  });
+
   it("the viewer's metric series show a redone step once, with its last line", () => {
     const series = buildMetricSeries([metrics(0, 0.4), metrics(1, 0.3), metrics(1, 0.25), metrics(2, 0.2)]);
     expect(series.loss).toEqual([{ step: 0, value: 0.4 }, { step: 1, value: 0.25 }, { step: 2, value: 0.2 }]);

@@ -32,7 +32,7 @@ import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, hasPolicy } from "./policy.js";
 import { openExternalEngine, openPolicyEngine, requireTrainableType, trainingPolicyDir, type PolicyEngine } from "./policy-engine.js";
 import { Publisher } from "./publish.js";
-import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext } from "./sft.js";
+import { decideSft, runSft, tokenizerCorpus, TOKENIZER_MERGES, type SftContext, type SftOutcome } from "./sft.js";
 import { heldOutOutcome, scoreHeldOut, type HeldOutOutcome } from "./held-out.js";
 import { readLoopState, type EvalEvent, type StepMetrics } from "./state.js";
 import { trainStep } from "./step.js";
@@ -62,7 +62,7 @@ export interface RunOutcome {
   /** Plan step indexes skipped as non-finite (onBadStep: skip). */
   skippedSteps: number[];
   versions: string[];
-  sft: { rollouts: number; passed: number; sequences: number; steps: number } | null;
+  sft: SftOutcome | null;
   rewardCurve: string;
   runDir: string;
   interrupted: boolean;
@@ -154,7 +154,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   let policy: PolicyEngine | undefined;
   let judges: Awaited<ReturnType<typeof createJudges>> | undefined;
   let executor: Awaited<ReturnType<typeof createExecutor>> | undefined;
-  let sftInfo: RunOutcome["sft"] = null;
+  let sftInfo: RunOutcome["sft"] = state.sft ?? null;
   let interrupted = false;
   let finished = false;
   const versions = [init.version];

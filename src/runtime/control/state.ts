@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { RunStore } from "../store/run-store.js";
 import { readJsonl } from "../store/run-store.js";
 import type { SkipEvent } from "./bad-step.js";
+import type { SftOutcome } from "./sft.js";
 
 export interface CheckpointEvent {
   type: "checkpoint";
@@ -50,6 +51,8 @@ export interface StepMetrics {
 export interface LoopState {
   lastCheckpoint?: CheckpointEvent;
   sftDone: boolean;
+  /** SFT's summary once its checkpoint is recorded (a resumed run reports it too). */
+  sft?: SftOutcome;
   trainedSteps: Set<number>;
   /** RL steps skipped as non-finite (see bad-step.ts). */
   skippedSteps: Set<number>;
@@ -62,11 +65,18 @@ export interface LoopState {
 export function readLoopState(store: RunStore): LoopState {
   const events = readJsonl<{ type: string }>(join(store.dir, "events.jsonl"));
   const state: LoopState = { sftDone: false, trainedSteps: new Set(), skippedSteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
+  let sft: SftOutcome | undefined;
   for (const e of events) {
-    if (e.type === "checkpoint") {
+    if (e.type === "sft") {
+      const { rollouts, passed, sequences, steps } = e as unknown as SftOutcome;
+      sft = { rollouts, passed, sequences, steps };
+    } else if (e.type === "checkpoint") {
       const c = e as CheckpointEvent;
       state.lastCheckpoint = c;
-      if (c.phase === "sft") state.sftDone = true;
+      if (c.phase === "sft") {
+        state.sftDone = true;
+        if (sft) state.sft = sft;
+      }
       else state.trainedSteps.add(c.step);
       state.skipStreak = 0;
     } else if (e.type === "step-skipped" && (e as SkipEvent).phase === "step") {
