@@ -9,7 +9,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
-import { events, experiment, runKilledAfterFirstStep } from "./helpers.js";
+import { editSpec, events, experiment, runKilledAfterFirstStep } from "./helpers.js";
 
 function results(runDir: string): any[] {
   return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -33,11 +33,18 @@ describe("reins run", () => {
   it("trains end to end, and a run killed during training resumes to the same bookkeeping", async () => {
     const dir = tempDir("reins-run-loop-");
     const file = experiment(dir);
+    // Enough SFT that some rollouts succeed, and groups of 4: every step has successes to train on
+    // (positiveOnly), so each publishes new weights.
+    editSpec(file, [
+      [/    groupSize: 2\n/, "    groupSize: 4\n"],
+      [/  sft: \{[^}]*\}/, "  sft: {steps: 80, learningRate: 3e-3, batchSize: 8}"],
+    ]);
     const a = join(dir, "a");
     const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", a, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.steps).toBe(3);
+    expect(out.metrics.map((m: any) => m.trainedRollouts > 0)).toEqual([true, true, true]);
     expect(out.heldOut.before).toBeGreaterThanOrEqual(0);
     expect(out.heldOut.after).toBeGreaterThanOrEqual(0);
     expect(out.runDir).toBe(a);
@@ -66,10 +73,17 @@ describe("reins run", () => {
     expect(livingWith(b)).toEqual([]);
     const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
     expect(resumed.status, resumed.stderr).toBe(0);
-    expect(JSON.parse(resumed.stdout).steps).toBe(3);
-    expect(JSON.parse(resumed.stdout).sft).toEqual(out.sft); // SFT ran before the kill; the resumed run reports it
-    expect(out.sft?.passed).toBeGreaterThan(0);
+    const outB = JSON.parse(resumed.stdout);
+    expect(outB.steps).toBe(3);
     const evB = events(b);
+    const versionsOf = (ev: any[]) => ev.filter((e) => e.type === "checkpoint").map((e) => e.version as string);
+    // What ran before the kill is reported too: SFT, and every weights version that served.
+    expect(out.sft?.passed).toBeGreaterThan(0);
+    expect(outB.sft).toEqual(out.sft);
+    expect(out.versions).toEqual([out.versions[0], ...versionsOf(evA)]);
+    expect(out.versions).toHaveLength(5); // the initial policy's, SFT's, each step's
+    expect(outB.versions).toEqual([out.versions[0], ...versionsOf(evB)]);
+    expect(outB.versions).toHaveLength(5);
     const trainedB = evB.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
     expect(trainedB.sort()).toEqual(trainedA.sort()); // each step trained (checkpointed) exactly once
     expect(evB.filter((e) => e.type === "checkpoint" && e.phase === "sft").length).toBe(1);
@@ -93,6 +107,7 @@ describe("reins run", () => {
     expect(outC.steps).toBe(3);
     expect(outC.metrics.map((m: any) => m.step)).toEqual([...trainedA].sort((x, y) => x - y));
     const evC = events(b);
+    expect(outC.versions).toEqual([out.versions[0], ...versionsOf(evC)]);
     expect(evC.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step).sort()).toEqual(trainedA.sort());
     expect(results(b).map((x) => x.id).sort()).toEqual(idsA); // no rollout sampled again
 

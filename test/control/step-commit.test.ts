@@ -32,6 +32,7 @@ describe("a training step's commit", () => {
     expect([...state.trainedSteps]).toEqual([0]);
     expect(state.metrics.map((m) => m.step)).toEqual([0]);
     expect(state.lastCheckpoint?.step).toBe(0);
+    expect(state.versions).toEqual(["w-sft", "w0"]);
   });
 
   it("the same for a skipped step: without its step-skipped event it is neither done nor counted in the streak", () => {

@@ -61,6 +61,7 @@ export interface RunOutcome {
   metrics: StepMetrics[];
   /** Plan step indexes skipped as non-finite (onBadStep: skip). */
   skippedSteps: number[];
+  /** Every weights version that served, in order: the initial policy's, then each checkpoint's (before a resume too). */
   versions: string[];
   sft: SftOutcome | null;
   rewardCurve: string;
@@ -157,7 +158,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   let sftInfo: RunOutcome["sft"] = state.sft ?? null;
   let interrupted = false;
   let finished = false;
-  const versions = [init.version];
+  const versions = [init.version, ...state.versions];
   try {
     try {
       policy = await openPolicyEngine({ plan, model, runDir: store.dir, serving, threads, ...(external ? { external } : {}), ...(o.signal ? { signal: o.signal } : {}), log, warn });

@@ -53,6 +53,8 @@ export interface LoopState {
   sftDone: boolean;
   /** SFT's summary once its checkpoint is recorded (a resumed run reports it too). */
   sft?: SftOutcome;
+  /** The weights version of every recorded checkpoint, in order (what served before a resume). */
+  versions: string[];
   trainedSteps: Set<number>;
   /** RL steps skipped as non-finite (see bad-step.ts). */
   skippedSteps: Set<number>;
@@ -64,7 +66,7 @@ export interface LoopState {
 
 export function readLoopState(store: RunStore): LoopState {
   const events = readJsonl<{ type: string }>(join(store.dir, "events.jsonl"));
-  const state: LoopState = { sftDone: false, trainedSteps: new Set(), skippedSteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
+  const state: LoopState = { sftDone: false, versions: [], trainedSteps: new Set(), skippedSteps: new Set(), skipStreak: 0, evals: [], metrics: [] };
   let sft: SftOutcome | undefined;
   for (const e of events) {
     if (e.type === "sft") {
@@ -73,6 +75,7 @@ export function readLoopState(store: RunStore): LoopState {
     } else if (e.type === "checkpoint") {
       const c = e as CheckpointEvent;
       state.lastCheckpoint = c;
+      state.versions.push(c.version);
       if (c.phase === "sft") {
         state.sftDone = true;
         if (sft) state.sft = sft;
