@@ -33,8 +33,9 @@ describe("reins run", () => {
   it("trains end to end, and a run killed during training resumes to the same bookkeeping", async () => {
     const dir = tempDir("reins-run-loop-");
     const file = experiment(dir);
-    // Enough SFT that some rollouts succeed, and groups of 4: every step has successes to train on
-    // (positiveOnly), so each publishes new weights.
+    // Enough SFT that some rollouts succeed, and groups of 4: steps have successes to train on
+    // (positiveOnly) and publish new weights (a step whose groups all pass or all fail has nothing
+    // to train and keeps its weights version).
     editSpec(file, [
       [/    groupSize: 2\n/, "    groupSize: 4\n"],
       [/  sft: \{[^}]*\}/, "  sft: {steps: 80, learningRate: 3e-3, batchSize: 8}"],
@@ -44,7 +45,8 @@ describe("reins run", () => {
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.steps).toBe(3);
-    expect(out.metrics.map((m: any) => m.trainedRollouts > 0)).toEqual([true, true, true]);
+    const trainedSteps = out.metrics.map((m: any) => m.trainedRollouts > 0);
+    expect(trainedSteps).toContain(true);
     expect(out.heldOut.before).toBeGreaterThanOrEqual(0);
     expect(out.heldOut.after).toBeGreaterThanOrEqual(0);
     expect(out.runDir).toBe(a);
@@ -80,10 +82,13 @@ describe("reins run", () => {
     // What ran before the kill is reported too: SFT, and every weights version that served.
     expect(out.sft?.passed).toBeGreaterThan(0);
     expect(outB.sft).toEqual(out.sft);
-    expect(out.versions).toEqual([out.versions[0], ...versionsOf(evA)]);
-    expect(out.versions).toHaveLength(5); // the initial policy's, SFT's, each step's
-    expect(outB.versions).toEqual([out.versions[0], ...versionsOf(evB)]);
-    expect(outB.versions).toHaveLength(5);
+    const served = (ev: any[]) => [...new Set([out.versions[0], ...versionsOf(ev)])];
+    expect(out.versions).toEqual(served(evA));
+    // Weights versions are content hashes: the initial policy's, SFT's, and one more per step that
+    // trained (a step with nothing to train checkpoints the weights it sampled with).
+    expect(out.versions).toHaveLength(2 + trainedSteps.filter(Boolean).length);
+    expect(outB.versions).toEqual(served(evB));
+    expect(outB.versions.length).toBeGreaterThan(2);
     const trainedB = evB.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
     expect(trainedB.sort()).toEqual(trainedA.sort()); // each step trained (checkpointed) exactly once
     expect(evB.filter((e) => e.type === "checkpoint" && e.phase === "sft").length).toBe(1);
@@ -107,7 +112,7 @@ describe("reins run", () => {
     expect(outC.steps).toBe(3);
     expect(outC.metrics.map((m: any) => m.step)).toEqual([...trainedA].sort((x, y) => x - y));
     const evC = events(b);
-    expect(outC.versions).toEqual([out.versions[0], ...versionsOf(evC)]);
+    expect(outC.versions).toEqual(served(evC));
     expect(evC.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step).sort()).toEqual(trainedA.sort());
     expect(results(b).map((x) => x.id).sort()).toEqual(idsA); // no rollout sampled again
 

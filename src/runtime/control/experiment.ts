@@ -61,7 +61,7 @@ export interface RunOutcome {
   metrics: StepMetrics[];
   /** Plan step indexes skipped as non-finite (onBadStep: skip). */
   skippedSteps: number[];
-  /** Every weights version that served, in order: the initial policy's, then each checkpoint's (before a resume too). */
+  /** Every weights version that served, in order, each once: the initial policy's, then each checkpoint's (before a resume too; a step with nothing to train keeps its version). */
   versions: string[];
   sft: SftOutcome | null;
   rewardCurve: string;
