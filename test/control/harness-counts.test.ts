@@ -6,6 +6,11 @@ import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
 import { tempDir } from "../temp.js";
 
+/** The quickstart's eval.attempts: each held-out task's attempts through a harness without heldOutAttempts. */
+function quickstartAttempts(): number {
+  return Number(/  eval: \{[^}]*attempts: (\d+)/.exec(readFileSync("examples/quickstart/experiment.yaml", "utf8"))![1]);
+}
+
 function plan(harnesses: string) {
   const dir = tempDir("reins-held-out-");
   for (const f of ["family.yaml", "model.yaml"]) cpSync(`examples/quickstart/${f}`, join(dir, f));
@@ -23,7 +28,7 @@ describe("held-out attempts per harness", () => {
     expect(evals).toHaveLength(2);
     for (const s of evals) {
       const count = (h: string) => s.rollouts.filter((r) => r.harness === h).length;
-      expect(count("reins-agent")).toBe(8 * 16);
+      expect(count("reins-agent")).toBe(8 * quickstartAttempts());
       expect(count("claude-code")).toBe(8 * 3);
     }
     expect(p.estimate.rollouts).toBe(p.steps.reduce((n, s) => n + s.rollouts.length, 0));
