@@ -18,6 +18,8 @@ export interface RunCliOptions {
   quiet?: boolean;
   concurrency?: string;
   projectRoot?: string;
+  /** `reins run --seeds 1,2,3`: the Experiment's seeds, in place of its spec's. */
+  seeds?: string;
 }
 
 /**
@@ -27,9 +29,23 @@ export interface RunCliOptions {
 export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
   const plan = planFor(command, paths, opts);
   if (!plan) return undefined;
-  if (command === "run" && plan.kind !== "Experiment") {
+  return { plan, store: openStoreFor(plan, opts) };
+}
+
+/**
+ * The plan `reins run` or `reins eval` runs: compiled from specs (with --seeds, one per seed), a
+ * reviewed plan file, or the one stored in the --resume directory. Undefined after a usage error.
+ */
+export function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
+  const plan = compiledPlanFor(command, paths, opts);
+  if (plan && command === "run" && plan.kind !== "Experiment") {
     throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`);
   }
+  return plan;
+}
+
+/** The run directory of a plan with one seed: new (--out, or runs/<name>-<time>) or resumed. */
+export function openStoreFor(plan: Plan, opts: RunCliOptions): RunStore {
   let store: RunStore;
   try {
     // A new run directory is made here, one level at a time, so an impossible --out fails plainly.
@@ -38,28 +54,45 @@ export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCl
   } catch (err) {
     throw opts.resume ? err : outputError(opts.out ?? "runs/", err);
   }
-  return { plan, store };
+  return store;
 }
 
-function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
+function compiledPlanFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
+  const usage = (message: string) => {
+    say(`error: ${message}`);
+    process.exitCode = EXIT.usage;
+    return undefined;
+  };
+  const seeds = opts.seeds === undefined ? undefined : parseSeeds(opts.seeds);
+  if (seeds && "error" in seeds) return usage(seeds.error);
   if (paths.length === 0) {
-    if (!opts.resume) {
-      say(`error: give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`);
-      process.exitCode = EXIT.usage;
-      return undefined;
-    }
+    if (!opts.resume) return usage(`give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`);
+    if (seeds) return usage(`--seeds plans the specs' seeds anew; ${opts.resume} runs the seeds it was started with (give the specs too to check they are the same)`);
     return readRunPlan(opts.resume);
   }
   const planFile = isPlanFile(paths);
-  if (planFile && opts.target) {
-    say(`error: --target chooses among specs; the plan file ${paths[0]} has one target (${opts.target} was given)`);
-    process.exitCode = EXIT.usage;
-    return undefined;
-  }
-  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...projectRootOf(opts) });
+  if (planFile && opts.target) return usage(`--target chooses among specs; the plan file ${paths[0]} has one target (${opts.target} was given)`);
+  if (planFile && seeds) return usage(`--seeds plans the specs' seeds; the plan file ${paths[0]} runs as it was planned (plan the seeds into it: reins plan SPECS --seeds 1,2,3 --out FILE)`);
+  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...(seeds ? { seeds: seeds.seeds } : {}), ...projectRootOf(opts) });
   if (!planned.value) throw new DiagnosticsError(planned.diagnostics);
   if (!opts.json) reportDiagnostics(planned.diagnostics, false);
   return planned.value;
+}
+
+/** As many seeds as an Experiment's `seeds` may list. */
+const MAX_SEEDS = 64;
+
+/** `--seeds 1,2,3`: distinct integers, at most 64; or what is wrong with the list. */
+export function parseSeeds(text: string): { seeds: number[] } | { error: string } {
+  const shape = `--seeds takes a comma-separated list of distinct integers (1 to ${MAX_SEEDS} of them), e.g. --seeds 1,2,3`;
+  const parts = text.split(",").map((p) => p.trim());
+  const bad = parts.find((p) => !/^-?[0-9]{1,15}$/.test(p));
+  if (bad !== undefined) return { error: `${shape}; ${bad === "" ? "an empty entry" : JSON.stringify(bad)} in ${JSON.stringify(text)} is not an integer` };
+  const seeds = parts.map(Number);
+  if (seeds.length > MAX_SEEDS) return { error: `${shape}; ${seeds.length} were given` };
+  const twice = seeds.find((s, i) => seeds.indexOf(s) < i);
+  if (twice !== undefined) return { error: `${shape}; ${twice} is listed twice` };
+  return { seeds };
 }
 
 /** Ctrl-C aborts the run cleanly (sandboxes destroyed, store consistent), then exits 130. */

@@ -26,6 +26,7 @@ export { CODES, type Code, type DiagnosticCode } from "./contract/codes.js";
 export { ReinsError, isReinsError, makeProblem, failWith, succeed, type Outcome, type Problem } from "./contract/problem.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
 export { hashPlan } from "./plan/build.js";
+export { planForSeed, relocatedPolicy } from "./plan/seeds.js";
 export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
 export { NAME_PATTERN } from "./schema/common.js";
 export { loadProxyConfig, type ProxyConfig } from "./proxy-config.js";
@@ -38,6 +39,8 @@ export type { LoadOptions } from "./load.js";
 export interface CompileOptions extends LoadOptions {
   /** Name of the Experiment/Evaluation to plan when several are given. */
   target?: string;
+  /** An Experiment's seeds in place of its spec's `seed`/`seeds` (distinct; `reins run --seeds`): a multi-seed plan. */
+  seeds?: readonly number[];
 }
 
 /** Validate: load, resolve, and plan every Experiment/Evaluation found (to surface their problems). */
@@ -82,7 +85,7 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
     diagnostics.push(...buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd }).diagnostics);
     return { value: undefined, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
   }
-  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, sources: r.value.loaded.sources });
+  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, sources: r.value.loaded.sources, ...(opts.seeds ? { seeds: opts.seeds } : {}) });
   diagnostics.push(...plan.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }

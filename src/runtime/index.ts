@@ -20,6 +20,10 @@ export type { FidelityReport, HarnessFidelity } from "./trajectories/fidelity.js
 // `reins run`: the training loop, the sandbox provider it runs in, and the ways it stops.
 export { LoopError, runExperiment, type LoopOptions, type RunOutcome } from "./control/loop.js";
 export { createProvider } from "./executor/providers.js";
+export { runSummary, type RunSummary } from "./control/run-summary.js";
+// `reins run` of several seeds: a run directory per seed, one after another, and the spread over them.
+export { openSeedsDirectory, runSeeds, type SeedsOptions, type SeedsOutcome } from "./control/seeds.js";
+export type { GainSpread, OverSeeds, SeedEntry, SeedsSummary } from "./control/seed-summary.js";
 export { EngineError, summarizeEngine, type EngineInfo, type EngineSummary } from "./engines/engine.js";
 export { checkSamplingFidelity, requireSamplingFidelity, requireTrainable } from "./engines/fidelity.js";
 export { TrainerError } from "./training/trainer-error.js";

@@ -4,7 +4,7 @@
  * same run killed with SIGKILL during training and resumed reaches the same bookkeeping: every
  * step trained once, every rollout sampled once, one weights version per step.
  */
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -27,6 +27,12 @@ function livingWith(text: string): string[] {
     }
   }
   return out;
+}
+
+/** The optimizer's step count in a trainer checkpoint. */
+function optimizerSteps(checkpoint: string): number {
+  const script = "import sys, torch\ns = torch.load(sys.argv[1] + '/trainer.pt', map_location='cpu')['optimizer']['state']\nprint(int(max(float(x['step']) for x in s.values())))";
+  return Number(execFileSync("/usr/bin/python3", ["-c", script, checkpoint], { encoding: "utf8" }).trim());
 }
 
 describe("reins run", () => {
@@ -62,6 +68,14 @@ describe("reins run", () => {
     const versionsByStep = new Map<number, Set<string>>();
     for (const res of results(a)) if (res.step >= 0 && res.weightsVersion) (versionsByStep.get(res.step) ?? versionsByStep.set(res.step, new Set()).get(res.step)!).add(res.weightsVersion);
     for (const v of versionsByStep.values()) expect(v.size).toBe(1);
+    // RL starts Adam afresh after SFT (sft.optimizerState: reset, the default): the RL checkpoints'
+    // optimizer counts only RL's optimizer steps (one per mini-batch: the quickstart's 4, or fewer
+    // when a step has fewer trees), not SFT's 80 before them.
+    const adamSteps = (ev: any[]) => ev.filter((e) => e.type === "checkpoint").map((e) => [e.phase, optimizerSteps(e.path)]);
+    const stepsA = adamSteps(evA);
+    expect(stepsA[0]).toEqual(["sft", 80]);
+    const parts = out.metrics.map((m: any) => Math.min(4, m.trainedRollouts));
+    expect(stepsA.slice(1).map(([, n]) => n)).toEqual(parts.map((_: number, i: number) => parts.slice(0, i + 1).reduce((a: number, b: number) => a + b, 0)));
 
     // The same run, killed right after its first trained step, then resumed. What the killed run
     // cannot clean up (sandbox and socket directories) stays in its own TMPDIR, inside `dir`.
@@ -91,6 +105,7 @@ describe("reins run", () => {
     expect(outB.versions.length).toBeGreaterThan(2);
     const trainedB = evB.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
     expect(trainedB.sort()).toEqual(trainedA.sort()); // each step trained (checkpointed) exactly once
+    expect(adamSteps(evB)).toEqual(stepsA); // resumed from step 1's checkpoint: Adam's state kept, not reset again
     expect(evB.filter((e) => e.type === "checkpoint" && e.phase === "sft").length).toBe(1);
     const idsA = results(a).map((x) => x.id).sort();
     const idsB = results(b).map((x) => x.id).sort();

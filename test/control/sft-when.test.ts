@@ -12,7 +12,7 @@ import { decideSft } from "../../src/runtime/control/sft.js";
 import { tempDir } from "../executor/helpers.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
-const SFT = { steps: 2, learningRate: 3e-3, batchSize: 4 };
+const SFT = { steps: 2, learningRate: 3e-3, batchSize: 4, adamBetas: [0.9, 0.999] as [number, number], optimizerState: "reset" as const };
 
 describe("sft.when", () => {
   it("decides from the policy directory's trained.json, and never redoes a finished SFT", () => {

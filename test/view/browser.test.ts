@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
 import { startViewServer, type ViewHandle } from "../../src/runtime/index.js";
 import { tempDir } from "../temp.js";
-import { callRecord, writeRunFixture, type Fixture } from "./run-fixture.js";
+import { callRecord, writeRunFixture, writeSeedsFixture, type Fixture } from "./run-fixture.js";
 
 const SHOTS = join(process.cwd(), "test-output", "view");
 const HOSTILE_ID = "s9-<img src=x onerror=alert(1)>";
@@ -154,6 +154,27 @@ describe("reins view in chromium", () => {
     expect(await page.locator('#compare text[data-series="run 2: view-fixture"]').count()).toBeGreaterThan(0);
     expect(await page.locator("#compare .side").innerText()).toContain(a.id);
     await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+  }, 60_000);
+
+  it("shows a multi-seed run's seeds table, and two recipes' tables with the difference of their mean gains", async () => {
+    const a = writeSeedsFixture(join(tempDir("reins-view-browser-seeds-"), "a"), [1, 2, 3], { name: "recipe-a", steps: 1, sideFiles: false });
+    const b = writeSeedsFixture(join(tempDir("reins-view-browser-seeds-"), "b"), [4, 5], { name: "recipe-b", steps: 1, sideFiles: false });
+    const seedsView = await startViewServer({ runDirs: [join(a[0]!.dir, ".."), join(b[0]!.dir, "..")] });
+    try {
+      await page.goto(seedsView.url);
+      await page.waitForSelector("#seeds table#seeds-0");
+      const rows = await page.locator("#seeds-0 tbody tr").allInnerTexts();
+      a.forEach((f, i) => expect(rows[i]).toMatch(new RegExp(`^${i + 1}\\s+${pct(f.summary.heldOut.before).replace(".", "\\.")}\\s+${pct(f.summary.heldOut.after).replace(".", "\\.")}`)));
+      expect(rows.map((r) => r.split(/\s/)[0])).toEqual(["1", "2", "3", "mean", "sd", "95%"]);
+      expect(await page.locator("#seeds .gain-line").innerText()).toMatch(/^held-out gain over 3 seeds: [+-]\d+\.\d points \(sd \d+\.\d, 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\]\); \d of 3 above 3 standard errors$/);
+      await page.goto(`${seedsView.url}#/compare`);
+      await page.waitForSelector("#compare #seeds-difference");
+      expect(await page.locator("#compare table.seeds").count()).toBe(2);
+      expect(await page.locator("#seeds-difference").innerText()).toMatch(/held-out gain: [+-]\d+\.\d points \(Welch 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\], \d+\.\d degrees of freedom\)/);
+      await page.screenshot({ path: join(SHOTS, "seeds-compare.png"), fullPage: true });
+    } finally {
+      await seedsView.close();
+    }
   }, 60_000);
 
   it("writes what the policy produced as text: a hostile rollout id, completion and harness output run nothing", async () => {

@@ -33,6 +33,8 @@ export interface FixtureOptions {
    * little noise, in the packed tree's order).
    */
   sideFiles?: boolean;
+  /** The seed of the fixture's random draws (default 7): another seed, other pass rates. */
+  seed?: number;
 }
 
 export interface Fixture {
@@ -117,7 +119,7 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
   const harnesses = options.harnesses ?? ["claude-code", "codex"];
   const groupSize = options.groupSize ?? 4;
   const encode = options.encode ?? byteEncode;
-  const random = rng(7);
+  const random = rng(options.seed ?? 7);
   const taskCount = options.tasks ?? 3;
   const taskNames = Array.from({ length: taskCount }, (_, i) => `write-word-${["yes", "ok", "done", "hi"][i % 4]}-${String(i).padStart(3, "0")}`);
   const heldOutNames = [`held-out-word-yes-000`, `held-out-word-no-001`];
@@ -227,6 +229,21 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
     },
     fidelity: { byHarness: Object.fromEntries(harnesses.map((h, i) => [h, { rollouts: 100 + i, calls: 250 + i, prefixBreaks: i, mismatchedTrainedTokens: 0, checkedTrainedTokens: 4321 + i, templateMismatches: 0 }])) },
   };
-  if (!options.running) writeFileSync(join(dir, "summary.json"), JSON.stringify({ steps, ...summary, seconds: 1234, interrupted: false }, null, 2));
+  const evaluations = [before, after].map((e, i) => ({ type: "held-out", step: i === 0 ? 0 : steps + 1, passRate: e.passRate, rollouts: heldOutNames.length * harnesses.length * groupSize }));
+  if (!options.running) writeFileSync(join(dir, "summary.json"), JSON.stringify({ steps, ...summary, evaluations, runDir: dir, planHash: "sha256:fixture", seconds: 1234, interrupted: false }, null, 2));
   return { dir, rollouts, summary, taskNames };
+}
+
+/**
+ * A multi-seed run directory: its plan.json lists `seeds`, and each seed's run directory
+ * <dir>/seed-<s> is a fixture run of its own draws; the seeds in `running` have no summary yet.
+ */
+export function writeSeedsFixture(dir: string, seeds: number[], options: FixtureOptions & { name?: string; running?: boolean; pending?: number[] } = {}): Fixture[] {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "plan.json"), JSON.stringify({ planVersion: 1, kind: "Experiment", name: options.name ?? "seeds-fixture", hash: "sha256:seeds-fixture", seed: seeds[0], seeds, tasks: [], heldOutTasks: [], steps: [], manifests: [] }));
+  return seeds.map((seed) => {
+    const seedDir = join(dir, `seed-${seed}`);
+    mkdirSync(seedDir);
+    return writeRunFixture(seedDir, { ...options, seed, sideFiles: false, running: options.pending?.includes(seed) ?? false });
+  });
 }

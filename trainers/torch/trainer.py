@@ -85,6 +85,7 @@ class Trainer:
         self.step = 0
         self.pending_tokens = 0
         self.reference: Optional[Policy] = None
+        self.reference_source: Optional[str] = None
         self.weights_version: Optional[str] = None
         # Optimizer steps the starting weights already had (their trained.json; 0 for a fresh policy).
         self.base_steps = trained_steps(model_dir)
@@ -93,9 +94,22 @@ class Trainer:
             self.initial_version = hf_checkpoint.content_version(model_dir, self.layout)
 
     # ---- helpers -------------------------------------------------------------------------
-    def _ref(self) -> Policy:
-        if self.reference is None:
-            self.reference = load_policy(self.model_dir).to(self.device).eval()
+    def _ref(self, checkpoint: Optional[str] = None) -> Policy:
+        """The frozen KL reference: the weights of `checkpoint` (a /checkpoint directory: the policy
+        RL started from, after SFT), else the worker's starting weights."""
+        if self.reference is None or self.reference_source != checkpoint:
+            if checkpoint:
+                file = os.path.join(checkpoint, "trainer.pt")
+                if not os.path.exists(file):
+                    raise BatchProblem("CheckpointNotFound", f"no checkpoint at {checkpoint} for the KL reference",
+                                       "give the directory a /checkpoint call returned")
+                sd = torch.load(file, map_location=self.device)["model"]
+                ref = Policy(self.config)
+                ref.load_state_dict({k.replace("_fsdp_wrapped_module.", ""): v for k, v in sd.items()}, strict=False)
+            else:
+                ref = load_policy(self.model_dir)
+            self.reference = ref.to(self.device).eval()
+            self.reference_source = checkpoint
             for p in self.reference.parameters():
                 p.requires_grad_(False)
         return self.reference
@@ -187,7 +201,7 @@ class Trainer:
                 ref_lp = None
                 if kl_coef > 0:
                     with torch.no_grad():
-                        ref_logits, _ = self._select(self._ref(), mb)
+                        ref_logits, _ = self._select(self._ref(req.get("referenceCheckpoint")), mb)
                         ref_lp, _ = token_terms(ref_logits, mb.target)
                 out = policy_loss(lp, ent, mb, alg, batch.num_seqs, ref_lp)
                 if use_values:
@@ -270,8 +284,19 @@ class Trainer:
             raise BatchProblem("NoGradients", "optim_step was called with no accumulated gradients",
                                "call forward_backward with a batch first (a refused batch leaves no gradients)")
         lr = float(req.get("learningRate", self.lr))
+        betas = req.get("betas")
+        if betas is not None:
+            if (not isinstance(betas, list) or len(betas) != 2
+                    or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas)):
+                raise BatchProblem("BadRequest", f"betas is {betas!r}", "give two numbers in [0, 1), e.g. [0.9, 0.95]")
+        if req.get("resetState"):
+            # A fresh start of Adam's moments (the first RL step after SFT): the second moment SFT
+            # accumulated would otherwise scale every RL step by the ratio of the two phases' gradients.
+            self.optimizer.state.clear()
         for g in self.optimizer.param_groups:
             g["lr"] = lr
+            if betas is not None:
+                g["betas"] = (float(betas[0]), float(betas[1]))
         clip = float(req.get("gradClip", self.grad_clip))
         norm = float(self.dist.clip_grad_norm(self.model, clip if clip > 0 else float("inf")))
         if not torch.isfinite(torch.tensor(norm)):

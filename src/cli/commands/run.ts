@@ -1,11 +1,13 @@
 import type { Command } from "commander";
-import { isReinsError, ReinsError } from "../../compiler/index.js";
-import { createProvider, runExperiment } from "../../runtime/index.js";
+import { isReinsError, ReinsError, type Plan } from "../../compiler/index.js";
+import { createProvider, openSeedsDirectory, runExperiment, runSeeds, runSummary } from "../../runtime/index.js";
 import { EXIT } from "../exit-codes.js";
-import { printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
+import { makeDirectory, printJson, PROJECT_ROOT_OPTION, say } from "../io.js";
+import { outputError } from "../failure.js";
 import { Progress } from "../progress.js";
 import { renderFidelityTable } from "../render/fidelity.js";
-import { interruptible, openRunFor, type RunCliOptions } from "../run-support.js";
+import { renderSeeds } from "../render/seeds.js";
+import { interruptible, openStoreFor, planFor, type RunCliOptions } from "../run-support.js";
 import { viewCommand } from "../view-command.js";
 
 export function register(program: Command): void {
@@ -14,7 +16,8 @@ export function register(program: Command): void {
     .description("Train an Experiment: sample through the harnesses, verify, build trees, train, publish weights; evaluate held-out tasks.")
     .argument("[paths...]", "spec files or directories, or one plan file written by `reins plan --out`")
     .option("--out <dir>", "run directory (default runs/<name>-<time>)")
-    .option("--resume <dir>", "continue a killed run from its last checkpoint")
+    .option("--resume <dir>", "continue a killed run from its last checkpoint (a multi-seed run: its unfinished seeds)")
+    .option("--seeds <list>", "run once per seed, one after another, and report the spread over the seeds, e.g. --seeds 1,2,3 (in place of the spec's seed/seeds)")
     .option("--target <name>", "the Experiment to run when several are given")
     .option("--concurrency <n>", "rollouts at once (default: the sandbox's concurrency)")
     .option("--threads <n>", "CPU threads for the engine and the trainer", "2")
@@ -22,9 +25,10 @@ export function register(program: Command): void {
     .option("--quiet", "no progress on stderr")
     .option(...PROJECT_ROOT_OPTION)
     .action(async (paths: string[], opts: RunCliOptions & { threads: string }) => {
-      const opened = openRunFor("run", paths, opts);
-      if (!opened) return;
-      const { plan, store } = opened;
+      const plan = planFor("run", paths, opts);
+      if (!plan) return;
+      if (plan.seeds) return runSeedsCommand(plan, opts);
+      const store = openStoreFor(plan, opts);
       const ac = interruptible();
       const quiet = Boolean(opts.quiet); // --json keeps stdout for data; the talk stays on stderr
       const started = Date.now();
@@ -32,21 +36,8 @@ export function register(program: Command): void {
       progress.say(`run directory ${store.dir}; watch it: ${viewCommand(store.dir)}`);
       const provider = await createProvider(plan.sandbox, { hidePaths: [store.dir] });
       try {
-        const outcome = await runExperiment({
-          plan,
-          store,
-          provider,
-          threads: Number(opts.threads),
-          ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}),
-          onEvent: (e) => progress.onEvent(e),
-          log: (l) => progress.say(l),
-          warn: (l) => {
-            progress.finish();
-            say(`warning: ${l}`);
-          },
-          signal: ac.signal,
-        });
-        const summary = { ...outcome, planHash: plan.hash, seconds: Math.round((Date.now() - started) / 1000) };
+        const outcome = await runExperiment({ plan, store, provider, ...loopOptions(opts, progress, ac.signal) });
+        const summary = runSummary(outcome, plan, started);
         store.writeJson("summary.json", summary);
         progress.finish();
         if (outcome.interrupted) {
@@ -87,4 +78,64 @@ export function register(program: Command): void {
         store.close();
       }
     });
+}
+
+/** `reins run` of a multi-seed plan: each seed's run in <dir>/seed-<s>, then the spread over the seeds. */
+async function runSeedsCommand(plan: Plan, opts: RunCliOptions & { threads: string }): Promise<void> {
+  let dir: string;
+  try {
+    if (!opts.resume && opts.out) makeDirectory(opts.out);
+    dir = openSeedsDirectory(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}) });
+  } catch (err) {
+    throw opts.resume ? err : outputError(opts.out ?? "runs/", err);
+  }
+  const ac = interruptible();
+  const progress = new Progress({ enabled: !opts.quiet, since: Date.now() });
+  progress.say(`multi-seed run directory ${dir} (seeds ${plan.seeds!.join(", ")}, one after another); watch it: ${viewCommand(dir)}`);
+  const provider = await createProvider(plan.sandbox, { hidePaths: [dir] });
+  try {
+    const outcome = await runSeeds({
+      plan,
+      dir,
+      provider,
+      ...loopOptions(opts, progress, ac.signal),
+      argv: process.argv.slice(2),
+      onSeed: (e) => {
+        progress.finish();
+        progress.say(`seed ${e.seed} (${e.index + 1} of ${e.of}): ${e.action === "done" ? "finished before; skipped" : e.action === "resume" ? "resuming" : "running"} in ${e.dir}`);
+      },
+    });
+    progress.finish();
+    if (outcome.interrupted || !outcome.summary) {
+      say(`interrupted; resume with: reins run --resume ${dir}`);
+      process.exitCode = EXIT.interrupted;
+      return;
+    }
+    if (opts.json) printJson(outcome.summary);
+    else process.stdout.write(renderSeeds(plan, outcome.summary));
+    process.exitCode = EXIT.ok;
+  } catch (err) {
+    // The seed that failed keeps its run directory; --resume DIR goes on from it.
+    if (isReinsError(err)) throw new ReinsError(err.code, err.message, `${err.hint.replace(/\.$/, "")} (resume with --resume ${dir})`, { cause: err });
+    throw err;
+  } finally {
+    progress.finish();
+    progress.say(`see the runs: ${viewCommand(dir)}`);
+    await provider.close();
+  }
+}
+
+/** What a run takes from the command line and the progress display, one seed or several. */
+function loopOptions(opts: RunCliOptions & { threads: string }, progress: Progress, signal: AbortSignal) {
+  return {
+    threads: Number(opts.threads),
+    ...(opts.concurrency ? { concurrency: Number(opts.concurrency) } : {}),
+    onEvent: (e: { type: string; [k: string]: unknown }) => progress.onEvent(e),
+    log: (l: string) => progress.say(l),
+    warn: (l: string) => {
+      progress.finish();
+      say(`warning: ${l}`);
+    },
+    signal,
+  };
 }

@@ -81,6 +81,8 @@ export const CODES = {
   NoHarnesses: "List at least one harness.",
   InvalidWeight: "Weights are positive numbers.",
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
+  SeedAndSeeds: "Give one: `seed` for a single run, or `seeds` for one run per seed (reported with the spread over seeds).",
+  DuplicateSeed: "List each seed once: a repeated seed would run the very same plan twice and count it twice in the spread.",
   HarnessKnobUnsupported: "Set only the knobs the harness's spec declares under `knobs` (systemPrompt, appendSystemPrompt, tools, maxTurns), or declare how the harness applies this one.",
   HarnessToolUnknown: "Name only the tools the harness's spec lists under `knobs.tools.names` (the harness's own tool names).",
   JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",

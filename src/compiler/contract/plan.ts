@@ -264,6 +264,10 @@ export interface ResolvedAlgorithm {
   lossAggregation: Filled<AlgorithmSpec>["lossAggregation"];
   /** Optimizer steps per training step (the step's rollouts split into this many mini-batches). */
   miniBatches: number;
+  /** RL optimizer steps of linear learning-rate warmup (0: none). */
+  warmupSteps: number;
+  /** Adam's (beta1, beta2) for RL's optimizer steps. */
+  adamBetas: [number, number];
   /** PPO only: weight of the critic's value loss in the objective (absent for GRPO/RLOO). */
   valueCoef?: number;
 }
@@ -348,6 +352,26 @@ export interface PlanStep {
   hash: string;
 }
 
+/**
+ * What an Experiment's steps are made from before its seed shuffles the task order and the harness
+ * mix and seeds the rollouts (plan/schedule.ts). A multi-seed plan carries it, so that each seed's
+ * plan is re-derived from the plan alone (plan/seeds.ts).
+ */
+export interface PlanSchedule {
+  /** The training tasks in the order they were selected (the seed shuffles it). */
+  training: string[];
+  /** The held-out tasks (every one through every harness at each evaluation). */
+  heldOut: string[];
+  /** Training steps, and tasks sampled per step (each in a group of `groupSize` rollouts). */
+  steps: number;
+  tasksPerStep: number;
+  groupSize: number;
+  /** A held-out evaluation after every this many steps (0: only before and after). */
+  evalEverySteps: number;
+  /** In the plan's harness order: the mix weight and the held-out attempts of each. */
+  harnesses: { name: string; weight: number; heldOutAttempts: number }[];
+}
+
 export interface Plan {
   planVersion: 1;
   kind: "Experiment" | "Evaluation";
@@ -373,6 +397,10 @@ export interface Plan {
     learningRate: number;
     batchSize: number;
     when: "if-untrained" | "always";
+    /** Adam's (beta1, beta2) for SFT's optimizer steps. */
+    adamBetas: [number, number];
+    /** The optimizer state RL starts from after SFT: `reset` (fresh Adam moments) or `keep` (SFT's). */
+    optimizerState: "reset" | "keep";
     /** Harness → how many training tasks' references are replayed through it (absent: every one). */
     referencesPerHarness?: Record<string, number>;
   };
@@ -380,6 +408,15 @@ export interface Plan {
   onBadStep?: BadStepPolicy;
   /** Metric sinks besides metrics.jsonl (Experiment only, when its spec asks; not part of the plan hash). */
   metrics?: MetricsSinks;
+  /**
+   * A multi-seed Experiment (`seeds`, or `reins run --seeds`): the seeds, each run as its own plan
+   * (`planForSeed`); `seed`, the steps and the model's engine seed are then the first seed's, the
+   * tasks those of any seed, and the estimate covers every seed. Absent with one seed (such plans
+   * hash as before), as is `schedule`.
+   */
+  seeds?: number[];
+  /** Present with `seeds`: what each seed's steps are re-derived from. */
+  schedule?: PlanSchedule;
   /** Kubernetes objects the kubernetes provider/trainer would create (pure builders). */
   manifests: Record<string, unknown>[];
   estimate: { rollouts: number; sandboxMinutes: number; tokens: number };

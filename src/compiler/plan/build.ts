@@ -8,9 +8,9 @@ import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagno
 import type { SourcePosition } from "../contract/problem.js";
 import { checkPairMcpServers, resolveMcpServers } from "../resolve/mcp-servers.js";
 import { CODES } from "../contract/codes.js";
-import type { HarnessKnobValues, Plan, PlanPair, PlanRollout, PlanStep, ResolvedAlgorithm, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
-import { digestOf, seedOf } from "../contract/hash.js";
-import { dealHarnesses } from "./harness-mix.js";
+import type { HarnessKnobValues, Plan, PlanSchedule, PlanStep, ResolvedAlgorithm, ResolvedHarness, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer } from "../contract/plan.js";
+import { digestOf } from "../contract/hash.js";
+import { scheduleEvaluation, scheduleExperiment, type ScheduledSteps } from "./schedule.js";
 import { applyUse, checkKnobs } from "./knobs.js";
 import { selectTasks } from "./select.js";
 import { checkAlgorithm, type World } from "../resolve/world.js";
@@ -18,9 +18,9 @@ import { checkTrainer, resolveAlgorithm, resolveBadStepPolicy, resolveMetricsSin
 import type { TrainerSpec } from "../schema/sandbox.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
-import { rng } from "../contract/rng.js";
 import { portableHarness, portableModel, portablePlan } from "./paths.js";
 import { MAX_PLAN_ROLLOUTS } from "../resolve/limits.js";
+import { DEFAULT_TASK_TIMEOUT_SECONDS } from "../resolve/tasks.js";
 import { checkHarnessFiles, checkPodProxy, checkWarmPool } from "./sandbox-checks.js";
 
 export interface BuildOptions {
@@ -29,6 +29,8 @@ export interface BuildOptions {
   sources?: Plan["sources"];
   /** Rollouts planned so far by other targets of the same compile (counted up by buildPlan). */
   rollouts?: { count: number };
+  /** An Experiment's seeds, in place of its spec's `seed`/`seeds` (`reins run --seeds`): distinct, checked by the caller. */
+  seeds?: readonly number[];
 }
 
 export function buildPlan(world: World, target: TypedDocument, opts: BuildOptions): Result<Plan | undefined> {
@@ -125,42 +127,14 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     }
   }
 
+  const seeds = isExperiment ? checkSeeds(spec, opts.seeds, at, diagnostics) : undefined;
   if (diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
 
-  const seed: number = spec.seed ?? 0;
+  const seed: number = seeds?.[0] ?? spec.seed ?? 0;
   const harnessList = harnesses.map((h) => ({ name: h.use.name, weight: h.use.weight ?? 1, heldOutAttempts: (h.use as { heldOutAttempts?: number }).heldOutAttempts }));
-  const pairIndex = new Map<string, number>();
-  const pairs: PlanPair[] = [];
-  const addPair = (task: string, h: { name: string; weight: number }) => {
-    const id = `${task}@${h.name}`;
-    if (!pairIndex.has(id)) {
-      pairIndex.set(id, pairs.length);
-      pairs.push({ id, task, harness: h.name, weight: h.weight });
-    }
-    return pairIndex.get(id)!;
-  };
 
-  const steps: PlanStep[] = [];
-  /** A step of `perPair` rollouts for each (task, harness index) pair, in the order given. */
-  const makeStep = (kind: PlanStep["kind"], groups: [string, number][], perPair: number | ((harness: number) => number)): void => {
-    const index = steps.length;
-    const rollouts: PlanRollout[] = [];
-    for (const [task, hi] of groups) {
-      const h = harnessList[hi]!;
-      const p = addPair(task, h);
-      const count = typeof perPair === "number" ? perPair : perPair(hi);
-      for (let a = 0; a < count; a++) {
-        const id = `s${index}-p${p}-a${a}`;
-        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
-      }
-    }
-    steps.push({ index, kind, rollouts, hash: "" });
-  };
-  /** Every task through every harness (evaluations). */
-  const everyHarness = (tasks: string[]): [string, number][] => tasks.flatMap((t) => harnessList.map((_, hi): [string, number] => [t, hi]));
-
-  // The plan's size from its counts, before a single rollout is made.
-  const rollouts = countRollouts(spec, isExperiment, training.length, heldOut.names.length, selected.names.length, harnessList.length, algorithm?.groupSize ?? 1);
+  // The plan's size from its counts, before a single rollout is made (every seed's).
+  const rollouts = countRollouts(spec, isExperiment, training.length, heldOut.names.length, selected.names.length, harnessList.length, algorithm?.groupSize ?? 1) * (seeds?.length ?? 1);
   const before = opts.rollouts?.count ?? 0;
   if (before + rollouts > MAX_PLAN_ROLLOUTS) {
     const others = before > 0 ? `, and the other plans compiled with it ${before.toLocaleString("en-US")}` : "";
@@ -171,29 +145,29 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (opts.rollouts) opts.rollouts.count += rollouts;
 
   let attempts: number;
+  let schedule: PlanSchedule | undefined;
+  // One schedule per seed: the first seed's steps are the plan's; a multi-seed plan's tasks are every seed's.
+  let scheduled: ScheduledSteps[];
   if (isExperiment) {
-    const evalEvery: number = spec.eval?.everySteps ?? 0;
     const defaultAttempts: number = spec.eval?.attempts ?? 1;
     attempts = defaultAttempts;
-    const evalAttempts = (hi: number) => harnessList[hi]!.heldOutAttempts ?? defaultAttempts;
-    const perStep: number = Math.min(spec.tasksPerStep ?? training.length, training.length);
-    const order = shuffled(training, seed);
-    // Each sampled task goes through one harness, dealt by the harnesses' weights (harness-mix.ts).
-    const mix = dealHarnesses(harnessList.map((h) => h.weight), perStep, spec.steps, seed);
-    if (heldOut.names.length > 0) makeStep("eval", everyHarness(heldOut.names), evalAttempts);
-    for (let s = 0; s < spec.steps; s++) {
-      const pick: [string, number][] = [];
-      for (let i = 0; i < perStep; i++) pick.push([order[(s * perStep + i) % order.length]!, mix[s]![i]!]);
-      makeStep("sample", pick, algorithm!.groupSize);
-      const last = s === spec.steps - 1;
-      if (heldOut.names.length > 0 && (last || (evalEvery > 0 && (s + 1) % evalEvery === 0))) makeStep("eval", everyHarness(heldOut.names), evalAttempts);
-    }
+    schedule = {
+      training,
+      heldOut: heldOut.names,
+      steps: spec.steps,
+      tasksPerStep: spec.tasksPerStep ?? training.length,
+      groupSize: algorithm!.groupSize,
+      evalEverySteps: spec.eval?.everySteps ?? 0,
+      harnesses: harnessList.map((h) => ({ name: h.name, weight: h.weight, heldOutAttempts: h.heldOutAttempts ?? defaultAttempts })),
+    };
+    scheduled = (seeds ?? [seed]).map((s) => scheduleExperiment(schedule!, s));
   } else {
     attempts = spec.attempts ?? 1;
-    makeStep("eval", everyHarness(selected.names), attempts);
+    scheduled = [scheduleEvaluation(selected.names, harnessList, attempts, seed)];
   }
+  const { steps, pairs } = scheduled[0]!;
 
-  const usedTasks = new Set(steps.flatMap((s) => s.rollouts.map((r) => r.task)));
+  const usedTasks = new Set(scheduled.flatMap((x) => x.steps.flatMap((s) => s.rollouts.map((r) => r.task))));
   const judged = planJudges([...usedTasks].map((n) => world.tasks.get(n)!.value), model, world, at);
   diagnostics.push(...judged.diagnostics);
   if (judged.diagnostics.some((d) => d.severity === "error")) return { value: undefined, diagnostics };
@@ -202,30 +176,20 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   // The Experiment's or Evaluation's MCP servers come first in every task's (they are in the plan hash through the tasks).
   const tasks = planMcp.value.length > 0 ? timed.map((t) => ({ ...t, mcpServers: [...planMcp.value, ...(t.mcpServers ?? [])] })) : timed;
   const judges = judged.judges;
-  const taskDigest = new Map(tasks.map((t) => [t.name, t.digest]));
   const usedHarnesses = harnesses.map(({ use }) => applyUse(world.harnesses.get(use.name)!.value, use));
   const byName = new Map(tasks.map((t) => [t.name, t]));
+  const everyPair = [...new Map(scheduled.flatMap((x) => x.pairs).map((p) => [p.id, p])).values()];
   const pairMcp = checkPairMcpServers(
-    pairs.map((p) => {
+    everyPair.map((p) => {
       const hi = harnessList.findIndex((h) => h.name === p.harness);
       return { task: byName.get(p.task)!, harness: usedHarnesses[hi]!, at: at("harnesses", hi, "name") };
     }),
   );
   diagnostics.push(...pairMcp);
   if (pairMcp.length > 0) return { value: undefined, diagnostics };
-  const common = {
-    model: model ? hashedModel(portableModel(model, opts.cwd)) : null,
-    algorithm: algorithm ?? null,
-    harnesses: usedHarnesses.map((h) => portableHarness(h, opts.cwd)),
-    sandbox: hashedSandbox(sandbox),
-    ...(judges.length > 0 ? { judges: judges.map((j) => portableModel(j, opts.cwd)) } : {}),
-  };
-  const commonDigest = digestOf(common);
-  for (const step of steps) {
-    step.hash = digestOf({ common: commonDigest, kind: step.kind, rollouts: step.rollouts, tasks: [...new Set(step.rollouts.map((r) => r.task))].map((t) => [t, taskDigest.get(t)]) });
-  }
+  // With several seeds, the onnx engine samples with the seed of the run too.
+  if (seeds && model?.engine.type === "onnx") model = { ...model, engine: { ...model.engine, seed } };
 
-  const rolloutCount = steps.reduce((n, s) => n + s.rollouts.length, 0);
   const plan: Plan = {
     planVersion: 1,
     kind: target.kind as Plan["kind"],
@@ -240,24 +204,65 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     steps,
     attempts,
     manifests: [],
-    estimate: estimate(steps, world),
+    estimate: estimatePlan(scheduled.map((x) => x.steps), tasks, usedHarnesses),
     sources: opts.sources ?? [],
     root: opts.cwd,
   };
+  if (seeds) {
+    plan.seeds = [...seeds];
+    plan.schedule = schedule!;
+  }
   if (model) plan.model = model;
   if (judges.length > 0) plan.judges = judges;
   if (algorithm) plan.algorithm = algorithm;
   if (trainer) plan.trainer = trainer;
   if (isExperiment && spec.sft) {
-    plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained" };
+    plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained", adamBetas: spec.sft.adamBetas ? [spec.sft.adamBetas[0], spec.sft.adamBetas[1]] : [0.9, 0.999], optimizerState: spec.sft.optimizerState ?? "reset" };
     const limits = (spec.harnesses as { name: string; sftReferences?: number }[]).filter((h) => h.sftReferences !== undefined);
     if (limits.length > 0) plan.sft.referencesPerHarness = Object.fromEntries(limits.map((h) => [h.name, h.sftReferences!]));
   }
   if (isExperiment) plan.onBadStep = resolveBadStepPolicy(spec.onBadStep);
   if (isExperiment && spec.metrics) plan.metrics = resolveMetricsSinks(spec.metrics);
+  plan.steps = hashSteps(plan);
   plan.hash = hashPlan(plan);
-  void rolloutCount;
   return { value: plan, diagnostics };
+}
+
+/**
+ * An Experiment's seeds when it has several (`seeds`, or the caller's `override`), else undefined.
+ * `seed` and `seeds` together (SeedAndSeeds) and a repeated seed (DuplicateSeed) are errors.
+ */
+function checkSeeds(spec: any, override: readonly number[] | undefined, at: (...p: (string | number)[]) => SourcePosition, diagnostics: Diagnostic[]): readonly number[] | undefined {
+  const listed = spec.seeds as number[] | undefined;
+  if (listed !== undefined && spec.seed !== undefined) {
+    diagnostics.push(makeDiagnostic("SeedAndSeeds", at("seeds"), `The Experiment gives both \`seed\` (${spec.seed}) and \`seeds\` (${listed.join(", ")}).`, CODES.SeedAndSeeds));
+  }
+  listed?.forEach((s, i) => {
+    const first = listed.indexOf(s);
+    if (first < i) diagnostics.push(makeDiagnostic("DuplicateSeed", at("seeds", i), `The seed ${s} is listed twice (first as seeds[${first}]).`, CODES.DuplicateSeed));
+  });
+  return override ?? listed;
+}
+
+/**
+ * The steps with their hashes: each covers what its rollouts depend on — the model, algorithm,
+ * harnesses, sandbox and judges (host paths relative to Plan.root), the step's rollouts and the
+ * digests of its tasks.
+ */
+export function hashSteps(plan: Plan): PlanStep[] {
+  const common = {
+    model: plan.model ? hashedModel(portableModel(plan.model, plan.root)) : null,
+    algorithm: plan.algorithm ?? null,
+    harnesses: plan.harnesses.map((h) => portableHarness(h, plan.root)),
+    sandbox: hashedSandbox(plan.sandbox),
+    ...(plan.judges && plan.judges.length > 0 ? { judges: plan.judges.map((j) => portableModel(j, plan.root)) } : {}),
+  };
+  const commonDigest = digestOf(common);
+  const taskDigest = new Map(plan.tasks.map((t) => [t.name, t.digest]));
+  return plan.steps.map((step) => ({
+    ...step,
+    hash: digestOf({ common: commonDigest, kind: step.kind, rollouts: step.rollouts, tasks: [...new Set(step.rollouts.map((r) => r.task))].map((t) => [t, taskDigest.get(t)]) }),
+  }));
 }
 
 /**
@@ -336,16 +341,6 @@ function refOrInline<T>(
   return resolveInline(value);
 }
 
-function shuffled<T>(list: readonly T[], seed: number): T[] {
-  const out = [...list];
-  const random = rng(seedOf("task-order", seed));
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
-
 /** Rollouts the plan will have (mirrors the steps made in buildPlan). */
 function countRollouts(spec: any, isExperiment: boolean, training: number, heldOut: number, selected: number, harnesses: number, groupSize: number): number {
   if (!isExperiment) return selected * harnesses * (spec.attempts ?? 1);
@@ -357,17 +352,23 @@ function countRollouts(spec: any, isExperiment: boolean, training: number, heldO
   return steps * perStep * groupSize + evals * heldOut * attempts;
 }
 
-/** A rough estimate: documented as such in the plan summary. */
-function estimate(steps: PlanStep[], world: World): Plan["estimate"] {
+/**
+ * A rough estimate over the steps of each seed: documented as such in the plan summary. A task's
+ * own timeout counts (not the Sandbox's that stands in for a task without one).
+ */
+export function estimatePlan(stepsPerSeed: readonly (readonly PlanStep[])[], tasks: readonly ResolvedTask[], harnesses: readonly ResolvedHarness[]): Plan["estimate"] {
+  const taskByName = new Map(tasks.map((t) => [t.name, t]));
+  const harnessByName = new Map(harnesses.map((h) => [h.name, h]));
   let rollouts = 0;
   let seconds = 0;
   let tokens = 0;
-  for (const s of steps) {
+  for (const s of stepsPerSeed.flat()) {
     for (const r of s.rollouts) {
       rollouts++;
-      const h = world.harnesses.get(r.harness)?.value;
-      const t = world.tasks.get(r.task)?.value;
-      seconds += (h?.startupSeconds ?? 0) + Math.min(t?.timeoutSeconds ?? 600, h?.dialect ? 60 : 5);
+      const h = harnessByName.get(r.harness);
+      const t = taskByName.get(r.task);
+      const timeout = t ? (t.timeoutDefaulted ? DEFAULT_TASK_TIMEOUT_SECONDS : t.timeoutSeconds) : DEFAULT_TASK_TIMEOUT_SECONDS;
+      seconds += (h?.startupSeconds ?? 0) + Math.min(timeout, h?.dialect ? 60 : 5);
       if (h?.dialect) tokens += 16_000;
     }
   }

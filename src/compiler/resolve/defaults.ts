@@ -214,6 +214,8 @@ export function resolveAlgorithm(spec: AlgorithmSpec): ResolvedAlgorithm {
     },
     lossAggregation: spec.lossAggregation ?? "token-mean",
     miniBatches: spec.miniBatches ?? 1,
+    warmupSteps: spec.warmupSteps ?? 0,
+    adamBetas: spec.adamBetas ? [spec.adamBetas[0], spec.adamBetas[1]] : [0.9, 0.999],
     ...(spec.valueCoef !== undefined || spec.type === "PPO" ? { valueCoef: toNumber(spec.valueCoef, 0.5) } : {}),
   };
 }

@@ -3,6 +3,9 @@ import { z } from "zod";
 import { CallClassSchema } from "./harness.js";
 import { LooseNumber, NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
 
+/** Adam's (beta1, beta2): each in [0, 1). */
+export const AdamBetas = z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]);
+
 export const AlgorithmSpecSchema = z
   .strictObject({
     type: z.enum(["GRPO", "PPO", "RLOO"]),
@@ -49,6 +52,14 @@ export const AlgorithmSpecSchema = z
       .nonnegative()
       .optional()
       .describe("PPO: weight of the critic's value loss (squared error to the GAE returns) in the objective (default 0.5). Only for PPO."),
+    adamBetas: AdamBetas.optional().describe(
+      "Adam's (beta1, beta2) for RL's optimizer steps (default [0.9, 0.999]). beta2 is how long Adam remembers gradient sizes: 0.999 averages over ~1,000 steps, longer than most runs here, so early large gradients keep later steps small; 0.95 (~20 steps) follows the current ones.",
+    ),
+    warmupSteps: NonNegativeInt.max(1_000_000)
+      .optional()
+      .describe(
+        "RL optimizer steps (mini-batches) over which the learning rate rises linearly to learningRate: the k-th step uses learningRate·k/warmupSteps (default 0: none). A fresh Adam (after SFT, see the Experiment's sft.optimizerState) otherwise moves every parameter by about the learning rate in its first steps, noise included.",
+      ),
     miniBatches: PositiveInt.optional().describe(
       "Optimizer steps per training step: the step's rollouts are split into this many mini-batches, one optimizer step each (PPO's minibatching; default 1).",
     ),

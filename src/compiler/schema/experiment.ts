@@ -1,7 +1,7 @@
 /** Experiment and Evaluation: what to run, with what, how often. */
 import { z } from "zod";
 import { Name, NonNegativeInt, PositiveInt, Ref, documentSchema } from "./common.js";
-import { AlgorithmSpecSchema } from "./algorithm.js";
+import { AdamBetas, AlgorithmSpecSchema } from "./algorithm.js";
 import { McpServersSchema } from "./mcp.js";
 import { SandboxSpecSchema, TrainerSpecSchema } from "./sandbox.js";
 
@@ -108,6 +108,13 @@ export const ExperimentSpecSchema = z
           .describe(
             "if-untrained (default): skip SFT when the policy's directory holds trained weights, i.e. weights the reins trainer saved after at least one optimizer step (its trained.json), such as a weights directory of an earlier run; a fresh policy is untrained. always: run SFT in any case.",
           ),
+        adamBetas: AdamBetas.optional().describe("Adam's (beta1, beta2) for SFT's optimizer steps (default [0.9, 0.999]; see the Algorithm's adamBetas)."),
+        optimizerState: z
+          .enum(["reset", "keep"])
+          .optional()
+          .describe(
+            "The optimizer state the first RL step starts from after SFT. reset (default): fresh Adam moments, as when SFT and RL are separate runs; RL's steps then have the size algorithm.learningRate says. keep: SFT's moments carry over; Adam's second moment, built from SFT's larger gradients, then shrinks RL's steps by the ratio of the two phases' gradient sizes (a factor of ~10 in the quickstart, and different for every seed).",
+          ),
       })
       .optional()
       .describe("Supervised warm-up on the tasks' reference solutions, replayed through the harnesses (environment tokens masked)."),
@@ -122,7 +129,15 @@ export const ExperimentSpecSchema = z
     onBadStep: BadStepPolicy,
     metrics: MetricsSinks,
     mcpServers: McpServersSchema,
-    seed: z.number().int().optional(),
+    seed: z.number().int().optional().describe("The seed of the run: the task order, the harness mix, each rollout's seed and the initial policy (default 0)."),
+    seeds: z
+      .array(z.number().int())
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        "Run the Experiment once per seed, one after another (instead of `seed`; distinct values): each seed is an ordinary run in <run directory>/seed-<s> whose plan has that seed, also as the onnx engine's sampling seed, and a policy reins creates gets its own initial weights per seed. summary.json reports each seed and the held-out gain's mean, sd and 95% interval over the seeds. `reins run --seeds 1,2,3` overrides it.",
+      ),
   })
   .describe("A training experiment.");
 

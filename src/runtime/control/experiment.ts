@@ -52,6 +52,12 @@ export interface LoopOptions {
   /** Warnings (stderr, also when progress is quiet), e.g. a skipped step; default: log. */
   warn?: (line: string) => void;
   signal?: AbortSignal;
+  /**
+   * A tokenizer corpus made for the same reference replays (another seed of a multi-seed run):
+   * when this run creates its policy, its tokenizer learns from this file instead of replaying the
+   * references once more.
+   */
+  tokenizerCorpus?: string;
 }
 
 export interface RunOutcome {
@@ -95,7 +101,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   // A server's model directory that holds a checkpoint reins did not make (no READY) is used as it is.
   const checkpoint = model.engine.type !== "onnx" && !hasPolicy(policyDir) && existsSync(join(policyDir, "config.json"));
   const init = await closingOnError(sinks, async () => {
-    const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? await tokenizerCorpus(sftContext, policyDir, python) : undefined;
+    const corpus = !checkpoint && !hasPolicy(policyDir) && plan.sft ? (o.tokenizerCorpus ?? (await tokenizerCorpus(sftContext, policyDir, python))) : undefined;
     if (checkpoint) return { corpus, version: "", created: false };
     return { corpus, ...(await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) })) };
   });
@@ -135,14 +141,14 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     }
   });
   const checkpointRoot = inCluster?.checkpointRoot ?? trainer.checkpointRoot;
-  let serving: { version: string; weightsDir: string; checkpoint?: string } = { version: init.version, weightsDir: policyDir };
+  let serving: { version: string; weightsDir: string; checkpoint?: string; phase?: "sft" | "step" } = { version: init.version, weightsDir: policyDir };
   try {
     // The worker names a checkpoint's weights by their content.
     if (checkpoint) serving.version = init.version = (await worker.client.health()).weightsVersion;
     if (state.lastCheckpoint) {
       await worker.client.restore(state.lastCheckpoint.path);
       const c = state.lastCheckpoint;
-      serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path };
+      serving = { version: c.version, weightsDir: c.weightsDir, checkpoint: c.path, phase: c.phase };
       log(`resumed from the checkpoint of ${c.phase === "sft" ? "SFT" : `step ${c.step}`} (weights ${c.version})`);
     }
   } catch (err) {
@@ -186,7 +192,7 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     });
     // A worker in the cluster saves each version in the claim; the engine here loads a copy of it.
     const fetchWeights = inCluster ? (dir: string, version: string) => inCluster!.fetch(dir, join(trainerOut, "weights", version)) : undefined;
-    const publisher = new Publisher({ worker, engine, store, checkpointRoot, weightsFormat: trainer.weightsFormat, serving, ...(fetchWeights ? { fetchWeights } : {}) });
+    const publisher = new Publisher({ worker, engine, store, checkpointRoot, weightsFormat: trainer.weightsFormat, serving, ...(state.sftCheckpoint ? { sftCheckpoint: state.sftCheckpoint.path } : {}), ...(fetchWeights ? { fetchWeights } : {}) });
 
     // SFT warm-up on reference solutions replayed through the harnesses.
     if (sft.action === "skip") {

@@ -39,7 +39,7 @@ export interface HeldOutOutcome {
   byHarness: Record<string, HeldOutChange>;
 }
 
-function change(before: Score | undefined, after: Score | undefined): HeldOutChange {
+function change(before: Pick<Score, "passRate" | "rollouts"> | undefined, after: Pick<Score, "passRate" | "rollouts"> | undefined): HeldOutChange {
   const out: HeldOutChange = { before: before?.passRate ?? null, after: after?.passRate ?? null, n: before?.rollouts ?? after?.rollouts ?? 0, gainStdErrors: null };
   if (before && after && before.rollouts > 0 && after.rollouts > 0) {
     const v = (before.passRate * (1 - before.passRate)) / before.rollouts + (after.passRate * (1 - after.passRate)) / after.rollouts;
@@ -56,4 +56,9 @@ export function heldOutOutcome(evals: readonly EvalEvent[]): HeldOutOutcome {
   const names = [...new Set([...Object.keys(first?.byHarness ?? {}), ...Object.keys(last?.byHarness ?? {})])].sort();
   for (const h of names) byHarness[h] = change(first?.byHarness?.[h], last?.byHarness?.[h]);
   return { before: first?.passRate ?? null, after: last?.passRate ?? null, byHarness };
+}
+
+/** The run's first and last held-out evaluations over every harness together, as one change. */
+export function heldOutChange(evals: readonly Pick<Score, "passRate" | "rollouts">[]): HeldOutChange {
+  return change(evals[0], evals.length > 1 ? evals[evals.length - 1] : undefined);
 }

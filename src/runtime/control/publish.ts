@@ -27,13 +27,19 @@ export interface PublisherOptions {
    */
   fetchWeights?: (dir: string, version: string) => Promise<string>;
   /** What serves now: the initial policy, or the last checkpoint's weights on resume. */
-  serving: { version: string; weightsDir: string; checkpoint?: string };
+  serving: { version: string; weightsDir: string; checkpoint?: string; phase?: CheckpointEvent["phase"] };
+  /** SFT's checkpoint, when SFT ran before a resume. */
+  sftCheckpoint?: string;
 }
 
 export class Publisher {
   version: string;
   weightsDir: string;
   lastCheckpoint: string | undefined;
+  /** Whose checkpoint the trainer's state is: SFT's until the first RL step is published (then the optimizer's moments are SFT's). */
+  lastPhase: CheckpointEvent["phase"] | undefined;
+  /** SFT's checkpoint (the policy RL starts from): the KL term's reference. */
+  sftCheckpoint: string | undefined;
   /** Every version that served in this process, in order. */
   readonly versions: string[];
 
@@ -41,6 +47,8 @@ export class Publisher {
     this.version = o.serving.version;
     this.weightsDir = o.serving.weightsDir;
     this.lastCheckpoint = o.serving.checkpoint;
+    this.lastPhase = o.serving.phase;
+    this.sftCheckpoint = o.sftCheckpoint;
     this.versions = [this.version];
   }
 
@@ -64,6 +72,8 @@ export class Publisher {
     this.weightsDir = saved.dir;
     this.versions.push(saved.version);
     this.lastCheckpoint = ckpt.path;
+    this.lastPhase = phase;
+    if (phase === "sft") this.sftCheckpoint = ckpt.path;
     return { type: "checkpoint", phase, step, path: ckpt.path, version: saved.version, weightsDir: saved.dir };
   }
 

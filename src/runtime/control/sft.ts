@@ -176,7 +176,7 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   for (let s = 0; s < sft.steps && !c.signal?.aborted; s++) {
     const batch = size === passed ? full : buildSftBatch(plan.algorithm!, sample(passedResults, size, random), calls);
     const what = `SFT step ${s + 1}/${sft.steps}`;
-    const applied = await applyStep(worker, batch, { fb: { objective: "sft" }, learningRate: sft.learningRate });
+    const applied = await applyStep(worker, batch, { fb: { objective: "sft" }, learningRate: sft.learningRate, betas: sft.adamBetas });
     if ("bad" in applied) {
       const kept = `SFT publishes nothing before it ends; the weights ${serving} keep serving.`;
       if (decideBadStep(policy, streak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: streak, learningRate: "sft.learningRate" });

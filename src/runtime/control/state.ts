@@ -50,6 +50,8 @@ export interface StepMetrics {
 
 export interface LoopState {
   lastCheckpoint?: CheckpointEvent;
+  /** SFT's checkpoint: the policy RL starts from, the KL term's reference. */
+  sftCheckpoint?: CheckpointEvent;
   sftDone: boolean;
   /** SFT's summary once its checkpoint is recorded (a resumed run reports it too). */
   sft?: SftOutcome;
@@ -78,6 +80,7 @@ export function readLoopState(store: RunStore): LoopState {
       state.versions.push(c.version);
       if (c.phase === "sft") {
         state.sftDone = true;
+        state.sftCheckpoint = c;
         if (sft) state.sft = sft;
       }
       else state.trainedSteps.add(c.step);

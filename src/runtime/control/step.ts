@@ -23,6 +23,7 @@ import type { CheckpointEvent, StepMetrics } from "./state.js";
 import { breakdownByFamilyHarness, infraFailures, secondsSince, stepFidelity, treeCounts, type StepTiming } from "./step-metrics.js";
 import { splitMiniBatches } from "./mini-batches.js";
 import { applyMiniBatches } from "./train-step.js";
+import { warmupLearningRate } from "./learning-rate.js";
 
 export interface StepContext {
   plan: Plan;
@@ -74,7 +75,19 @@ export async function trainStep(
   // The trainer's logprob of each trained token (the viewer's ratio overlay); a redone step rewrites it.
   const recordLogprobs = trainerLogprobsFile(store.dir, step.index);
   rmSync(recordLogprobs, { force: true });
-  const applied = trainable ? await applyMiniBatches(worker, batch, algorithm.miniBatches, publisher.lastCheckpoint, (done) => progress("training", "mini-batches", parts, done), { recordLogprobs }) : { fb: null, opt: null };
+  // The first RL step after SFT starts Adam afresh unless the Experiment keeps SFT's state (sft.optimizerState).
+  const resetState = publisher.lastPhase === "sft" && plan.sft?.optimizerState !== "keep";
+  const fbOptions = { recordLogprobs, ...(algorithm.klCoef > 0 && publisher.sftCheckpoint ? { referenceCheckpoint: publisher.sftCheckpoint } : {}) };
+  const applied = trainable
+    ? await applyMiniBatches(worker, batch, algorithm.miniBatches, {
+        ...(publisher.lastCheckpoint ? { lastCheckpoint: publisher.lastCheckpoint } : {}),
+        onApplied: (done) => progress("training", "mini-batches", parts, done),
+        fb: fbOptions,
+        resetState,
+        learningRate: (j) => warmupLearningRate(algorithm, at.done * algorithm.miniBatches + j + 1),
+        betas: algorithm.adamBetas,
+      })
+    : { fb: null, opt: null };
   const training = secondsSince(trainingStart);
   let skipStreak = at.skipStreak;
   let skipped: SkipEvent | null = null;

@@ -46,7 +46,7 @@ export class TrainerClient {
     return this.call("POST", "/forward_backward", { ...ref, ...options }, "forward_backward");
   }
 
-  optimStep(options: { learningRate?: number; gradClip?: number } = {}): Promise<OptimStepResult> {
+  optimStep(options: { learningRate?: number; gradClip?: number; resetState?: boolean; betas?: [number, number] } = {}): Promise<OptimStepResult> {
     return this.call("POST", "/optim_step", options, "optim_step");
   }
 

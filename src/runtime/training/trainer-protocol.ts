@@ -39,6 +39,8 @@ export interface ForwardBackwardOptions {
    * `{rollout, leaf, logprobs}`; "rl" only): the token view's trainer logprob and ratio.
    */
   recordLogprobs?: string;
+  /** The KL term's reference (klCoef > 0): the weights of this checkpoint directory (SFT's); default the worker's starting weights. */
+  referenceCheckpoint?: string;
 }
 
 export interface CorrectionMetrics {

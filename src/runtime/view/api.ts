@@ -9,6 +9,7 @@ import { buildHeldOut, buildMetricSeries, buildPhaseOverview, buildStepPoints, b
 import { analyze, callJson, groupAdvantages, lastTry, siblingsOf, tokenPage, treeJson, treeSvg, type Analyzed } from "./rollout-detail.js";
 import type { RolloutRow, RunData } from "./run-data.js";
 import { readRunFile, TrainerLogprobs, tryFileName } from "./run-files.js";
+import { compareSeedRuns, readPlanSeeds, readSeedRuns } from "./seed-runs.js";
 import { decodeText, pieces, tokenTextFor, type TokenText } from "./token-text.js";
 
 export interface ApiAnswer {
@@ -40,7 +41,8 @@ export class ViewApi {
       return notFound("path");
     }
     if (segments[0] !== "api") return notFound("path");
-    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir })));
+    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir, seeds: readPlanSeeds(r.dir)?.seeds ?? null })));
+    if (segments.length === 2 && segments[1] === "seeds") return json(this.seeds());
     if (segments[1] !== "runs" || segments.length < 4) return notFound("path");
     const run = /^[0-9]$/.test(segments[2]) ? this.runs[Number(segments[2])] : undefined;
     if (!run) return notFound("run");
@@ -86,6 +88,18 @@ export class ViewApi {
       finished: summary !== null,
       summary: summary ? { heldOut: summary.heldOut ?? null, fidelity: summary.fidelity ?? null, steps: summary.steps ?? null, seconds: summary.seconds ?? null, interrupted: summary.interrupted ?? null } : null,
     };
+  }
+
+  /**
+   * The multi-seed run directories among the runs: each seed's held-out numbers and their spread;
+   * with two, the second's mean gain minus the first's with Welch's 95% interval.
+   */
+  seeds() {
+    const runs = this.runs.flatMap((r, index) => {
+      const seeds = readSeedRuns(r.dir);
+      return seeds ? [{ index, ...seeds }] : [];
+    });
+    return { runs, difference: runs.length === 2 ? compareSeedRuns(runs[0]!, runs[1]!) : null };
   }
 
   table(run: RunData) {

@@ -1,5 +1,6 @@
 // The run viewer: hash routes #/ (overview), #/rollouts, #/rollout/<id>, #/group, #/compare.
-// ?run=1 picks the second run directory. Every page reads the JSON API of this server.
+// ?run=1 picks the second run directory. Every page reads the JSON API of this server. A
+// multi-seed run directory's overview is its seeds table; two of them compare over their seeds.
 import { el, put, getJson, pct, num, secs, link, table, verdict } from "./dom.js";
 import { lineChart, chartRow } from "./charts.js";
 import { renderRollout, renderRolloutColumn } from "./rollout.js";
@@ -33,7 +34,9 @@ async function route() {
   const run = runOf(query);
   renderNav(page, run);
   try {
-    if (page === "overview" || page === "") await overview(run);
+    if ((page === "overview" || page === "") && runs[run]?.seeds) await seedsOverview(run);
+    else if (page === "compare" && runs.length > 1 && runs.every((r) => r.seeds)) await seedsCompare();
+    else if (page === "overview" || page === "") await overview(run);
     else if (page === "rollouts") await rollouts(run, query);
     else if (page === "rollout") await renderRollout(main, run, parts[0] ?? "", query);
     else if (page === "group") await group(run, query);
@@ -138,6 +141,69 @@ function fidelity(f) {
   return el("div", {},
     el("h2", {}, "Fidelity (tokens the harness saw vs. tokens trained)"),
     table([{ label: "" }, ...harnesses.map((h) => ({ label: h, num: true }))], keys.map((k) => [k, ...harnesses.map((h) => num(f.byHarness[h][k], 3))]), { id: "fidelity" }));
+}
+
+// ── Seeds (a multi-seed run directory) ─────────────────────────────────────
+
+const points = (x) => (x === null || x === undefined ? "–" : `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`);
+const spread = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1));
+const interval = (ci) => (ci ? `[${points(ci[0])}, ${points(ci[1])}]` : "–");
+
+async function seedsOverview(run) {
+  const s = await getJson("/api/seeds");
+  const mine = s.runs.find((r) => r.index === run);
+  const draw = (data) => put(main, el("div", { id: "seeds" }, seedsView(data.runs.find((r) => r.index === run))));
+  draw(s);
+  live(async () => {
+    const fresh = await getJson("/api/seeds");
+    draw(fresh);
+    const r = fresh.runs.find((x) => x.index === run);
+    if (r && r.pending.length === 0) { clearInterval(timer); timer = null; put(document.getElementById("live"), "finished"); }
+  }, !mine || mine.pending.length === 0);
+}
+
+/** One multi-seed run: a row per seed, the mean and sd of each column, the gain's interval. */
+function seedsView(r) {
+  if (!r) return el("p", {}, "Not a multi-seed run directory.");
+  const h = r.summary.heldOut;
+  const rows = r.summary.seeds.map((x) => [String(x.seed), pct(x.heldOut.before), pct(x.heldOut.after), points(x.heldOut.gain), num(x.heldOut.gainStdErrors, 1), String(x.heldOut.n), String(x.steps), secs(x.seconds * 1000), `reins view ${x.runDir}`]);
+  const pending = r.pending.map((seed) => [String(seed), "–", "–", "–", "–", "–", "–", "–", "not finished"]);
+  const harnesses = Object.entries(h.byHarness);
+  return el("section", { "data-seeds": String(r.index) },
+    el("h1", {}, r.name, " ", el("span", { class: "muted" }, `${r.seeds.length} seeds`)),
+    el("div", { class: "cards" },
+      card("mean held-out gain (points)", points(h.gain.mean), "seeds-gain"),
+      card("95% interval (t)", interval(h.gain.ci95), "seeds-ci"),
+      card("seeds above 3 SE", `${h.seedsAbove3SE} of ${h.n}`, "seeds-above")),
+    el("h2", {}, "Held-out pass rate per seed"),
+    table([{ label: "seed" }, { label: "before", num: true }, { label: "after", num: true }, { label: "gain (points)", num: true }, { label: "gain (SE)", num: true }, { label: "rollouts", num: true }, { label: "steps", num: true }, { label: "time", num: true }, { label: "run" }],
+      [...rows, ...pending,
+        ["mean", pct(h.before.mean), pct(h.after.mean), points(h.gain.mean), "", "", "", "", ""],
+        ["sd", spread(h.before.sd), spread(h.after.sd), spread(h.gain.sd), "", "", "", "", ""],
+        ["95% CI", "", "", interval(h.gain.ci95), "", "", "", "", ""]],
+      { id: `seeds-${r.index}`, class: "seeds" }),
+    el("p", { class: "gain-line" }, gainLine("held-out gain", h)),
+    harnesses.length > 1 ? el("div", {}, el("h3", {}, "per harness"), harnesses.map(([name, o]) => el("p", {}, gainLine(name, o)))) : null,
+    el("p", { class: "muted" }, "Each seed is an ordinary run directory: open one with the command in its row."));
+}
+
+function gainLine(label, o) {
+  if (o.n === 0) return `${label}: no seed has finished with a held-out evaluation before and after training`;
+  const shown = o.gain.ci95 ? `sd ${spread(o.gain.sd)}, 95% CI ${interval(o.gain.ci95)}` : "one seed: no spread";
+  return `${label} over ${o.n} seed${o.n === 1 ? "" : "s"}: ${points(o.gain.mean)} points (${shown}); ${o.seedsAbove3SE} of ${o.n} above 3 standard errors`;
+}
+
+async function seedsCompare() {
+  const s = await getJson("/api/seeds");
+  const d = s.difference;
+  const diff = (label, x) => `${label}: ${points(x.difference)} points (Welch 95% CI ${interval(x.ci95)}${x.df ? `, ${x.df.toFixed(1)} degrees of freedom` : ""})`;
+  put(main, el("div", { id: "compare" },
+    el("h1", {}, "Compare two recipes over their seeds"),
+    el("div", { class: "grid" }, s.runs.map((r) => el("div", {}, el("h2", {}, `run ${r.index + 1}`), seedsView(r)))),
+    d ? el("div", { id: "seeds-difference" },
+      el("h2", {}, "Difference of the mean held-out gains (run 2 − run 1)"),
+      el("p", {}, diff("held-out gain", d)),
+      Object.entries(d.byHarness).length > 1 ? Object.entries(d.byHarness).map(([h, x]) => el("p", {}, diff(h, x))) : null) : null));
 }
 
 // ── Rollouts table ──────────────────────────────────────────────────────────

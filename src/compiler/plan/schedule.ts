@@ -1,0 +1,88 @@
+/**
+ * The steps of a plan (pure): which task × harness pairs each step runs, with deterministic
+ * rollout ids and seeds. An Experiment's seed shuffles its training tasks (the task order), deals
+ * each step's tasks to the harnesses (harness-mix.ts) and seeds every rollout; held-out
+ * evaluations run every held-out task through every harness. An Evaluation is one step of every
+ * task through every harness. Step hashes are left empty (hashSteps fills them in).
+ */
+import type { PlanPair, PlanRollout, PlanSchedule, PlanStep } from "../contract/plan.js";
+import { seedOf } from "../contract/hash.js";
+import { rng } from "../contract/rng.js";
+import { dealHarnesses } from "./harness-mix.js";
+
+export interface ScheduledSteps {
+  steps: PlanStep[];
+  /** The task × harness pairs in the order the steps first use them. */
+  pairs: PlanPair[];
+}
+
+/** An Experiment's steps for `seed`: an evaluation before training, the training steps, evaluations after. */
+export function scheduleExperiment(s: PlanSchedule, seed: number): ScheduledSteps {
+  const maker = stepMaker(s.harnesses, seed);
+  const perStep = Math.min(s.tasksPerStep, s.training.length);
+  const order = shuffled(s.training, seed);
+  const mix = dealHarnesses(s.harnesses.map((h) => h.weight), perStep, s.steps, seed);
+  const evalAttempts = (hi: number) => s.harnesses[hi]!.heldOutAttempts;
+  const heldOut = everyHarness(s.heldOut, s.harnesses.length);
+  if (s.heldOut.length > 0) maker.make("eval", heldOut, evalAttempts);
+  for (let step = 0; step < s.steps; step++) {
+    const pick: [string, number][] = [];
+    for (let i = 0; i < perStep; i++) pick.push([order[(step * perStep + i) % order.length]!, mix[step]![i]!]);
+    maker.make("sample", pick, () => s.groupSize);
+    const last = step === s.steps - 1;
+    if (s.heldOut.length > 0 && (last || (s.evalEverySteps > 0 && (step + 1) % s.evalEverySteps === 0))) maker.make("eval", heldOut, evalAttempts);
+  }
+  return { steps: maker.steps, pairs: maker.pairs };
+}
+
+/** An Evaluation's one step: every task through every harness, `attempts` times. */
+export function scheduleEvaluation(tasks: readonly string[], harnesses: readonly { name: string; weight: number }[], attempts: number, seed: number): ScheduledSteps {
+  const maker = stepMaker(harnesses, seed);
+  maker.make("eval", everyHarness(tasks, harnesses.length), () => attempts);
+  return { steps: maker.steps, pairs: maker.pairs };
+}
+
+/** Every task through every harness (by harness index). */
+function everyHarness(tasks: readonly string[], harnesses: number): [string, number][] {
+  return tasks.flatMap((t) => Array.from({ length: harnesses }, (_, hi): [string, number] => [t, hi]));
+}
+
+function stepMaker(harnesses: readonly { name: string; weight: number }[], seed: number) {
+  const pairIndex = new Map<string, number>();
+  const pairs: PlanPair[] = [];
+  const steps: PlanStep[] = [];
+  const addPair = (task: string, h: { name: string; weight: number }) => {
+    const id = `${task}@${h.name}`;
+    if (!pairIndex.has(id)) {
+      pairIndex.set(id, pairs.length);
+      pairs.push({ id, task, harness: h.name, weight: h.weight });
+    }
+    return pairIndex.get(id)!;
+  };
+  /** A step of `perPair(harness)` rollouts for each (task, harness index) pair, in the order given. */
+  const make = (kind: PlanStep["kind"], groups: [string, number][], perPair: (harness: number) => number): void => {
+    const index = steps.length;
+    const rollouts: PlanRollout[] = [];
+    for (const [task, hi] of groups) {
+      const h = harnesses[hi]!;
+      const p = addPair(task, h);
+      const count = perPair(hi);
+      for (let a = 0; a < count; a++) {
+        const id = `s${index}-p${p}-a${a}`;
+        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
+      }
+    }
+    steps.push({ index, kind, rollouts, hash: "" });
+  };
+  return { steps, pairs, make };
+}
+
+function shuffled<T>(list: readonly T[], seed: number): T[] {
+  const out = [...list];
+  const random = rng(seedOf("task-order", seed));
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
