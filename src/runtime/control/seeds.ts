@@ -134,7 +134,7 @@ async function runSeed(o: SeedsOptions, plan: Plan, dir: string, resume: boolean
 }
 
 /** Where seed `seed` finds its initial policy: its own sibling directory when reins creates the policy. */
-function policyFor(plan: Plan, seed: number): { policyDir?: { from: string; to: string } } {
+export function policyFor(plan: Plan, seed: number): { policyDir?: { from: string; to: string } } {
   const from = createdPolicyDir(plan) ?? untrainedInitialPolicy(plan);
   return from ? { policyDir: { from, to: `${from}-seed-${seed}` } } : {};
 }
