@@ -1,11 +1,13 @@
 /**
- * The quickstart learns: the shipped examples/quickstart experiment, run end to end exactly as the
- * README's main command runs it (seed 7, its own policy directory), ends with a held-out pass rate
- * well above the one before RL: the gain must exceed three standard errors of the difference of
- * the two measured pass rates (each a binomial proportion over the held-out rollouts). The gain
- * depends on the seed and the CPU (the README's table: seeds that do not learn in 10 steps, and an
- * Intel Xeon where the shipped seed does not); this checks the shipped one. About 8 minutes alone
- * on 2 cores, longer beside the rest of the suite.
+ * The quickstart learns, pooled over seeds: the shipped examples/quickstart recipe, run end to end
+ * with `reins run --seeds` from an isolated copy (each seed its own initial policy, SFT, GRPO and
+ * held-out evaluations before and after), shortened to keep the suite's time: STEPS GRPO steps
+ * instead of 10, with the quickstart's 32 held-out attempts per task. The test asserts the pooled
+ * held-out gain — the mean over the seeds of after − before — above three standard errors of that
+ * mean (each seed's pass rates binomial proportions over its own rollouts), so one unlucky sampled
+ * stream cannot fail it, while a recipe that does not learn (a wrong advantage sign, a learning
+ * rate of zero) does: the second test turns RL's learning rate down to 1e-12 and shows the same
+ * check does not pass. The multi-seed summary, its `--json` and `reins view`'s seeds table agree.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -13,44 +15,104 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startViewServer } from "../../src/runtime/index.js";
 import { tempDir } from "../executor/helpers.js";
+import { editSpec } from "./helpers.js";
 
-function quickstartCopy(dir: string): string {
+const SEEDS = [1, 2, 3];
+const STEPS = 5;
+const ATTEMPTS = 32;
+
+function quickstartCopy(dir: string, edits: [RegExp, string][] = []): string {
   mkdirSync(join(dir, "spec"), { recursive: true });
   for (const f of ["family.yaml", "experiment.yaml"]) cpSync(join("examples/quickstart", f), join(dir, "spec", f));
   const model = readFileSync("examples/quickstart/model.yaml", "utf8").replace(/\.\.\/\.\.\/\.reins\/quickstart\/policy/g, "policy");
   writeFileSync(join(dir, "spec", "model.yaml"), model);
-  return join(dir, "spec", "experiment.yaml");
+  const file = join(dir, "spec", "experiment.yaml");
+  editSpec(file, [
+    [/  steps: \d+\n/, `  steps: ${STEPS}\n`],
+    [/  eval: \{everySteps: 0, attempts: \d+\}/, `  eval: {everySteps: 0, attempts: ${ATTEMPTS}}`],
+    ...edits,
+  ]);
+  return file;
+}
+
+interface SeedRow {
+  seed: number;
+  runDir: string;
+  heldOut: { before: number; after: number; gain: number; n: number; gainStdErrors: number | null };
+}
+
+/** `reins run --seeds` on a shortened copy of the quickstart: the multi-seed --json outcome. */
+function runSeeds(seeds: readonly number[], edits: [RegExp, string][] = []): { out: string; res: any; rows: SeedRow[] } {
+  const dir = tempDir("reins-quickstart-learns-");
+  const out = join(dir, "run");
+  const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir, edits), "--seeds", seeds.join(","), "--out", out, "--json", "--quiet"], {
+    encoding: "utf8",
+    timeout: 3_000_000,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  const res = JSON.parse(r.stdout);
+  return { out, res, rows: res.seeds as SeedRow[] };
+}
+
+/**
+ * The pooled gain: the mean of the seeds' gains (after − before), and the standard error of that
+ * mean from each seed's two binomial pass rates.
+ */
+function pooledGain(rows: readonly SeedRow[]): { gain: number; se: number; text: string } {
+  const k = rows.length;
+  const gain = rows.reduce((a, s) => a + (s.heldOut.after - s.heldOut.before), 0) / k;
+  const variance = rows.reduce((a, { heldOut: h }) => a + (h.before * (1 - h.before)) / h.n + (h.after * (1 - h.after)) / h.n, 0) / (k * k);
+  const se = Math.sqrt(variance);
+  const perSeed = rows.map((s) => `seed ${s.seed} ${(100 * s.heldOut.before).toFixed(1)}% → ${(100 * s.heldOut.after).toFixed(1)}%`).join(", ");
+  return { gain, se, text: `${perSeed}; pooled gain ${(100 * gain).toFixed(1)} points, ${(gain / se).toFixed(1)} standard errors` };
 }
 
 describe("the quickstart", () => {
-  it("improves the held-out pass rate well beyond noise (fixed seed), and reins view shows it", async () => {
-    const dir = tempDir("reins-quickstart-learns-");
-    const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 2_400_000 });
-    expect(r.status, r.stderr).toBe(0);
-    const res = JSON.parse(r.stdout);
-    expect(res.runDir).toBe(out);
-    expect(existsSync(join(out, "reward-curve.svg"))).toBe(true);
-    const [first, last] = [res.evaluations[0], res.evaluations[res.evaluations.length - 1]];
-    expect(res.heldOut).toMatchObject({ before: first.passRate, after: last.passRate });
-    // One harness: its own figures are the run's, with the same gain in standard errors as below.
-    expect(Object.keys(res.heldOut.byHarness)).toEqual(["reins-agent"]);
-    expect(res.heldOut.byHarness["reins-agent"]).toMatchObject({ before: first.passRate, after: last.passRate, n: first.rollouts });
-    expect(res.steps).toBe(last.trainedSteps);
-    const se = Math.sqrt((first.passRate * (1 - first.passRate)) / first.rollouts + (last.passRate * (1 - last.passRate)) / last.rollouts);
-    const gain = res.heldOut.after - res.heldOut.before;
-    console.error(`quickstart held-out pass rate ${res.heldOut.before} → ${res.heldOut.after} (gain ${gain.toFixed(3)}, ${(gain / se).toFixed(1)} standard errors)`);
+  it(`improves the held-out pass rate beyond noise, pooled over ${SEEDS.length} seeds, and reins view shows each seed`, async () => {
+    const { out, res, rows } = runSeeds(SEEDS);
+    expect(JSON.parse(readFileSync(join(out, "summary.json"), "utf8"))).toEqual(res);
+    expect(rows.map((s) => s.seed)).toEqual(SEEDS);
+    for (const s of rows) {
+      expect(existsSync(join(s.runDir, "reward-curve.svg"))).toBe(true);
+      const own = JSON.parse(readFileSync(join(s.runDir, "summary.json"), "utf8"));
+      expect(own.seed).toBe(s.seed);
+      expect(own.steps).toBe(STEPS);
+      expect([own.heldOut.before, own.heldOut.after]).toEqual([s.heldOut.before, s.heldOut.after]);
+      expect(s.heldOut.n).toBe(8 * ATTEMPTS);
+    }
+    const { gain, se, text } = pooledGain(rows);
+    console.error(`quickstart held-out, ${text}`);
     expect(gain).toBeGreaterThan(3 * se);
-    expect(res.heldOut.byHarness["reins-agent"].gainStdErrors).toBeCloseTo(gain / se, 6);
-    // `reins view` on this run directory: its overview shows the same held-out figures.
+    expect(res.heldOut.n).toBe(rows.length);
+    expect(res.heldOut.gain.mean).toBeCloseTo(gain, 9);
+    expect(res.heldOut.gain.ci95).toHaveLength(2);
+
+    // `reins view` on the multi-seed directory: its seeds table holds the same figures.
     const view = await startViewServer({ runDirs: [out] });
     try {
-      const o = (await (await fetch(`${view.url}api/runs/0/overview`)).json()) as { finished: boolean; summary: { heldOut: unknown }; heldOut: { passRate: number }[] };
-      expect(o.finished).toBe(true);
-      expect(o.summary.heldOut).toEqual(res.heldOut);
-      expect([o.heldOut[0].passRate, o.heldOut.at(-1)!.passRate]).toEqual([res.heldOut.before, res.heldOut.after]);
+      const api = (await (await fetch(`${view.url}api/seeds`)).json()) as { runs: { pending: number[]; summary: { seeds: SeedRow[] } }[] };
+      expect(api.runs).toHaveLength(1);
+      expect(api.runs[0]!.pending).toEqual([]);
+      expect(api.runs[0]!.summary.seeds.map((s) => [s.seed, s.heldOut.before, s.heldOut.after])).toEqual(rows.map((s) => [s.seed, s.heldOut.before, s.heldOut.after]));
     } finally {
       await view.close();
     }
-  }, 2_700_000);
+  }, 3_300_000);
+
+  it("does not pass the same check when RL does not learn (learning rate 1e-12)", () => {
+    // One seed, one step: with learning off, before and after are two samples of the same policy.
+    // SFT is cut to 50 steps (its fit is beside the point here).
+    const { rows } = runSeeds(
+      [SEEDS[0]!],
+      [
+        [/    learningRate: [^\n]+\n/, "    learningRate: 1e-12\n"],
+        [/  steps: \d+\n/, "  steps: 1\n"],
+        [/  sft: \{steps: \d+, targetLoss: [^,]+,/, "  sft: {steps: 50,"],
+      ],
+    );
+    const { gain, se, text } = pooledGain(rows);
+    console.error(`quickstart held-out with learning off, ${text}`);
+    expect(rows[0]!.heldOut.n).toBe(8 * ATTEMPTS);
+    expect(gain).toBeLessThanOrEqual(3 * se);
+  }, 1_800_000);
 });

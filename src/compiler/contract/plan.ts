@@ -403,6 +403,8 @@ export interface Plan {
     optimizerState: "reset" | "keep";
     /** Harness → how many training tasks' references are replayed through it (absent: every one). */
     referencesPerHarness?: Record<string, number>;
+    /** Stop once the loss per trained token, averaged over the last SFT_LOSS_WINDOW steps, is below this (absent: run `steps`). */
+    targetLoss?: number;
   };
   /** Non-finite training steps: stop or skip (set on every Experiment plan; not part of the plan hash). */
   onBadStep?: BadStepPolicy;

@@ -219,6 +219,7 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
   if (isExperiment && spec.sft) {
     plan.sft = { steps: spec.sft.steps, learningRate: spec.sft.learningRate ?? 1e-3, batchSize: spec.sft.batchSize ?? 0, when: spec.sft.when ?? "if-untrained", adamBetas: spec.sft.adamBetas ? [spec.sft.adamBetas[0], spec.sft.adamBetas[1]] : [0.9, 0.999], optimizerState: spec.sft.optimizerState ?? "reset" };
     const limits = (spec.harnesses as { name: string; sftReferences?: number }[]).filter((h) => h.sftReferences !== undefined);
+    if (spec.sft.targetLoss !== undefined) plan.sft.targetLoss = spec.sft.targetLoss;
     if (limits.length > 0) plan.sft.referencesPerHarness = Object.fromEntries(limits.map((h) => [h.name, h.sftReferences!]));
   }
   if (isExperiment) plan.onBadStep = resolveBadStepPolicy(spec.onBadStep);

@@ -108,6 +108,13 @@ export const ExperimentSpecSchema = z
           .describe(
             "if-untrained (default): skip SFT when the policy's directory holds trained weights, i.e. weights the reins trainer saved after at least one optimizer step (its trained.json), such as a weights directory of an earlier run; a fresh policy is untrained. always: run SFT in any case.",
           ),
+        targetLoss: z
+          .number()
+          .positive()
+          .optional()
+          .describe(
+            "Stop SFT once its loss per trained token, averaged over the last 10 steps, falls below this; `steps` is then the most it runs. A tiny policy's SFT reaches a given fit after a number of steps that differs from seed to seed (the quickstart's copying of the word starts anywhere between ~100 and ~250 steps): stopping at a loss starts RL from the same fit on every seed. Default: none (exactly `steps`).",
+          ),
         adamBetas: AdamBetas.optional().describe("Adam's (beta1, beta2) for SFT's optimizer steps (default [0.9, 0.999]; see the Algorithm's adamBetas)."),
         optimizerState: z
           .enum(["reset", "keep"])

@@ -24,6 +24,7 @@ import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, trainedSteps } from "./policy.js";
 import { ReferenceEngine } from "./reference-engine.js";
 import { ReferenceToolError, referenceTurnsFor } from "./reference-tools.js";
+import { createLossWindow, describeTargetStop, reachedTargetLoss } from "./sft-stop.js";
 import { applyStep } from "./train-step.js";
 
 /** BPE merges learned for the policy's tokenizer (from the harness's own text, see tokenizerCorpus). */
@@ -171,6 +172,9 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   let last: Record<string, unknown> = {};
   let streak = 0;
   let skipped = 0;
+  let steps = sft.steps;
+  let stoppedAt: number | undefined;
+  const window = createLossWindow();
   const progress = (done: number) => c.onEvent?.({ type: "progress", phase: "sft", label: "SFT", unit: "steps", total: sft.steps, done });
   progress(0);
   for (let s = 0; s < sft.steps && !c.signal?.aborted; s++) {
@@ -192,12 +196,20 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
     streak = 0;
     last = applied.fb;
     progress(s + 1);
+    const mean = window.add(Number(applied.fb.loss));
+    if (reachedTargetLoss(mean, sft.targetLoss)) {
+      log(describeTargetStop(mean!, sft.targetLoss!, s + 1, sft.steps));
+      [steps, stoppedAt] = [s + 1, mean];
+      progress(sft.steps);
+      break;
+    }
     const every = Math.max(1, Math.floor(sft.steps / 5));
     if ((s + 1) % every === 0 && s + 1 < sft.steps) log(`SFT step ${s + 1}/${sft.steps}: loss ${Number(applied.fb.loss).toFixed(4)}`);
   }
   if (c.signal?.aborted) return null; // an unfinished SFT is redone on resume: no sft event
-  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps: sft.steps, skipped, lastLoss: last.loss ?? null });
-  return { rollouts: results.length, passed, sequences, steps: sft.steps };
+  // `steps`: the steps SFT ran (fewer than sft.steps when it stopped at sft.targetLoss, with the window's mean loss).
+  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps, skipped, lastLoss: last.loss ?? null, ...(stoppedAt === undefined ? {} : { targetLoss: sft.targetLoss, windowLoss: stoppedAt }) });
+  return { rollouts: results.length, passed, sequences, steps };
 }
 
 
