@@ -100,7 +100,8 @@ describe("the quickstart", () => {
   }, 3_300_000);
 
   it("does not pass the same check when RL does not learn (learning rate 1e-12)", () => {
-    // One seed, one step: with learning off, before and after are two samples of the same policy.
+    // One seed, one step: with learning off the policy does not move, and the evaluation after RL
+    // (each held-out rollout samples from a seed of its own) measures what the one before did.
     // SFT is cut to 50 steps (its fit is beside the point here).
     const { rows } = runSeeds(
       [SEEDS[0]!],
