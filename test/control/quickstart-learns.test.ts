@@ -5,9 +5,9 @@
  * instead of 10, with the quickstart's 32 held-out attempts per task. The test asserts the pooled
  * held-out gain — the mean over the seeds of after − before — above three standard errors of that
  * mean (each seed's pass rates binomial proportions over its own rollouts), so one unlucky sampled
- * stream cannot fail it, while a recipe that does not learn (a wrong advantage sign, a learning
- * rate of zero) does: the second test turns RL's learning rate down to 1e-12 and shows the same
- * check does not pass. The multi-seed summary, its `--json` and `reins view`'s seeds table agree.
+ * stream cannot fail it, while a recipe that does not learn does: the second test breaks RL's
+ * learning rate (0.1 without warm-up: the weights move, and what SFT taught is lost) and shows the
+ * same check does not pass. The multi-seed summary, its `--json` and `reins view`'s seeds table agree.
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -99,20 +99,21 @@ describe("the quickstart", () => {
     }
   }, 3_300_000);
 
-  it("does not pass the same check when RL does not learn (learning rate 1e-12)", () => {
-    // One seed, one step: with learning off the policy does not move, and the evaluation after RL
-    // (each held-out rollout samples from a seed of its own) measures what the one before did.
-    // SFT is cut to 50 steps (its fit is beside the point here).
+  it("does not pass the same check when RL's learning rate is broken (0.1, a hundred times the recipe's)", () => {
+    // One seed, one step, no warm-up: Adam then moves every weight by ~0.1 at once, the policy's
+    // weights change (unlike a learning rate of 0, whose "after" would repeat the "before"), and
+    // what it learned is destroyed. SFT is cut to 50 steps (its fit is beside the point here).
     const { rows } = runSeeds(
       [SEEDS[0]!],
       [
-        [/    learningRate: [^\n]+\n/, "    learningRate: 1e-12\n"],
+        [/    learningRate: [^\n]+\n/, "    learningRate: 0.1\n"],
+        [/    warmupSteps: \d+\n/, "    warmupSteps: 0\n"],
         [/  steps: \d+\n/, "  steps: 1\n"],
         [/  sft: \{steps: \d+, targetLoss: [^,]+,/, "  sft: {steps: 50,"],
       ],
     );
     const { gain, se, text } = pooledGain(rows);
-    console.error(`quickstart held-out with learning off, ${text}`);
+    console.error(`quickstart held-out with RL's learning rate at 0.1, ${text}`);
     expect(rows[0]!.heldOut.n).toBe(8 * ATTEMPTS);
     expect(gain).toBeLessThanOrEqual(3 * se);
   }, 1_800_000);
