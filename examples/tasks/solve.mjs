@@ -13,9 +13,11 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const [ws, instruction = ""] = process.argv.slice(2);
+// The instruction comes after "--" (end of options), so one that starts with "-" is still the instruction.
+const args = process.argv.slice(2);
+const [ws, instruction = ""] = args[1] === "--" ? [args[0], args[2]] : args;
 if (!ws) {
-  console.error("usage: solve.mjs WORKSPACE INSTRUCTION");
+  console.error("usage: solve.mjs WORKSPACE [--] INSTRUCTION");
   process.exit(2);
 }
 

@@ -47,6 +47,9 @@ export function renderFailure(error: unknown, opts: FailureOptions): RenderedFai
 /** The ReinsError a thrown value stands for, or undefined when it is a bug. */
 export function expectedFailure(error: unknown): ReinsError | undefined {
   if (isReinsError(error)) return error;
+  // A full disk or quota (a write without a path: a descriptor's) is the machine's state, not a bug.
+  const full = error instanceof Error && ["ENOSPC", "EDQUOT"].includes(String((error as NodeJS.ErrnoException).code)) ? (error as NodeJS.ErrnoException) : undefined;
+  if (full) return new ReinsError("DiskFull", `Cannot ${full.path ? `write ${full.path}` : "write"}: ${describeErrno(full)}.`, CODES.DiskFull, { cause: error });
   const sys = systemError(error);
   if (sys) return new ReinsError("FileSystemError", `Cannot ${verbOf(sys.syscall)} ${sys.path}: ${describeErrno(sys)}.`, CODES.FileSystemError, { cause: error });
   return undefined;

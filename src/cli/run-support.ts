@@ -5,7 +5,7 @@
  * (ReinsError, DiagnosticsError for specs that do not compile); usage errors exit 2.
  */
 import { DiagnosticsError, ReinsError, type Plan } from "../compiler/index.js";
-import { isPlanFile, openRun, planSpecs, readPlanFile, readRunPlan, type RunStore } from "../runtime/index.js";
+import { checkRunKind, isPlanFile, openRun, planSpecs, readPlanFile, readRunPlan, type RunKind, type RunStore } from "../runtime/index.js";
 import { EXIT } from "./exit-codes.js";
 import { outputError } from "./failure.js";
 import { makeDirectory, projectRootOf, reportDiagnostics, say } from "./io.js";
@@ -29,7 +29,7 @@ export interface RunCliOptions {
 export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): { plan: Plan; store: RunStore } | undefined {
   const plan = planFor(command, paths, opts);
   if (!plan) return undefined;
-  return { plan, store: openStoreFor(plan, opts) };
+  return { plan, store: openStoreFor(plan, opts, command === "eval" ? "evaluation" : "training") };
 }
 
 /**
@@ -38,19 +38,26 @@ export function openRunFor(command: "run" | "eval", paths: string[], opts: RunCl
  */
 export function planFor(command: "run" | "eval", paths: string[], opts: RunCliOptions): Plan | undefined {
   const plan = compiledPlanFor(command, paths, opts);
+  // A resumed directory holds the kind of run this command makes, or it is refused before anything runs.
+  if (plan && opts.resume) checkRunKind(opts.resume, runKindOf(command, plan), plan.seeds);
   if (plan && command === "run" && plan.kind !== "Experiment") {
     throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`);
   }
   return plan;
 }
 
-/** The run directory of a plan with one seed: new (--out, or runs/<name>-<time>) or resumed. */
-export function openStoreFor(plan: Plan, opts: RunCliOptions): RunStore {
+/** The kind of run directory `reins <command>` makes for `plan`. */
+function runKindOf(command: "run" | "eval", plan: Plan): RunKind {
+  return command === "eval" ? "evaluation" : plan.seeds ? "training-seeds" : "training";
+}
+
+/** The run directory of a plan with one seed: new (--out, or runs/<name>-<time>) or resumed, of `kind`. */
+export function openStoreFor(plan: Plan, opts: RunCliOptions, kind: RunKind): RunStore {
   let store: RunStore;
   try {
     // A new run directory is made here, one level at a time, so an impossible --out fails plainly.
     if (!opts.resume && opts.out) makeDirectory(opts.out);
-    store = openRun(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}), argv: process.argv.slice(2) });
+    store = openRun(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}), argv: process.argv.slice(2), kind });
   } catch (err) {
     throw opts.resume ? err : outputError(opts.out ?? "runs/", err);
   }

@@ -35,6 +35,7 @@ export { loadAlgorithm, defaultAlgorithm } from "./algorithm-file.js";
 export { normalizeCheck } from "./resolve/verifier.js";
 export { loadAndResolve, type Loaded } from "./load-world.js";
 export type { LoadOptions } from "./load.js";
+export { checkModelFile, readModelFile, MODEL_FILE_LIMITS, MODEL_FILE_TOO_LARGE_HINT, type ModelFileKind } from "./source/model-files.js";
 
 export interface CompileOptions extends LoadOptions {
   /** Name of the Experiment/Evaluation to plan when several are given. */
@@ -50,7 +51,7 @@ export function validateSpecs(paths: readonly string[], opts: LoadOptions = {}):
   const diagnostics = [...r.diagnostics];
   const rollouts = { count: 0 };
   for (const target of [...r.value.world.experiments, ...r.value.world.evaluations]) {
-    diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd, rollouts }).diagnostics);
+    diagnostics.push(...buildPlan(r.value.world, target, { cwd: settled.cwd, env: settled.env, rollouts }).diagnostics);
   }
   for (const synthesis of r.value.world.syntheses) diagnostics.push(...resolveSynthesis(synthesis, r.value.world.models).diagnostics);
   return { value: r.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
@@ -82,10 +83,10 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }
   if (hasErrors(diagnostics)) {
-    diagnostics.push(...buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd }).diagnostics);
+    diagnostics.push(...buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, env: settled.env }).diagnostics);
     return { value: undefined, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
   }
-  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, sources: r.value.loaded.sources, ...(opts.seeds ? { seeds: opts.seeds } : {}) });
+  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, env: settled.env, sources: r.value.loaded.sources, ...(opts.seeds ? { seeds: opts.seeds } : {}) });
   diagnostics.push(...plan.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
@@ -178,3 +179,7 @@ function dedupe(ds: Diagnostic[]): Diagnostic[] {
     return true;
   });
 }
+// What kind of file a path names ("a directory", "a FIFO"), for refusals that say why.
+export { describeType } from "./source/project.js";
+// Chat templates rendered on a work budget (compile-time check and the runtime renderer share it).
+export { CHAT_TEMPLATE_LIMITS, ChatTemplateTooMuchWork, chatTemplateWorkProblem, parseChatTemplate, renderChatTemplate, type ChatTemplateLimits } from "./resolve/chat-template-render.js";

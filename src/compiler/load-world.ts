@@ -27,6 +27,6 @@ export function settle(opts: LoadOptions): Settled {
 export function loadAndResolve(paths: readonly string[], opts: LoadOptions = {}): Result<Loaded> {
   const settled = settle(opts);
   const loaded = loadSpecs(paths, settled);
-  const world = resolveWorld(loaded.value.documents, loaded.value.builtins);
+  const world = resolveWorld(loaded.value.documents, loaded.value.builtins, settled.env);
   return { value: { loaded: loaded.value, world: world.value }, diagnostics: sortDiagnostics([...loaded.diagnostics, ...world.diagnostics]) };
 }

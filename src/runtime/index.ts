@@ -7,7 +7,7 @@
 // The plan that runs: finished in one place, or read back from a reviewed plan file.
 export { finishPlan, isPlanFile, planSpecs, readPlanFile } from "./control/plan.js";
 // Run directories: new, or resumed with the plan they started with.
-export { buildRunManifest, openRun, readReinsVersion, readRunPlan, type OpenRunOptions } from "./control/run-directory.js";
+export { buildRunManifest, checkRunKind, openRun, readReinsVersion, readRunPlan, type OpenRunOptions, type RunKind } from "./control/run-directory.js";
 export type { RolloutResult } from "./records/index.js";
 export type { RunStore } from "./store/run-store.js";
 
@@ -51,7 +51,8 @@ export { readTextFile, writeBatchDirectory, writeJsonl, writeTextFile } from "./
 export { DirectoryReader, judgeFromFunction, runVerifier, writeResolvedFiles, type Judge, type VerifierResult } from "./verifiers/index.js";
 
 // The run viewer (reins view).
-export { startViewServer, type ViewHandle, type ViewOptions } from "./view/server.js";
+export { isLoopbackHost, startViewServer, type ViewHandle, type ViewOptions } from "./view/server.js";
 
 // `reins synth`: task families written by a generator, kept only when they pass the gates.
 export { runSynthesis, type SynthesisOptions, type SynthesisSummary } from "./synth/synthesize.js";
+export { exitEarly } from "./synth/mutations.js";

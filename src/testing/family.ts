@@ -1,12 +1,13 @@
 /**
  * Self-check of a task family (family.yaml + solution.mjs): it validates, its YAML starts with a
  * schema modeline that points at a schema file, every task's reference solution scores 1.0, and
- * every listed mistake scores below 1.0 (and does not pass) with a reason, on real rendered
+ * every listed mistake — and the reference with every program it wrote ending early with status 0
+ * (EXITS_EARLY) — scores below 1.0 (and does not pass) with a reason, on real rendered
  * workspaces with the real verifier. The rubric judge is constant (every item 1.0), so a mistake
  * must be caught by code. Runner-agnostic: each check throws an AssertionError when it fails.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -14,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import assert from "node:assert/strict";
 import { loadAndResolve, type ResolvedTask } from "../compiler/index.js";
-import { DirectoryReader, judgeFromFunction, runVerifier, writeResolvedFiles, type Judge, type VerifierResult } from "../runtime/index.js";
+import { DirectoryReader, exitEarly, judgeFromFunction, runVerifier, writeResolvedFiles, type Judge, type VerifierResult } from "../runtime/index.js";
 
 const run = promisify(execFile);
 
@@ -55,19 +56,59 @@ export async function listMistakes(solution: string): Promise<string[]> {
   return Object.keys(JSON.parse(stdout) as Record<string, string>);
 }
 
-/** Materializes the task's workspace in a temporary directory, applies the solution (or a mistake), verifies it. */
-export async function solveAndVerify(task: ResolvedTask, solution: string, mistake?: string): Promise<VerifierResult> {
+/**
+ * The hack every family is tested against besides its own mistakes: the reference solution, with
+ * every program it wrote or changed ending at its first line with status 0. A verifier that trusts
+ * a test command's exit status passes it without a fix, and an agent learns that in a few steps.
+ */
+export const EXITS_EARLY = "exits-early";
+
+/** The workspace's regular files and their text, by relative path (node_modules and .git left out). */
+function filesOf(ws: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of readdirSync(ws, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const path = join(e.parentPath, e.name);
+    const rel = path.slice(ws.length + 1);
+    if (/(^|\/)(node_modules|\.git)\//.test(rel)) continue;
+    out.set(rel, readFileSync(path, "utf8"));
+  }
+  return out;
+}
+
+/** Ends every program the solution wrote or changed at its first line (exitEarly); the paths it changed. */
+function endProgramsEarly(ws: string, before: Map<string, string>): string[] {
+  const changed: string[] = [];
+  for (const [rel, text] of filesOf(ws)) {
+    if (before.get(rel) === text) continue;
+    const early = exitEarly(rel, text);
+    if (early === undefined) continue;
+    writeFileSync(join(ws, rel), early);
+    changed.push(rel);
+  }
+  return changed;
+}
+
+/**
+ * Materializes the task's workspace in a temporary directory, applies the solution (or a mistake,
+ * or the reference with the EXITS_EARLY hack), verifies it. `programs` lists what the hack changed.
+ */
+export async function solveAndVerify(task: ResolvedTask, solution: string, mistake?: string): Promise<VerifierResult & { programs?: string[] }> {
   const ws = await mkdtemp(join(tmpdir(), `reins-family-${task.name}-`));
   try {
     await writeResolvedFiles(ws, task.files);
-    await run(process.execPath, [solution, ws, ...(mistake ? ["--mistake", mistake] : [])], { cwd: dirname(solution), timeout: 60_000 });
-    return await runVerifier(task.verifier, {
+    const hack = mistake === EXITS_EARLY;
+    const before = hack ? filesOf(ws) : undefined;
+    await run(process.execPath, [solution, ws, ...(mistake && !hack ? ["--mistake", mistake] : [])], { cwd: dirname(solution), timeout: 60_000 });
+    const programs = before ? endProgramsEarly(ws, before) : undefined;
+    const r = await runVerifier(task.verifier, {
       reader: new DirectoryReader(ws),
       instruction: task.instruction,
       hiddenFiles: task.hiddenFiles,
       judge: constantJudge(task),
       rollout: task.name,
     });
+    return programs ? { ...r, programs } : r;
   } finally {
     await rm(ws, { recursive: true, force: true });
   }
@@ -133,14 +174,15 @@ export function familyChecks(location: FamilyLocation, opts: FamilyCheckOptions 
       },
     })),
     {
-      name: "every mistake scores below 1.0 on every task, with a reason",
+      name: "every mistake, and the exits-early hack, scores below 1.0 on every task, with a reason",
       run: async () => {
         const mistakes = await listMistakes(solution);
         assert.ok(mistakes.length >= (opts.minMistakes ?? 1), `${solution} lists ${mistakes.length} mistake(s); at least ${opts.minMistakes ?? 1} expected`);
         for (const task of tasks) {
-          for (const mistake of mistakes) {
+          for (const mistake of [...mistakes, EXITS_EARLY]) {
             const r = await solveAndVerify(task, solution, mistake);
-            const why = `${task.name} --mistake ${mistake}\n${explain(r)}`;
+            if (r.programs?.length === 0) continue; // the solution writes no program: nothing to end early
+            const why = `${task.name} --mistake ${mistake}${r.programs ? ` (${r.programs.join(", ")} ending with status 0 at its first line)` : ""}\n${explain(r)}`;
             assert.equal(r.status, "ok", why);
             assert.ok(r.reward !== null && r.reward < 1, `the mistake scores 1.0: ${why}`);
             assert.equal(r.passed, false, why);

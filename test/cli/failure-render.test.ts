@@ -100,6 +100,16 @@ describe("an expected failure", () => {
     expect(out.stderr).toContain("error[FileSystemError]: Cannot open /data/runs/x/events.jsonl: permission denied.");
   });
 
+  it("of a full disk or quota is DiskFull with its hint, also from a write that names no file (a descriptor's), not a bug", () => {
+    for (const [code, words] of [["ENOSPC", "no space left on the device"], ["EDQUOT", "disk quota exceeded"]] as const) {
+      const err = Object.assign(new Error(`${code}: ${words}, write`), { code, syscall: "write" });
+      err.stack = `Error: ${err.message}\n    at writeSync (node:fs:939:3)`;
+      const out = renderFailure(err, plain);
+      expect(out.exitCode).toBe(1);
+      expect(out.stderr).toBe(`error[DiskFull]: Cannot write: ${words}.\n  hint: ${CODES.DiskFull}\n`);
+    }
+  });
+
   it("never writes a control character to the terminal", () => {
     const out = renderFailure(new ReinsError("RunCorrupt", "plan.json is not valid JSON (Unexpected token '\u001b[2J')."), plain);
     expect(out.stderr).not.toContain("\u001b");

@@ -1,9 +1,9 @@
 /**
  * Paths are resolved once, by the compiler, against the caller's cwd: relative spec paths from
  * `{cwd}`, host paths in specs (model files, harness mounts) from the file that names them, absolute
- * in the plan. The project here is the whole temp directory (`projectRoot`), since the mount is a
- * sibling of specs/. The hash sees them relative to Plan.root, so it does not depend on where the
- * project lives.
+ * in the plan. The project here is the whole temp directory (`projectRoot`), since the mount and
+ * the model's files are siblings of specs/. The hash sees them relative to Plan.root, so it does
+ * not depend on where the project lives.
  */
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -41,7 +41,7 @@ kind: Harness
 metadata: {name: h}
 spec:
   dialect: openai-chat
-  command: [agent, "{{instruction}}"]
+  command: [agent, "--", "{{instruction}}"]
   mounts: [{path: ../tools, sandboxPath: /opt/tools}]
 ---
 apiVersion: reins/v1alpha1
@@ -101,7 +101,7 @@ describe("paths in the plan", () => {
 
   it("a proxy config file is read from the caller's cwd with the same absolute paths", async () => {
     const dir = project();
-    const r = await loadProxyConfig("specs/model.yaml", { cwd: dir, env: { REINS_PROXY_KEY: "k" } });
+    const r = await loadProxyConfig("specs/model.yaml", { cwd: dir, env: { REINS_PROXY_KEY: "k" }, projectRoot: "." });
     expect(r.diagnostics).toEqual([]);
     expect(r.value!.model.tokenizer).toEqual({ type: "file", path: join(dir, "assets", "tokenizer.json") });
     expect(r.value!.key).toBe("k");

@@ -47,7 +47,7 @@ apiVersion: reins/v1alpha1
 kind: Task
 metadata: {name: echo-secrets}
 spec:
-  instruction: "Echo the secrets for \${REINS_TEST_WHO}"
+  instruction: "Echo the secrets for $\${REINS_TEST_WHO}"
   verifier:
     checks:
       - commandExitsZero: 'test "$(sha256sum < key.txt | cut -c1-64)" = ${sha(KEY)}'
@@ -67,7 +67,7 @@ function filesUnder(dir: string): string[] {
 }
 
 describe("secrets in harness env and homeFiles", () => {
-  it("stay references in the plan; other variables are interpolated at compile time", () => {
+  it("stay references in the plan; $${...} elsewhere is a literal ${...}", () => {
     const dir = tempDir("reins-secrets-");
     const r = compilePlan([specs(dir)], { cwd: dir, env: { MY_API_KEY: KEY, DB_PASS: PASS, REINS_TEST_WHO: "ada" } });
     expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
@@ -78,7 +78,7 @@ describe("secrets in harness env and homeFiles", () => {
     const h = plan.harnesses[0]!;
     expect(h.env).toEqual({ MY_API_KEY: "${MY_API_KEY}", DB_PASS: "${DB_PASS}", REGION: "${REINS_TEST_REGION:-eu}", EXTRA_PASS: "${DB_PASS}" });
     expect(h.homeFiles[0]!.content).toBe("token=${MY_API_KEY}\nliteral=$${NOT_READ}\n");
-    expect(plan.tasks[0]!.instruction).toBe("Echo the secrets for ada");
+    expect(plan.tasks[0]!.instruction).toBe("Echo the secrets for ${REINS_TEST_WHO}");
   });
 
   it("do not need to be set when the plan is made, and the plan hash does not depend on their values", () => {

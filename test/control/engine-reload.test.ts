@@ -57,7 +57,7 @@ describe("reins run when the engine cannot load the new weights", () => {
       [/  heldOut:\n    - labels: \{[^}]*\}\n/, ""],
       [/    learningRate: ([^\n]+)\n/, "    learningRate: $1\n    entropyCoef: 0.01\n"],
       [/dropZeroVariance: true/, "dropZeroVariance: false"],
-      [/  trainer: \{name: torch-cpu\}/, `  trainer: {type: torch, mode: local, device: cpu, python: ${truncatingPython(dir, marker)}}`],
+      [/  trainer: \{name: torch-cpu\}/, `  trainer: {type: torch, mode: local, device: cpu, python: ${truncatingPython(join(dir, "spec"), marker)}}`],
     ]);
     const out = join(dir, "run");
     const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out], { encoding: "utf8", timeout: 300_000 });

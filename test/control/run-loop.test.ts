@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { trainerRoot } from "../../src/runtime/training/trainer-process.js";
 import { tempDir } from "../executor/helpers.js";
 import { editSpec, events, experiment, runKilledAfterFirstStep } from "./helpers.js";
 
@@ -31,8 +32,9 @@ function livingWith(text: string): string[] {
 
 /** The optimizer's step count in a trainer checkpoint. */
 function optimizerSteps(checkpoint: string): number {
-  const script = "import sys, torch\ns = torch.load(sys.argv[1] + '/trainer.pt', map_location='cpu')['optimizer']['state']\nprint(int(max(float(x['step']) for x in s.values())))";
-  return Number(execFileSync("/usr/bin/python3", ["-c", script, checkpoint], { encoding: "utf8" }).trim());
+  const script = "import sys\nfrom trainers.torch import checkpoint_io\ns = checkpoint_io.read(sys.argv[1])['optimizer']['state']\nprint(int(max(float(x['step']) for x in s.values())))";
+  const env = { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" };
+  return Number(execFileSync("/usr/bin/python3", ["-c", script, checkpoint], { encoding: "utf8", cwd: trainerRoot(), env }).trim());
 }
 
 describe("reins run", () => {

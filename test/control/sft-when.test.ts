@@ -43,7 +43,8 @@ describe("sft.when", () => {
       [/  tasksPerStep: 2\n/, "  tasksPerStep: 1\n"],
     ]);
     const run = (spec: string, out: string) => {
-      const r = spawnSync(process.execPath, ["bin/reins.js", "run", spec, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
+      // The project holds the specs and the runs: B and C name the tokenizer of A's weights, in A's run directory.
+      const r = spawnSync(process.execPath, ["bin/reins.js", "run", spec, "--out", out, "--json", "--quiet", "--project-root", dir], { encoding: "utf8", timeout: 600_000 });
       expect(r.status, r.stderr).toBe(0);
       const last = events(out).filter((e) => e.type === "checkpoint").pop();
       return { outcome: JSON.parse(r.stdout), weightsDir: last.weightsDir as string, trained: JSON.parse(readFileSync(join(last.weightsDir, "trained.json"), "utf8")) };

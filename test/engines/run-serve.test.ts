@@ -60,7 +60,9 @@ function copyExample(dir: string, body: string): string {
     mkdirSync(join(dir, "examples", f, ".."), { recursive: true });
     cpSync(join("examples", f), join(dir, "examples", f));
   }
-  const python = join(dir, "python");
+  // Inside the project (--project-root DIR: examples/ and the .reins/ its Model names): a spec
+  // may run no python outside it.
+  const python = join(dir, "examples", "python");
   writeFileSync(python, `#!/bin/sh\n${body}\n`);
   chmodSync(python, 0o755);
   const modelFile = join(dir, "examples", "engines", "model.yaml");
@@ -90,7 +92,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     const dir = tempDir();
     const file = copyExample(dir, standIn(["/v1/completions", "/v1/models", "/version"]));
     const run = join(dir, "run");
-    const r = await reins(["run", file, "--project-root", join(dir, "examples"), "--out", run]);
+    const r = await reins(["run", file, "--project-root", dir, "--out", run]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("error[EngineNotTrainable]");
     expect(r.stderr).toContain("VLLM_SERVER_DEV_MODE=1");
@@ -103,7 +105,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     const dir = tempDir();
     const file = copyExample(dir, standIn(["/v1/completions", "/v1/models", "/version", "/pause", "/resume", "/collective_rpc"]));
     const run = join(dir, "run");
-    const r = await reins(["run", file, "--project-root", join(dir, "examples"), "--out", run, "--json"]);
+    const r = await reins(["run", file, "--project-root", dir, "--out", run, "--json"]);
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     expect(r.stderr).toContain("vLLM is restarted on each new version");
     const log = readFileSync(join(run, "vllm-server.log"), "utf8");
@@ -126,7 +128,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
     const dir = tempDir();
     const file = copyExample(dir, standIn(["/v1/completions", "/v1/models", "/version", "/pause", "/resume", "/collective_rpc"]));
     const run = join(dir, "run");
-    const first = await reins(["run", file, "--project-root", join(dir, "examples"), "--out", run], (text, child) => {
+    const first = await reins(["run", file, "--project-root", dir, "--out", run], (text, child) => {
       if (/vLLM answers at/.test(text)) child.kill("SIGKILL");
     });
     expect(first.signal).toBe("SIGKILL");
@@ -135,7 +137,7 @@ describe("reins run with a server reins starts (a stand-in for vLLM)", () => {
 
     let second: number | undefined;
     try {
-      const resumed = await reins(["run", "--resume", run, "--project-root", join(dir, "examples")], (text, child) => {
+      const resumed = await reins(["run", "--resume", run, "--project-root", dir], (text, child) => {
         if (/vLLM answers at/.test(text)) child.kill("SIGKILL");
       });
       expect(resumed.stderr).toContain(`stopped the vLLM server (pid ${orphan}) an earlier reins left running for this run directory`);

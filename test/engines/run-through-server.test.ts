@@ -90,7 +90,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const r = (replay = await standIn(policy));
     const file = copyExample(dir, r.url);
     const run = join(dir, "run");
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run, "--json"]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", run, "--json"]);
     expect(out.code, out.stderr.slice(-3000)).toBe(0);
     const summary = JSON.parse(out.stdout) as { engine: unknown; steps: number; versions: string[] };
     expect(summary.engine).toEqual({ type: "vllm", server: "vllm", version: "0.32.0", logprobsMode: "raw" });
@@ -140,7 +140,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const file = copyExample(dir, r.url);
     editExperiment(file, (t) => t.replace("  steps: 2\n", "  steps: 1\n"));
     const run = join(dir, "run");
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", run]);
     expect(out.code, out.stderr.slice(-3000)).toBe(0);
     expect(out.stdout).toContain("engine: vllm 0.32.0, raw logprobs");
     expect(out.stderr).not.toContain("created the initial policy");
@@ -155,7 +155,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const { dir, policy } = await project();
     const r = (replay = await standIn(policy));
     const file = copyExample(dir, r.url, (m) => m.replace("temperature: 1.0", "temperature: 0.7"));
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", join(dir, "run")]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", join(dir, "run")]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain("error[SamplingUnfaithful]");
     expect(out.stderr).toContain("temperature 0.7");
@@ -170,7 +170,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const paths = Object.fromEntries(Object.entries(fx.probe["/openapi.json"].paths).filter(([p]) => ["/v1/completions", "/v1/models", "/version", "/health"].includes(p)));
     const r = (replay = await standIn(policy, { ...plain, "/openapi.json": { paths } }));
     const file = copyExample(dir, r.url);
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", join(dir, "run")]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", join(dir, "run")]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain("error[EngineNotTrainable]");
     expect(out.stderr).toContain("VLLM_SERVER_DEV_MODE=1");
@@ -181,7 +181,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const { dir } = await project();
     const r = (replay = await standIn("Qwen/Qwen3-0.6B"));
     const file = copyExample(dir, r.url);
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", join(dir, "run")]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", join(dir, "run")]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain("error[EngineNotTrainable]");
     expect(out.stderr).toContain('serves "Qwen/Qwen3-0.6B", which is not a model directory on this machine');
@@ -194,7 +194,7 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     const answer = r.answer;
     r.answer = (path, body) => (path === "/collective_rpc" ? { status: 500, json: { error: "no safetensors found" } } : answer(path, body));
     const file = copyExample(dir, r.url);
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", join(dir, "run")]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", join(dir, "run")]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain("error[EngineReloadFailed]");
     expect(out.stderr).toContain("no safetensors found");
@@ -227,7 +227,7 @@ describe("reins run through an SGLang server you run (stand-in of SGLang 0.5's d
     const r = (replay = await sglangStandIn(policy));
     const file = copyExample(dir, r.url, (m) => m.replace("    type: vllm\n", "    type: sglang\n").replace(`baseUrl: ${r.url}/v1`, `baseUrl: ${r.url}`));
     const run = join(dir, "run");
-    const out = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run, "--json"]);
+    const out = await reinsRun([file, "--project-root", dir, "--out", run, "--json"]);
     expect(out.code, out.stderr.slice(-3000)).toBe(0);
     const summary = JSON.parse(out.stdout) as { engine: unknown; steps: number };
     expect(summary.engine).toEqual({ type: "sglang", server: "sglang", version: "0.5.5", logprobsMode: "temperature" });

@@ -66,8 +66,9 @@ describe.skipIf(SKIP)(`reins eval with the policy served by a real vLLM that rei
     const file = copyProject(dir);
     const run = join(dir, "run");
     const t0 = Date.now();
-    // In a copy, examples/ is the project the spec reads (in reins's own tree it is a library root).
-    const r = await reinsEval([file, "--project-root", join(dir, "examples"), "--out", run, "--json"]);
+    // In a copy, the project is the copy: examples/ and the .reins/ its Model names (in reins's own
+    // tree examples/ is a library root, and its own .reins/ is allowed to its examples).
+    const r = await reinsEval([file, "--project-root", dir, "--out", run, "--json"]);
     const evalSeconds = (Date.now() - t0) / 1000;
     expect(r.code, `${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`).toBe(0);
     const summary = JSON.parse(r.stdout) as { engine: unknown; rollouts: number; infraFailures: number };

@@ -90,8 +90,9 @@ describe.skipIf(SKIP)(`reins run with the policy served by a real vLLM that relo
     const file = copyProject(dir);
     const run = join(dir, "run");
     const t0 = Date.now();
-    // In a copy, examples/ is the project the spec reads (in reins's own tree it is a library root).
-    const r = await reinsRun([file, "--project-root", join(dir, "examples"), "--out", run, "--json"]);
+    // In a copy, the project is the copy: examples/ and the .reins/ its Model names (in reins's own
+    // tree examples/ is a library root, and its own .reins/ is allowed to its examples).
+    const r = await reinsRun([file, "--project-root", dir, "--out", run, "--json"]);
     const runSeconds = (Date.now() - t0) / 1000;
     expect(r.code, `${r.stdout.slice(-2000)}\n${r.stderr.slice(-3000)}`).toBe(0);
     const summary = JSON.parse(r.stdout) as { engine: unknown; steps: number; versions: string[] };

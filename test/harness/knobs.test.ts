@@ -22,12 +22,14 @@ function launch(name: string, knobValues?: HarnessKnobValues) {
 }
 
 describe("shipped harness specs apply their knobs", () => {
-  it("Claude Code: its own flags after the command, the prompt verbatim as one argument, tools comma-joined", () => {
+  it("Claude Code: its own flags after the command's options (before its \"--\" and the instruction), the prompt verbatim as one argument, tools comma-joined", () => {
     const base = launch("claude-code").argv;
+    const options = base.slice(0, -2);
+    expect(base.slice(-2)).toEqual(["--", ctx.instruction]);
     const plan = launch("claude-code", { systemPrompt: PROMPT, appendSystemPrompt: "Be brief.", tools: ["Write", "Read"], maxTurns: 3 });
-    expect(plan.argv.slice(0, base.length)).toEqual(base);
-    expect(plan.argv.slice(base.length)).toEqual(["--system-prompt", PROMPT, "--append-system-prompt", "Be brief.", "--tools", "Write,Read", "--max-turns", "3"]);
-    expect(launch("claude-code", { maxTurns: 2 }).argv.slice(base.length)).toEqual(["--max-turns", "2"]);
+    expect(plan.argv.slice(0, options.length)).toEqual(options);
+    expect(plan.argv.slice(options.length)).toEqual(["--system-prompt", PROMPT, "--append-system-prompt", "Be brief.", "--tools", "Write,Read", "--max-turns", "3", "--", ctx.instruction]);
+    expect(launch("claude-code", { maxTurns: 2 }).argv.slice(options.length)).toEqual(["--max-turns", "2", "--", ctx.instruction]);
   });
 
   it("reins-agent: its environment variables, over the spec's own REINS_MAX_TURNS", () => {

@@ -21,7 +21,8 @@ describe("buildLaunchPlan", () => {
   it("renders Claude Code's argv with the instruction as one argument and the installed executable", () => {
     const plan = planFor("claude-code");
     expect(plan.argv[0]).toBe("/cache/pkg/node_modules/.bin/claude");
-    expect(plan.argv.slice(1, 3)).toEqual(["-p", ctx.instruction]);
+    expect(plan.argv[1]).toBe("-p");
+    expect(plan.argv.slice(-2)).toEqual(["--", ctx.instruction]);
     expect(plan.argv).toContain("claude-sonnet-4-5");
     expect(plan.cwd).toBe("/w/task");
   });
@@ -71,12 +72,12 @@ describe("buildLaunchPlan", () => {
     expect(provider.models[0].id).toBe("reins-policy");
     expect(config.agents.defaults.model.primary).toBe("reins/reins-policy");
     expect(plan.argv).toContain("/w/home/.openclaw/reins.json5");
-    expect(plan.argv.at(-1)).toBe(ctx.instruction);
+    expect(plan.argv.slice(-2)).toEqual(["--", ctx.instruction]);
   });
 
   it("runs reins-agent with node from PATH and its script path", () => {
     const plan = planFor("reins-agent", { bin: undefined });
-    expect(plan.argv).toEqual(["node", "/reins/agent.mjs", ctx.instruction]);
+    expect(plan.argv).toEqual(["node", "/reins/agent.mjs", "--", ctx.instruction]);
     expect(plan.env.REINS_BASE_URL).toBe("http://127.0.0.1:4000/r/r-1/v1");
     expect(plan.env.REINS_MODEL).toBe("reins-policy");
   });

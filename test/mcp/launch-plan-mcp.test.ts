@@ -25,7 +25,7 @@ describe("launch plans with MCP servers", () => {
   it("claude-code: one strict JSON --mcp-config of http servers with the bearer key", () => {
     const { argv } = plan("claude-code", servers);
     const i = argv.indexOf("--mcp-config");
-    expect(argv.slice(i + 2)).toEqual(["--strict-mcp-config"]);
+    expect(argv.slice(i + 2)).toEqual(["--strict-mcp-config", "--", ctx.instruction]);
     expect(JSON.parse(argv[i + 1]!)).toEqual({
       mcpServers: {
         search: { type: "http", url: servers[0]!.url, headers: { Authorization: "Bearer sk-rollout-1" } },

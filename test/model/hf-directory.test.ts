@@ -18,7 +18,7 @@ import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadProxyConfig } from "../../src/compiler/index.js";
 import type { ResolvedModel } from "../../src/compiler/contract/plan.js";
-import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
+import { loadTokenizer, readTokenizerTexts } from "../../src/runtime/model/tokenizer.js";
 import type { ProxyHandle } from "../../src/runtime/proxy/api.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { httpCall } from "../proxy/helpers.js";
@@ -263,7 +263,8 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
   it("the proxy's tokenizer threads load the directory's tokenizer.json", async () => {
     const spec = { type: "huggingface" as const, path: join(work, "llama") };
     const text = "<|start_header_id|>user<|end_header_id|>\n\nhello ünïcödé<|eot_id|>";
-    const worker = new Worker(join(ROOT, "src/runtime/model/tokenize-worker.mjs"), { workerData: { tokenizer: spec } });
+    // The thread is given the directory's texts, read and checked on the main thread (it opens no file itself).
+    const worker = new Worker(join(ROOT, "src/runtime/model/tokenize-worker.mjs"), { workerData: { tokenizer: spec, texts: readTokenizerTexts(spec) } });
     try {
       const answer = await new Promise<{ ids?: number[][]; error?: string }>((res) => {
         worker.once("message", res);

@@ -34,4 +34,13 @@ describe("parsePath", () => {
     expect(parsePath("HEAD", "/r/roll-1/")).toEqual({ path: "roll-1", route: { kind: "probe" } });
     expect(parsePath("POST", "/r/roll-1/mcp/files")).toEqual({ path: "roll-1", route: { kind: "mcp", name: "files" } });
   });
+
+  it("never throws: a model id with a malformed percent-escape is a bad path (400), a well-formed one is decoded", () => {
+    for (const url of ["/r/roll-1/v1/models/%E0%A4%A", "/v1/models/%zz", "/models/%", "/r/%E0%A4%A/v1/models/a%2"]) {
+      const { route } = parsePath("GET", url);
+      expect(route, url).toMatchObject({ kind: "bad-path", dialect: "openai-chat", message: expect.stringContaining("not valid percent-encoding") });
+    }
+    expect(parsePath("GET", "/r/roll-1/v1/models/qwen%2Ftiny")).toEqual({ path: "roll-1", route: { kind: "models", id: "qwen/tiny" } });
+    for (const method of ["GET", "POST", "HEAD", "PUT"]) for (const url of ["/r/%E0%A4%A/v1/models", "/r/%/mcp/x", "/%zz", "/r/%zz/%zz/%zz"]) expect(() => parsePath(method, url)).not.toThrow();
+  });
 });

@@ -354,3 +354,69 @@ for (const body of bodies) (async () => { for (;;) await post(body); })();
 (async () => { for (;;) await post(Buffer.from("{"), 9999); })();
 for (let i = 0; i < 200; i++) net.connect(Number(u.port), u.hostname).on("error", () => {});
 `;
+
+/**
+ * A path with a malformed percent-escape (`%E0%A4%A`, `%zz`, a lone `%`) reaches the proxy before any
+ * key is checked (models and probes need none). It is a client's mistake: 400 with a JSON error in
+ * the dialect's shape, nothing on the proxy's stderr, and the proxy (every process of it) keeps
+ * serving. Run as a user runs it: the `reins proxy` process, its stderr read whole.
+ */
+describe("a malformed path is a bad request, not a crash", () => {
+  const MALFORMED = ["/r/x/v1/models/%E0%A4%A", "/v1/models/%E0%A4%A", "/r/%E0%A4%A/v1/models/%zz", "/models/%", "/r/x/v1/models/ok%2"];
+
+  /** One raw request line on its own connection: the proxy's answer as it came (status, JSON body), or the connection's end. */
+  function rawGet(port: number, path: string): Promise<{ status: number; json?: any; text: string }> {
+    return new Promise((resolve) => {
+      const s = net.connect(port, "127.0.0.1");
+      let text = "";
+      s.on("data", (c) => (text += c.toString("latin1")));
+      s.on("error", () => undefined);
+      s.on("close", () => {
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+        const body = text.slice(text.indexOf("\r\n\r\n") + 4);
+        let json: unknown;
+        try {
+          json = JSON.parse(body);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status, json, text });
+      });
+      s.write(`GET ${path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+    });
+  }
+
+  it.each([1, 2])("reins proxy with %i process(es): 400 with a JSON error, no stack on stderr, still serving", async (processes) => {
+    const dir = tempDir("reins-proxy-path-");
+    const config = join(dir, "model.yaml");
+    writeFileSync(config, ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: tiny}", "spec:", "  tokenizer: {type: qwen3}", "  engine: {type: scripted, script: [{text: ok}]}", `  proxy: {processes: ${processes}}`, ""].join("\n"));
+    const child = spawn(process.execPath, ["bin/reins.js", "proxy", "--config", config, "--key", "k-path"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" } });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 600 && !err.includes("serving model"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(err).toContain("serving model");
+      const port = Number(/:(\d+)\/r\//.exec(out)?.[1]);
+      for (const path of MALFORMED) {
+        const reply = await rawGet(port, path);
+        expect(reply.status, `GET ${path}: ${reply.text}`).toBe(400);
+        expect(reply.json?.error, `GET ${path}`).toMatchObject({ type: "invalid_request_error", message: expect.stringMatching(/percent-encod/) });
+      }
+      // Still serving: a well-formed model lookup, and a rollout's call with the key.
+      const model = await rawGet(port, "/r/x/v1/models/qwen%2Ftiny");
+      expect(model.status).toBe(200);
+      expect(model.json).toMatchObject({ id: "qwen/tiny", object: "model" });
+      const ok = await post(`http://127.0.0.1:${port}/r/after/v1/chat/completions`, "k-path", honestChat);
+      expect(ok.status).toBe(200);
+      expect(child.exitCode).toBeNull();
+      expect(err).not.toMatch(/^\s+at /m);
+      expect(err).not.toMatch(/internal error|URIError|malformed/i);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }, 60_000);
+});

@@ -1,6 +1,6 @@
 /**
  * `reins synth` as a user runs it:
- * - examples/synth/support.yaml (a scripted generator's eight answers): each bad candidate is
+ * - examples/synth/support.yaml (a scripted generator's nine answers): each bad candidate is
  *   dropped by the gate meant to catch it, with its reason; the two good ones are kept with their
  *   provenance, `reins validate` accepts the directory, and the kept tasks pass again;
  * - a hosted generator (local fakes of the Anthropic Messages and OpenAI Chat Completions APIs):
@@ -41,9 +41,9 @@ describe("examples/synth/support.yaml", () => {
     expect(run.code, run.stderr).toBe(0);
     const summary = JSON.parse(run.stdout);
     expect(summary).toMatchObject({
-      candidates: 8,
+      candidates: 9,
       kept: 2,
-      dropped: { schema: 1, leak: 1, "near-duplicate": 1, reference: 1, "do-nothing": 1, mutation: 1 },
+      dropped: { schema: 1, leak: 1, "near-duplicate": 1, reference: 1, "do-nothing": 1, mutation: 2 },
       reverify: { tasks: 6, passed: 6, ok: true },
     });
     expect(summary.families.sort()).toEqual(["faq-plan-price", "open-ticket-count"]);
@@ -62,6 +62,8 @@ describe("examples/synth/support.yaml", () => {
     expect(dropped(6)).toEqual(["leak", expect.stringContaining("Refunds take 14 days")]);
     expect(dropped(7)).toEqual(["near-duplicate", expect.stringContaining("similar to kept family faq-plan-price")]);
     expect(dropped(8)).toEqual(["mutation", expect.stringContaining("still passes with a value in handover.md changed")]);
+    // a verifier that trusts `node test.mjs`'s exit status: the fix's module ending at its first line passes it
+    expect(dropped(9)).toEqual(["mutation", expect.stringContaining("still passes with src/slug.js ending with status 0 at its first line")]);
     // a dropped candidate's answer is kept for reading; the gates after the failing one did not run
     expect(by(8).answer).toContain("shift-handover");
     expect(by(8).gates.map((g: { gate: string }) => g.gate)).toEqual(["generator", "schema", "leak", "near-duplicate", "reference", "do-nothing", "mutation"]);

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
+import { trainerRoot, type TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import type { TrainingBatch } from "../../src/runtime/trajectories/batch.js";
 import { ALGORITHM, makeTinyModel, PYTHON, randomTrees, startWorker, treeBatch, type TinyModel } from "./helpers.js";
 
@@ -26,12 +26,14 @@ afterAll(async () => {
 function adamState(checkpoint: string): { step: number; rmsV: number; betas: number[] } {
   const script = [
     "import sys, json, torch",
-    "o = torch.load(sys.argv[1] + '/trainer.pt', map_location='cpu')['optimizer']",
+    "from trainers.torch import checkpoint_io",
+    "o = checkpoint_io.read(sys.argv[1])['optimizer']",
     "s = o['state']",
     "v = torch.cat([x['exp_avg_sq'].flatten() for x in s.values()])",
     "print(json.dumps({'step': int(max(float(x['step']) for x in s.values())), 'rmsV': float(v.mean().sqrt()), 'betas': list(o['param_groups'][0]['betas'])}))",
   ].join("\n");
-  return JSON.parse(execFileSync(PYTHON, ["-c", script, checkpoint], { encoding: "utf8" })) as { step: number; rmsV: number; betas: number[] };
+  const env = { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" };
+  return JSON.parse(execFileSync(PYTHON, ["-c", script, checkpoint], { encoding: "utf8", cwd: trainerRoot(), env })) as { step: number; rmsV: number; betas: number[] };
 }
 
 describe("from SFT to RL in one worker", () => {

@@ -141,7 +141,8 @@ describe("reins view: the API over a run directory", () => {
     for (const id of [two.id, three.id]) {
       const r = await get(view.port, `/api/runs/0/rollouts/${id}/diff`);
       expect(r.body).not.toContain("root:");
-      expect(JSON.parse(r.body)).toEqual({ recorded: false });
+      // The link is refused with a note (test/security/view.test.ts); the absent file is simply absent.
+      expect(JSON.parse(r.body)).toEqual(id === two.id ? { recorded: false, refused: expect.objectContaining({ code: "ViewFileRefused" }) } : { recorded: false });
     }
   });
 

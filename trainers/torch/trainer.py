@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import hf_checkpoint
+from . import checkpoint_io, hf_checkpoint
 from .batch import BatchProblem, assign_coefficients, finite_or_problem, parse_batch, read_batch
 from .distributed import Dist
 from .losses import policy_loss, sft_loss, token_terms
@@ -99,11 +99,7 @@ class Trainer:
         RL started from, after SFT), else the worker's starting weights."""
         if self.reference is None or self.reference_source != checkpoint:
             if checkpoint:
-                file = os.path.join(checkpoint, "trainer.pt")
-                if not os.path.exists(file):
-                    raise BatchProblem("CheckpointNotFound", f"no checkpoint at {checkpoint} for the KL reference",
-                                       "give the directory a /checkpoint call returned")
-                sd = torch.load(file, map_location=self.device)["model"]
+                sd = checkpoint_io.read_model(checkpoint)  # safetensors only: no pickle
                 ref = Policy(self.config)
                 ref.load_state_dict({k.replace("_fsdp_wrapped_module.", ""): v for k, v in sd.items()}, strict=False)
             else:
@@ -377,23 +373,21 @@ class Trainer:
         tmp = path + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
-        torch.save({"model": state["model"], "optimizer": state["optimizer"], "step": self.step,
-                    "weightsVersion": self.weights_version, "rng": torch.get_rng_state(), "lr": self.lr},
-                   os.path.join(tmp, "trainer.pt"))
-        with open(os.path.join(tmp, "checkpoint.json"), "w", encoding="utf-8") as f:
-            json.dump({"step": self.step, "weightsVersion": self.weights_version,
-                       "protocolVersion": PROTOCOL_VERSION}, f)
+        # Safetensors and JSON (checkpoint_io.py), never a pickle: a restore runs no code from the file.
+        checkpoint_io.write(tmp, state["model"], state["optimizer"],
+                            {"step": self.step, "weightsVersion": self.weights_version,
+                             "protocolVersion": PROTOCOL_VERSION, "lr": self.lr})
         shutil.rmtree(path, ignore_errors=True)
         os.replace(tmp, path)
         return {"path": path, "step": self.step, "weightsVersion": self.weights_version}
 
     def restore(self, req: Dict[str, Any]) -> Dict[str, Any]:
         path = req.get("path")
-        file = os.path.join(path or "", "trainer.pt")
-        if not path or not os.path.exists(file):
+        if not isinstance(path, str) or not path:
             raise BatchProblem("CheckpointNotFound", f"no checkpoint at {path}",
                                "give the directory a /checkpoint call returned")
-        state = torch.load(file, map_location=self.device)
+        # Safetensors and JSON only (checkpoint_io.py); an older reins's trainer.pt pickle is refused.
+        state = checkpoint_io.read(path)
         self.dist.load_checkpoint_state(self.model, self.policy, self.optimizer, state)
         self._zero_grads()
         self.step = int(state["step"])

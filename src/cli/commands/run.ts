@@ -28,7 +28,7 @@ export function register(program: Command): void {
       const plan = planFor("run", paths, opts);
       if (!plan) return;
       if (plan.seeds) return runSeedsCommand(plan, opts);
-      const store = openStoreFor(plan, opts);
+      const store = openStoreFor(plan, opts, "training");
       const ac = interruptible();
       const quiet = Boolean(opts.quiet); // --json keeps stdout for data; the talk stays on stderr
       const started = Date.now();
@@ -85,7 +85,7 @@ async function runSeedsCommand(plan: Plan, opts: RunCliOptions & { threads: stri
   let dir: string;
   try {
     if (!opts.resume && opts.out) makeDirectory(opts.out);
-    dir = openSeedsDirectory(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}) });
+    dir = openSeedsDirectory(plan, { ...(opts.out ? { out: opts.out } : {}), ...(opts.resume ? { resume: opts.resume } : {}), argv: process.argv.slice(2) });
   } catch (err) {
     throw opts.resume ? err : outputError(opts.out ?? "runs/", err);
   }

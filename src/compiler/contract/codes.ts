@@ -26,6 +26,10 @@ export const CODES = {
   UndefinedVariable: "Set the environment variable, or give a default with ${VAR:-default}.",
   SecretOutsideHarnessEnv:
     "Use secrets in a Harness's env or homeFiles (kept as references, read from the environment when the harness starts) or name them with an engine's apiKeyEnv. Not a secret? Rename the variable. A literal? Write $${...}.",
+  VariableOutsideHarnessEnv:
+    "Only a Harness's env and homeFiles (and the env an Experiment or Evaluation gives a harness) keep ${VAR} as a reference read when the harness starts; an endpoint (baseUrl), image or namespace may name a variable. Elsewhere write the value itself, or $${VAR} for a literal ${VAR} (a shell command's own variable, for example).",
+  CredentialsInEndpoint:
+    "An endpoint's URL goes into plan.json: give it no user:password@ and no query. Name the key with the engine's apiKeyEnv instead.",
   // ── compiler: schema ──
   MissingApiVersion: "Add `apiVersion: reins/v1alpha1` to the document.",
   UnsupportedApiVersion: "Use `apiVersion: reins/v1alpha1`.",
@@ -40,6 +44,10 @@ export const CODES = {
   McpServerDuplicate: "Give each of a rollout's MCP servers its own name (the task's, the Experiment's or Evaluation's and the harness's together).",
   McpServerCommandMissing: "Give an MCP server exactly one of `shipped` (web-search, tickets) and `command` (your own stdio server's argv).",
   McpUnsupportedByHarness: "Use a harness that calls the model (a `dialect`) and has an `mcp` section saying how it is told of servers (args, env or homeFiles over {{mcpServers}}) — claude-code, codex, openclaw and reins-agent do — or drop the servers.",
+  InstructionReadAsOption:
+    'Put "--" (end of options) before the instruction in the harness\'s command, e.g. [claude, -p, ..., "--", "{{instruction}}"], or bind it to a flag ("--prompt={{instruction}}"): an instruction that starts with "-" would otherwise be read as an option.',
+  PythonNotAllowed:
+    "Use an interpreter inside the project (e.g. .venv/bin/python, relative to the spec) or in a venv reins installs (scripts/install-python.sh: $REINS_SCALE_PYTHON_DIR, else ~/.cache/reins/scale-python; scripts/install-metrics-python.sh: $REINS_METRICS_PYTHON_DIR, else ~/.cache/reins/metrics-python), leave `python` out for the default, or list the interpreter (or its directory) in REINS_ALLOWED_PYTHON (':'-separated absolute paths).",
   FieldHasNoEffect: "Remove the field: nothing reads it.",
   // ── compiler: resolve (references, families, templates) ──
   DuplicateName: "Rename one of them: names are unique per kind.",
@@ -102,6 +110,8 @@ export const CODES = {
     "A hosted policy gets each harness's requests as they are: give it harnesses that speak its API (anthropic-messages: Claude Code; openai-chat: OpenClaw, reins-agent), or use a Model with that API for the others.",
   ChatTemplateConflict: "Give either tokenizer.template (one of the directory's templates) or chatTemplate/chatTemplateFile, not both.",
   ChatTemplateUnknown: "Set tokenizer.template to one of the directory's chat templates (chat_template.jinja is \"default\"; additional_chat_templates/NAME.jinja is NAME).",
+  ChatTemplateTooMuchWork:
+    "Make the chat template render in time: loop only over the messages and tools (no large range(), no loops nested over them), and keep it to text; reins stops a render after 200,000 steps plus 1,000 per message and tool, or at 32 Mi characters.",
   DuplicateDocument: "The same file was given twice; it is read once.",
 
   // ── runtime: run directories and plan files ──
@@ -113,6 +123,12 @@ export const CODES = {
   PlanEdited: "A plan file runs only as `reins plan` wrote it: plan the specs again (`reins plan SPECS --out plan.json`) and review that file.",
   InvalidPlan: "Pass a plan.json written by `reins plan --out` (or the plan.json of a run directory).",
   NotAnExperiment: "reins run trains an Experiment; run an Evaluation with reins eval.",
+  RunKindMismatch: "Resume a run directory with the command that made it: reins eval --resume DIR for an evaluation, reins run --resume DIR for a training run (one seed or several); or start a new run with --out.",
+  OutsideRunDirectory:
+    "A resumed run reads its checkpoints and weights only inside its run directory (or the Trainer's checkpointDir): restore the run's own events.jsonl, or start a new run with --out.",
+  CheckpointFormatOutdated:
+    "This checkpoint was written by an older reins as a torch pickle (trainer.pt); reins no longer loads pickles, which run code when loaded. Start a new run with --out.",
+  DiskFull: "Free space on the file system that holds the run directory (or start the run with --out on another one), then continue it with --resume DIR: nothing finished is lost.",
   Interrupted: "Resume the run with --resume DIR; nothing finished runs again.",
 
   // ── runtime: sandboxes (infrastructure: retried, never a reward) ──
@@ -137,7 +153,7 @@ export const CODES = {
   HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
   HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
-  HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "{{instruction}}"].',
+  HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "--", "{{instruction}}"].',
   HarnessCrashedEarly: "The harness exited before its first model call; the end of its stderr is in the message, all of it in the run directory's harness-output/. Check its install and its env.",
 
   // ── runtime: rollouts ──
@@ -146,6 +162,14 @@ export const CODES = {
   McpServerUnavailable: "An MCP server of the rollout did not start or answer MCP's initialize in its startupSeconds; the end of its stderr is in the message. Check its command and files (or raise startupSeconds). Retried as an infrastructure failure.",
   ToolNotAllowed: "The harness called an MCP tool outside the task's allow-list (its server's `tools`); reins refused it without forwarding it, and recorded the call.",
   McpServerCrashed: "An MCP server of the rollout exited while the harness ran; the end of its stderr is in the message. Retried as an infrastructure failure, never a reward of 0.",
+  McpArgumentsTooLarge:
+    "A tools/call's arguments were over the MCP server's maxArgumentBytes (default 1 MiB), or its request over 4 × that; reins refused it unforwarded, the harness got the refusal as the tool's result, and the record keeps the arguments cut with their size. Have the agent send less (a path, not the content), or raise the server's maxArgumentBytes.",
+  McpResultTooLarge:
+    "An MCP server's answer was over its maxResultBytes (default 4 MiB); reins did not read it, the harness got the refusal as the tool's result, and the record keeps its beginning and size. Ask the tool for less, or raise the server's maxResultBytes.",
+  McpServerNotReading:
+    "The MCP server has not read what was already sent to it (more than 8 × its maxArgumentBytes wait), so reins refused the call unforwarded. The server may be stopped or stuck; check it.",
+  McpTooManyRequests:
+    "The harness had too many MCP requests open at once to one server (32), or too many sessions (16); reins answered 429. Wait for answers before sending more, and reuse a session.",
   VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
   NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
   NothingScored: "No rollout of the evaluation got a reward; fix the first cause named (each rollout's error is in the run directory's rollouts.jsonl, its output under harness-output/), then run again.",
@@ -228,6 +252,10 @@ export const CODES = {
   TasksDirNotFound: "Pass a directory that holds task families (subdirectories with a family.yaml).",
   PortUnavailable: "Choose another --port (0 picks a free one), or stop the program that uses it.",
   ViewRunNotFound: "Pass a run directory: the --out directory of reins run or reins eval (it holds plan.json, rollouts.jsonl, calls.jsonl).",
+  ViewRemoteBind:
+    "Serve on loopback (the default, 127.0.0.1) and reach it through a tunnel (ssh -L 8080:127.0.0.1:PORT HOST), or pass --allow-remote to let every machine that reaches the address read the runs.",
+  ViewFileRefused:
+    "reins view reads only regular files inside the run directory, each within its size limit: replace a link that leads out, a FIFO or a device with the file itself.",
   FileSystemError: "Check the path named in the message and its permissions.",
   SchemasStale: "Regenerate the JSON Schemas with reins schema --out DIR.",
 
@@ -246,7 +274,8 @@ export const CODES = {
   RolloutRecordInvalidField: "Fix the field's value; results the run store wrote are only wrong when the file was edited or cut.",
 
   // ── runtime: verification ──
-  WorkspaceTooLarge: "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB); have the task keep its outputs small.",
+  WorkspaceTooLarge:
+    "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB, 256 directory levels, paths of 3,072 characters), and the rollout is scored 0: what the agent made is the agent's. Have the task keep its outputs small.",
 
   // ── runtime: harness launch ──
   HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",

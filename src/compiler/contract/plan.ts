@@ -85,6 +85,10 @@ export interface ResolvedMcpServer {
   tools: string[] | null;
   /** Seconds the server may take to answer MCP's initialize; past it the try is an infrastructure failure. */
   startupSeconds: number;
+  /** The largest arguments of one tools/call (JSON, UTF-8 bytes); absent: 1 MiB (src/runtime/mcp/limits.ts). */
+  maxArgumentBytes?: number;
+  /** The largest message the server may write (one JSON line, bytes); absent: 4 MiB. */
+  maxResultBytes?: number;
 }
 
 /** How a harness is told about a rollout's MCP servers (its spec's `mcp`); applied only when the rollout has any. */

@@ -22,6 +22,7 @@ import { portableHarness, portableModel, portablePlan } from "./paths.js";
 import { MAX_PLAN_ROLLOUTS } from "../resolve/limits.js";
 import { DEFAULT_TASK_TIMEOUT_SECONDS } from "../resolve/tasks.js";
 import { checkHarnessFiles, checkPodProxy, checkWarmPool } from "./sandbox-checks.js";
+import { checkPythonAt, type PythonEnv } from "../resolve/python-path.js";
 
 export interface BuildOptions {
   /** The caller's cwd (absolute): recorded as Plan.root; the hash sees host paths relative to it. */
@@ -31,6 +32,8 @@ export interface BuildOptions {
   rollouts?: { count: number };
   /** An Experiment's seeds, in place of its spec's `seed`/`seeds` (`reins run --seeds`): distinct, checked by the caller. */
   seeds?: readonly number[];
+  /** Where the allow-list of interpreters an inline Trainer's `python` may name is read (resolve/python-path.ts). */
+  env?: PythonEnv;
 }
 
 export function buildPlan(world: World, target: TypedDocument, opts: BuildOptions): Result<Plan | undefined> {
@@ -121,7 +124,11 @@ export function buildPlan(world: World, target: TypedDocument, opts: BuildOption
     algorithm = refOrInline<ResolvedAlgorithm>(spec.algorithm, world.algorithms, resolveAlgorithm, "Algorithm", () => at("algorithm", "name"), diagnostics);
     if (algorithm && !("name" in spec.algorithm)) diagnostics.push(...checkAlgorithm(algorithm, target, ["spec", "algorithm"]));
     trainer = refOrInline<ResolvedTrainer>(spec.trainer, world.trainers, resolveTrainer, "Trainer", () => at("trainer", "name"), diagnostics) ?? resolveTrainer(undefined);
-    if (spec.trainer && !("name" in spec.trainer)) diagnostics.push(...checkTrainer(spec.trainer as TrainerSpec, (...p) => at("trainer", ...p)));
+    if (spec.trainer && !("name" in spec.trainer)) {
+      diagnostics.push(...checkTrainer(spec.trainer as TrainerSpec, (...p) => at("trainer", ...p)));
+      const inline = trainer;
+      diagnostics.push(...checkPythonAt(target, ["spec", "trainer", "python"], opts.env ?? {}, (python) => (inline.python = python)));
+    }
     if (trainer.device === "cpu" && (trainer.nodes > 1 || trainer.gpus > 0)) {
       diagnostics.push(makeDiagnostic("InvalidValue", at("trainer"), `A CPU trainer runs on one node without GPUs (nodes ${trainer.nodes}, gpus ${trainer.gpus}).`, "Use device: cuda for multi-node or GPU training, or set nodes: 1 and gpus: 0."));
     }

@@ -24,7 +24,9 @@ import type { HarnessSpec } from "../schema/harness.js";
 import type { ModelSpec } from "../schema/model.js";
 import type { SandboxSpec, TrainerSpec } from "../schema/sandbox.js";
 import type { ExperimentSpec } from "../schema/experiment.js";
-import type { ProjectRoot } from "../source/project.js";
+import { chatTemplateWorkProblem } from "./chat-template-render.js";
+import { checkModelFile, modelFileRoots, MODEL_FILE_OUTSIDE_HINT, MODEL_FILE_TOO_LARGE_HINT } from "../source/model-files.js";
+import { ownDirectoryRoots, type ProjectRoot, type Refusal } from "../source/project.js";
 import { readHfDirectory } from "./hf-directory.js";
 import { resolveHostedApi } from "./hosted.js";
 import { readChatTemplate, type HostPathProblem } from "./host-paths.js";
@@ -61,11 +63,15 @@ const TOKEN_FIELDS = ["tokenizer", "chatTemplate", "chatTemplateFile", "toolCall
 
 /**
  * `specFile`: the absolute path of the Model's file; tokenizer, chat template and onnx model paths
- * are relative to it and come out absolute (the plan hash sees them relative to Plan.root).
+ * are relative to it and come out absolute (the plan hash sees them relative to Plan.root). The
+ * files reins reads for the Model (tokenizer, chat template) must lie in `roots`, the file's
+ * project (../source/model-files.ts), and its chat template must render a small conversation
+ * within the work budget of ./chat-template-render.ts.
  */
 export function resolveModel(name: string, spec: ModelSpec, specFile: string, roots?: readonly ProjectRoot[]): { model: ResolvedModel; problems: HostPathProblem[] } {
   const problems: HostPathProblem[] = [];
   const base = dirname(specFile);
+  const fileRoots = modelFileRoots(specFile, roots ?? ownDirectoryRoots(specFile));
   const abs = (p: string) => resolve(base, p);
   const t = spec.tokenizer;
   const hosted = spec.engine.type === "hosted";
@@ -85,9 +91,10 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
       : t.type === "huggingface"
         ? { type: "huggingface", path: abs(t.path), ...(t.template !== undefined ? { template: t.template } : {}) }
         : { type: "qwen3" };
+  if (t?.type === "file" && !hosted) problems.push(...tokenizerFileProblems(t.path, base, fileRoots));
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
-    const read = readChatTemplate(spec.chatTemplateFile, specFile, roots);
+    const read = readChatTemplate(spec.chatTemplateFile, specFile, fileRoots);
     if (read.ok) chatTemplate = read.text;
     else problems.push(read.problem);
   }
@@ -98,7 +105,7 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     if (ownTemplate && t.template !== undefined) {
       problems.push({ path: ["tokenizer", "template"], code: "ChatTemplateConflict", message: `tokenizer.template picks one of ${t.path}'s chat templates, but the Model gives its own (${spec.chatTemplate !== undefined ? "chatTemplate" : "chatTemplateFile"}).` });
     }
-    const read = readHfDirectory(abs(t.path), t.path, t.template, !ownTemplate);
+    const read = readHfDirectory(abs(t.path), t.path, t.template, !ownTemplate, fileRoots);
     if (!read.ok) problems.push({ path: ["tokenizer", read.problem.field], code: read.problem.code, message: read.problem.message, ...(read.problem.hint ? { hint: read.problem.hint } : {}) });
     else {
       const dir = read.value;
@@ -111,6 +118,13 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
         if (dir.stopTokens.length > 0) stopTokens = dir.stopTokens;
         else problems.push({ path: ["tokenizer", "path"], code: "StopTokensMissing", message: `${t.path} names no end-of-sequence token (no eos_token_id in generation_config.json, no eos_token in tokenizer_config.json).` });
       }
+    }
+  }
+  if (chatTemplate !== undefined && !hosted) {
+    const tooMuch = chatTemplateWorkProblem(chatTemplate, chatTemplateVariables);
+    if (tooMuch !== undefined) {
+      const at = spec.chatTemplateFile !== undefined ? ["chatTemplateFile"] : spec.chatTemplate !== undefined ? ["chatTemplate"] : ["tokenizer", t?.type === "huggingface" && t.template !== undefined ? "template" : "path"];
+      problems.push({ path: at, code: "ChatTemplateTooMuchWork", message: `The chat template does not render a five-message conversation in time: ${tooMuch}.` });
     }
   }
   const e = spec.engine;
@@ -153,6 +167,28 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     if (set.length > 0) model.proxy = Object.fromEntries(set);
   }
   return { model, problems };
+}
+
+/**
+ * A `{type: file}` tokenizer.json and the tokenizer_config.json the runtime reads beside it: inside
+ * the project, regular files within their caps. Nothing is read here (the runtime loads them); a
+ * file that does not exist yet is the runtime's to report (reins creates some on the first run).
+ */
+function tokenizerFileProblems(path: string, base: string, roots: readonly ProjectRoot[]): HostPathProblem[] {
+  const file = checkModelFile(path, base, "tokenizer", roots);
+  if (!file.ok) {
+    if (file.code === "FileNotFound") return [];
+    const hint = file.code === "NotRegularFile" ? "Name a regular tokenizer.json; for a Hugging Face directory use tokenizer: {type: huggingface, path: DIR}." : undefined;
+    return [modelFileProblem(["tokenizer", "path"], `Tokenizer ${path}`, file, hint)];
+  }
+  const config = checkModelFile("tokenizer_config.json", dirname(file.path), "config", roots);
+  if (!config.ok && config.code !== "FileNotFound") return [modelFileProblem(["tokenizer", "path"], `The tokenizer_config.json beside ${path}`, config)];
+  return [];
+}
+
+function modelFileProblem(path: string[], what: string, r: Refusal, hint?: string): HostPathProblem {
+  const h = hint ?? (r.code === "FileTooLarge" ? MODEL_FILE_TOO_LARGE_HINT : r.code === "OutsideProject" ? MODEL_FILE_OUTSIDE_HINT : undefined);
+  return { path, code: r.code, message: `${what} is not read: ${r.why}.`, ...(h ? { hint: h } : {}) };
 }
 
 /** A vllm engine: exactly one of baseUrl (a server the user runs) and serve (reins starts one). */

@@ -10,12 +10,15 @@
  * - the default stop tokens: generation_config.json's eos_token_id (one id or a list), spelled
  *   through tokenizer.json, then tokenizer_config.json's eos_token.
  * The tokenizer itself (tokenizer.json) is loaded by the runtime; here it must exist.
+ * Every file is read as ../source/model-files.ts reads a Model's files: inside the project once
+ * symlinks are resolved (the directory and each file in it), a regular file, within its cap
+ * (tokenizer.json 64 MiB, the JSON configs 16 MiB, each template 1 MiB).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { Template } from "@huggingface/jinja";
-import { renderableChatTemplate } from "../contract/chat-template-text.js";
+import { lstatSync, readdirSync } from "node:fs";
+import { parseChatTemplate } from "./chat-template-render.js";
 import type { Code } from "../contract/codes.js";
+import { checkModelFile, locateModelFile, MAX_TEMPLATE_DIR_ENTRIES, MODEL_FILE_LIMITS, MODEL_FILE_OUTSIDE_HINT, MODEL_FILE_TOO_LARGE_HINT, readModelFile, type ModelFileKind } from "../source/model-files.js";
+import type { ProjectRoot, Refusal } from "../source/project.js";
 
 export interface HfDirectory {
   /** The chosen template's text; absent when the directory has none. */
@@ -34,22 +37,24 @@ export interface HfProblem {
 }
 
 const SPECIAL_TOKENS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"] as const;
-const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
-const MAX_TOKENIZER_BYTES = 512 * 1024 * 1024;
 
 type Read<T> = { ok: true; value: T } | { ok: false; problem: HfProblem };
 
 /**
- * Read a Hugging Face directory (absolute `dir`, `shown` as the spec wrote it). `wantTemplate`:
- * false when the Model gives its own template, so the directory's is neither chosen nor parsed.
+ * Read a Hugging Face directory (absolute `dir`, `shown` as the spec wrote it) whose files must lie
+ * in `roots` (the Model file's project). `wantTemplate`: false when the Model gives its own
+ * template, so the directory's is neither chosen nor parsed.
  */
-export function readHfDirectory(dir: string, shown: string, templateName: string | undefined, wantTemplate = true): Read<HfDirectory> {
-  const st = statSync(dir, { throwIfNoEntry: false });
-  if (!st) return fail("path", "TokenizerNotFound", `Hugging Face directory ${shown} does not exist.`);
-  if (!st.isDirectory()) {
+export function readHfDirectory(dir: string, shown: string, templateName: string | undefined, wantTemplate: boolean, roots: readonly ProjectRoot[]): Read<HfDirectory> {
+  const at = locateModelFile(dir, dir, roots);
+  if (!at.ok) return at.code === "FileNotFound" ? fail("path", "TokenizerNotFound", `Hugging Face directory ${shown} does not exist.`) : refused(shown, at);
+  const st = lstatSync(at.real, { throwIfNoEntry: false });
+  if (!st?.isDirectory()) {
     return fail("path", "TokenizerInvalid", `${shown} is not a directory.`, "A huggingface tokenizer names the directory that holds tokenizer.json; for a lone tokenizer.json use {type: file, path: FILE}.");
   }
-  if (!statSync(join(dir, "tokenizer.json"), { throwIfNoEntry: false })?.isFile()) {
+  const tokenizer = checkModelFile("tokenizer.json", dir, "tokenizer", roots);
+  if (!tokenizer.ok) {
+    if (tokenizer.code !== "FileNotFound") return refused(`${shown}/tokenizer.json`, tokenizer);
     return fail(
       "path",
       "TokenizerNotFound",
@@ -57,11 +62,11 @@ export function readHfDirectory(dir: string, shown: string, templateName: string
       "reins reads fast tokenizers (tokenizer.json): save one with transformers' AutoTokenizer.from_pretrained(...).save_pretrained(DIR).",
     );
   }
-  const config = readJson(dir, shown, "tokenizer_config.json");
+  const config = readJson(dir, shown, "tokenizer_config.json", roots);
   if (!config.ok) return config;
-  const generation = readJson(dir, shown, "generation_config.json");
+  const generation = readJson(dir, shown, "generation_config.json", roots);
   if (!generation.ok) return generation;
-  const legacyMap = "added_tokens_decoder" in config.value ? { ok: true as const, value: {} } : readJson(dir, shown, "special_tokens_map.json");
+  const legacyMap = "added_tokens_decoder" in config.value ? { ok: true as const, value: {} } : readJson(dir, shown, "special_tokens_map.json", roots);
   if (!legacyMap.ok) return legacyMap;
 
   const variables: Record<string, string> = {};
@@ -70,12 +75,12 @@ export function readHfDirectory(dir: string, shown: string, templateName: string
     if (value !== undefined) variables[key] = value;
   }
 
-  const templates = readTemplates(dir, shown, config.value);
+  const templates = readTemplates(dir, shown, config.value, roots);
   if (!templates.ok) return templates;
   const chosen = wantTemplate ? chooseTemplate(templates.value, shown, templateName) : { ok: true as const, value: undefined };
   if (!chosen.ok) return chosen;
 
-  const stops = stopTokensOf(dir, shown, generation.value);
+  const stops = stopTokensOf(dir, shown, generation.value, roots);
   if (!stops.ok) return stops;
   const stopTokens = stops.value;
   if (variables.eos_token !== undefined && !stopTokens.includes(variables.eos_token)) stopTokens.push(variables.eos_token);
@@ -86,15 +91,23 @@ export function readHfDirectory(dir: string, shown: string, templateName: string
 }
 
 /** Every template the directory holds, by name ("default" for the unnamed one). */
-function readTemplates(dir: string, shown: string, config: Record<string, unknown>): Read<Map<string, string>> {
+function readTemplates(dir: string, shown: string, config: Record<string, unknown>, roots: readonly ProjectRoot[]): Read<Map<string, string>> {
   const out = new Map<string, string>();
-  const main = readText(join(dir, "chat_template.jinja"));
-  if (main !== undefined) out.set("default", main);
-  const extraDir = join(dir, "additional_chat_templates");
-  if (statSync(extraDir, { throwIfNoEntry: false })?.isDirectory()) {
-    for (const f of readdirSync(extraDir).sort()) {
-      const text = f.endsWith(".jinja") ? readText(join(extraDir, f)) : undefined;
-      if (text !== undefined) out.set(f.slice(0, -".jinja".length), text);
+  const main = readText(dir, shown, "chat_template.jinja", roots);
+  if (!main.ok) return main;
+  if (main.value !== undefined) out.set("default", main.value);
+  const extra = locateModelFile("additional_chat_templates", dir, roots);
+  if (!extra.ok && extra.code !== "FileNotFound") return refused(`${shown}/additional_chat_templates`, extra);
+  if (extra.ok && lstatSync(extra.real, { throwIfNoEntry: false })?.isDirectory()) {
+    const names = readdirSync(extra.real);
+    if (names.length > MAX_TEMPLATE_DIR_ENTRIES) {
+      return fail("path", "DirectoryTooLarge", `${shown}/additional_chat_templates has ${names.length} entries; at most ${MAX_TEMPLATE_DIR_ENTRIES} are read.`);
+    }
+    for (const f of names.sort()) {
+      if (!f.endsWith(".jinja")) continue;
+      const text = readText(dir, shown, `additional_chat_templates/${f}`, roots);
+      if (!text.ok) return text;
+      if (text.value !== undefined) out.set(f.slice(0, -".jinja".length), text.value);
     }
   }
   if (out.size > 0) return { ok: true, value: out };
@@ -110,6 +123,11 @@ function readTemplates(dir: string, shown: string, config: Record<string, unknow
     }
   } else if (inConfig !== undefined && inConfig !== null) {
     return fail("path", "TokenizerInvalid", `${shown}/tokenizer_config.json: chat_template is neither a string nor a list of named templates.`);
+  }
+  for (const [name, text] of out) {
+    if (text.length > MODEL_FILE_LIMITS.template) {
+      return fail("path", "FileTooLarge", `${shown}/tokenizer_config.json: the chat template ${JSON.stringify(name)} has ${text.length} characters; the limit for a chat template is ${MODEL_FILE_LIMITS.template}.`, MODEL_FILE_TOO_LARGE_HINT);
+    }
   }
   return { ok: true, value: out };
 }
@@ -128,7 +146,7 @@ function chooseTemplate(templates: Map<string, string>, shown: string, name: str
   if (picked === undefined) return { ok: true, value: undefined };
   const text = templates.get(picked)!;
   try {
-    new Template(renderableChatTemplate(text));
+    parseChatTemplate(text);
   } catch (err) {
     return fail(
       name !== undefined ? "template" : "path",
@@ -141,12 +159,12 @@ function chooseTemplate(templates: Map<string, string>, shown: string, name: str
 }
 
 /** generation_config.json's eos_token_id, spelled as tokens through tokenizer.json. */
-function stopTokensOf(dir: string, shown: string, generation: Record<string, unknown>): Read<string[]> {
+function stopTokensOf(dir: string, shown: string, generation: Record<string, unknown>, roots: readonly ProjectRoot[]): Read<string[]> {
   const raw = generation.eos_token_id;
   const ids = (Array.isArray(raw) ? raw : raw === undefined || raw === null ? [] : [raw]) as unknown[];
   if (ids.length === 0) return { ok: true, value: [] };
   if (!ids.every((id) => Number.isInteger(id))) return fail("path", "TokenizerInvalid", `${shown}/generation_config.json: eos_token_id is not an id or a list of ids.`);
-  const tok = readJson(dir, shown, "tokenizer.json", MAX_TOKENIZER_BYTES);
+  const tok = readJson(dir, shown, "tokenizer.json", roots, "tokenizer");
   if (!tok.ok) return tok;
   const spelled = new Map<number, string>();
   const vocab = (tok.value.model as { vocab?: unknown } | undefined)?.vocab;
@@ -163,24 +181,31 @@ function stopTokensOf(dir: string, shown: string, generation: Record<string, unk
 }
 
 /** A JSON object file of the directory; a missing file reads as {}. */
-function readJson(dir: string, shown: string, name: string, limit = MAX_CONFIG_BYTES): Read<Record<string, unknown>> {
-  const path = join(dir, name);
-  const st = statSync(path, { throwIfNoEntry: false });
-  if (!st) return { ok: true, value: {} };
-  if (!st.isFile() || st.size > limit) return fail("path", "TokenizerInvalid", `${shown}/${name} is ${st.isFile() ? "too large" : "not a regular file"}.`);
+function readJson(dir: string, shown: string, name: string, roots: readonly ProjectRoot[], kind: ModelFileKind = "config"): Read<Record<string, unknown>> {
+  const read = readModelFile(name, dir, kind, roots);
+  if (!read.ok) return read.code === "FileNotFound" ? { ok: true, value: {} } : refused(`${shown}/${name}`, read);
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(path, "utf8"));
-  } catch (err) {
-    return fail("path", "TokenizerInvalid", `${shown}/${name} is not valid JSON: ${(err as Error).message}`);
+    value = JSON.parse(read.text);
+  } catch {
+    // The message names the file, never its text.
+    return fail("path", "TokenizerInvalid", `${shown}/${name} is not valid JSON.`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return fail("path", "TokenizerInvalid", `${shown}/${name} is not a JSON object.`);
   return { ok: true, value: value as Record<string, unknown> };
 }
 
-function readText(path: string): string | undefined {
-  const st = statSync(path, { throwIfNoEntry: false });
-  return st?.isFile() && st.size <= MAX_CONFIG_BYTES ? readFileSync(path, "utf8") : undefined;
+/** A template file of the directory; undefined when there is none. */
+function readText(dir: string, shown: string, name: string, roots: readonly ProjectRoot[]): Read<string | undefined> {
+  const read = readModelFile(name, dir, "template", roots);
+  if (read.ok) return { ok: true, value: read.text };
+  return read.code === "FileNotFound" ? { ok: true, value: undefined } : refused(`${shown}/${name}`, read);
+}
+
+/** A file of the directory that is not read: outside the project, not a regular file, too large. */
+function refused(what: string, r: Refusal): { ok: false; problem: HfProblem } {
+  const hint = r.code === "FileTooLarge" ? MODEL_FILE_TOO_LARGE_HINT : r.code === "OutsideProject" ? MODEL_FILE_OUTSIDE_HINT : undefined;
+  return fail("path", r.code, `${what} is not read: ${r.why}.`, hint);
 }
 
 /** A special token as tokenizer configs write it: a string or an AddedToken `{content, ...}`. */

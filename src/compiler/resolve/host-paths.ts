@@ -1,14 +1,16 @@
 /**
  * Host paths named by Harness and Model specs, checked against the spec file's project: harness
  * `mounts` (shown read-only in every sandbox) and a model's `chatTemplateFile` (read into the
- * plan). reins mounts its own install cache, node and agent by itself, never through `mounts`, so
- * nothing outside the project needs to be named here.
+ * plan; a Model's other files are checked in ./defaults.ts and ./hf-directory.ts). reins mounts
+ * its own install cache, node and agent by itself, never through `mounts`, so nothing outside the
+ * project needs to be named here.
  */
 import { lstatSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Code } from "../contract/codes.js";
 import type { HarnessSpec } from "../schema/harness.js";
-import { describeType, locateInProject, MAX_WORKSPACE_FILE_BYTES, ownDirectoryRoots, readRegularFile, type ProjectRoot } from "../source/project.js";
+import { MODEL_FILE_OUTSIDE_HINT, MODEL_FILE_TOO_LARGE_HINT, readModelFile } from "../source/model-files.js";
+import { describeType, locateInProject, ownDirectoryRoots, type ProjectRoot } from "../source/project.js";
 
 export interface HostPathProblem {
   path: (string | number)[];
@@ -34,10 +36,12 @@ export function mountProblems(spec: HarnessSpec, specFile: string, roots: readon
   return out;
 }
 
-/** The text of a chat template file inside the project. */
+/** The text of a chat template file inside the project (`roots`: the Model file's, ../source/model-files.ts), at most 1 MiB. */
 export function readChatTemplate(file: string, specFile: string, roots: readonly ProjectRoot[] = ownDirectoryRoots(specFile)): { ok: true; text: string } | { ok: false; problem: HostPathProblem } {
-  const loc = locateInProject(roots, dirname(specFile), file);
-  const read = loc.ok ? readRegularFile(loc.real, MAX_WORKSPACE_FILE_BYTES) : loc;
-  if (!read.ok) return { ok: false, problem: { path: ["chatTemplateFile"], code: read.code, message: `Cannot read ${file}: ${read.why}.` } };
-  return { ok: true, text: read.bytes.toString("utf8") };
+  const read = readModelFile(file, dirname(specFile), "template", roots);
+  if (!read.ok) {
+    const hint = read.code === "FileTooLarge" ? MODEL_FILE_TOO_LARGE_HINT : read.code === "OutsideProject" ? MODEL_FILE_OUTSIDE_HINT : undefined;
+    return { ok: false, problem: { path: ["chatTemplateFile"], code: read.code, message: `Cannot read ${file}: ${read.why}.`, ...(hint ? { hint } : {}) } };
+  }
+  return { ok: true, text: read.text };
 }

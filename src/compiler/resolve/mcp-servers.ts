@@ -54,6 +54,8 @@ export function resolveMcpServers(specs: readonly McpServerSpec[] | undefined, c
       files: files.value,
       tools: s.tools ? [...s.tools] : null,
       startupSeconds: s.startupSeconds ?? DEFAULT_MCP_STARTUP_SECONDS,
+      ...(s.maxArgumentBytes !== undefined ? { maxArgumentBytes: s.maxArgumentBytes } : {}),
+      ...(s.maxResultBytes !== undefined ? { maxResultBytes: s.maxResultBytes } : {}),
     });
   });
   return { value: out, diagnostics };

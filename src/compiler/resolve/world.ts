@@ -4,6 +4,8 @@
  * User documents shadow the shipped library; duplicates among user documents are errors.
  */
 import { knobDeclarationProblems } from "./harness-knobs.js";
+import { instructionArgProblems } from "./harness-argv.js";
+import { checkPythonAt, type PythonEnv } from "./python-path.js";
 import type { Entry } from "./entry.js";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
@@ -46,7 +48,8 @@ export interface World {
   syntheses: TypedDocument[];
 }
 
-export function resolveWorld(documents: readonly TypedDocument[], builtins: readonly TypedDocument[] = []): Result<World> {
+/** `env`: where the allow-list of interpreters a spec's `python` may name is read (python-path.ts). */
+export function resolveWorld(documents: readonly TypedDocument[], builtins: readonly TypedDocument[] = [], env: PythonEnv = {}): Result<World> {
   const diagnostics: Diagnostic[] = [];
   const byKind = indexByKind(documents, builtins, diagnostics);
   const docsOf = (k: Kind) => [...(byKind.get(k)?.values() ?? [])];
@@ -97,6 +100,7 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   for (const doc of docsOf("Harness")) {
     for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
     for (const p of knobDeclarationProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint));
+    for (const p of instructionArgProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code], "warning"));
     const harness = resolveHarness(doc.name, doc.doc.spec, doc.source.absPath);
     const mcp = resolveMcpServers(doc.doc.spec.mcpServers, { specFile: doc.source.absPath, roots: doc.source.roots, positionOf: (p) => positionAt(doc.source, ["spec", "mcpServers", ...p]) });
     diagnostics.push(...mcp.diagnostics);
@@ -107,6 +111,9 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   for (const doc of docsOf("Model")) {
     const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath, doc.source.roots);
     for (const p of problems) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint ?? CODES[p.code]));
+    diagnostics.push(...checkPythonAt(doc, ["spec", "engine", "serve", "python"], env, (python) => {
+      if (model.engine.type === "vllm" && model.engine.serve) model.engine.serve.python = python;
+    }));
     models.set(doc.name, { value: model, doc });
   }
   const algorithms = new Map<string, Entry<ResolvedAlgorithm>>();
@@ -120,7 +127,9 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   const trainers = new Map<string, Entry<ResolvedTrainer>>();
   for (const doc of docsOf("Trainer")) {
     diagnostics.push(...checkTrainer(doc.doc.spec, (...p) => positionAt(doc.source, ["spec", ...p])));
-    trainers.set(doc.name, { value: resolveTrainer(doc.doc.spec), doc });
+    const trainer = resolveTrainer(doc.doc.spec);
+    diagnostics.push(...checkPythonAt(doc, ["spec", "python"], env, (python) => (trainer.python = python)));
+    trainers.set(doc.name, { value: trainer, doc });
   }
   diagnostics.push(...checkJudgeReferences({ verifiers, tasks, models }));
 

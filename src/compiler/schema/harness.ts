@@ -47,7 +47,7 @@ const knobApplyFields = {
     .array(z.string())
     .optional()
     .describe(
-      "argv appended to the command when the knob is set; templates like the command's, plus {{value}} (the knob's value; a list joins with {{join value \",\"}}).",
+      "argv added to the command when the knob is set (before its \"--\", if it has one, else at its end); templates like the command's, plus {{value}} (the knob's value; a list joins with {{join value \",\"}}).",
     ),
   env: z.record(z.string(), z.string()).optional().describe("Environment set when the knob is set; templates like args."),
   homeFiles: z
@@ -84,7 +84,12 @@ export const HarnessSpecSchema = z
         bin: z.string().optional().describe("Executable name inside the package."),
       })
       .optional(),
-    command: z.array(z.string()).min(1).describe("argv; Handlebars templates over instruction, workspace, model, baseUrl, apiKey, home, node, reinsAgent."),
+    command: z
+      .array(z.string())
+      .min(1)
+      .describe(
+        'argv; Handlebars templates over instruction, workspace, model, baseUrl, apiKey, home, node, reinsAgent. Put the instruction after a "--" (end of options), as the last arguments: an instruction that starts with "-" is then the prompt, not an option (warning InstructionReadAsOption otherwise). Knob and MCP args go before the "--".',
+      ),
     env: z
       .record(z.string(), z.string())
       .optional()

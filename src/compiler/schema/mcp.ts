@@ -42,6 +42,20 @@ export const McpServerSpecSchema = z
       .optional()
       .describe("The tools the harness may see and call; others are hidden from tools/list and refused (recorded as ToolNotAllowed). Default: all the server lists."),
     startupSeconds: z.number().positive().max(600).optional().describe("Seconds the server may take to answer MCP's initialize (default 20); past it the try is an infrastructure failure, retried."),
+    maxArgumentBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * 1024 * 1024)
+      .optional()
+      .describe("The largest arguments of one tools/call, as JSON in UTF-8 bytes (default 1 MiB); a larger call is refused unforwarded and the harness gets McpArgumentsTooLarge as the tool's result."),
+    maxResultBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(256 * 1024 * 1024)
+      .optional()
+      .describe("The largest message the server may write, one JSON line in bytes (default 4 MiB); a larger answer is not read, and the harness gets McpResultTooLarge as the tool's result."),
   })
   .describe("One stdio MCP server, fresh for every try of every rollout: exactly one of `shipped` and `command`.");
 
@@ -49,7 +63,7 @@ export const McpServersSchema = z.array(McpServerSpecSchema).optional().describe
 
 export const HarnessMcpSpecSchema = z
   .strictObject({
-    args: z.array(z.string()).optional().describe("argv appended when the rollout has MCP servers; templates like the command's plus {{mcpServers}} (a list of {name, url, tools})."),
+    args: z.array(z.string()).optional().describe("argv added when the rollout has MCP servers (before the command's \"--\", if it has one, else at its end); templates like the command's plus {{mcpServers}} (a list of {name, url, tools})."),
     env: z.record(z.string(), z.string()).optional().describe("Environment set when the rollout has MCP servers; templated likewise."),
     homeFiles: z
       .array(z.strictObject({ path: z.string().min(1), content: z.string() }))

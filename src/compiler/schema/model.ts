@@ -29,7 +29,13 @@ const LogprobsMode = z.enum(["raw", "temperature", "processed"]);
 export const VllmServeSpec = z
   .strictObject({
     modelPath: z.string().min(1).describe("Hugging Face-style model directory (config.json + safetensors), relative to the spec file. A directory without a policy (no READY file) gets the project's tiny initial policy, as reins run creates it."),
-    python: z.string().min(1).optional().describe("The Python that has vllm (default: the scale venv of scripts/install-python.sh: $REINS_SCALE_PYTHON_DIR/bin/python, else ~/.cache/reins/scale-python/bin/python)."),
+    python: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The Python that has vllm (default: the scale venv of scripts/install-python.sh: $REINS_SCALE_PYTHON_DIR/bin/python, else ~/.cache/reins/scale-python/bin/python). Allowed: an interpreter inside the project (relative to this spec file, e.g. .venv/bin/python), in a Python environment reins installs ($REINS_SCALE_PYTHON_DIR, else ~/.cache/reins/scale-python; $REINS_METRICS_PYTHON_DIR, else ~/.cache/reins/metrics-python; $REINS_METRICS_PYTHON), or listed in REINS_ALLOWED_PYTHON (':'-separated absolute paths of interpreters or directories, read from reins's environment); anything else is refused (PythonNotAllowed).",
+      ),
     maxModelLen: PositiveInt.optional().describe("--max-model-len (default: the Model's maxContextTokens)."),
     dtype: z.enum(["auto", "bfloat16", "float16", "float32"]).optional().describe("--dtype (default bfloat16)."),
     args: z.array(z.string()).optional().describe("Extra command-line flags for vLLM's api_server, appended as given."),

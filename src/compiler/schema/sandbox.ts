@@ -103,7 +103,12 @@ export const TrainerSpecSchema = z
     nodes: PositiveInt.optional(),
     checkpointDir: z.string().optional(),
     weightsFormat: z.array(z.enum(["onnx", "safetensors"])).optional(),
-    python: z.string().optional().describe("Python interpreter for the local worker (default /usr/bin/python3)."),
+    python: z
+      .string()
+      .optional()
+      .describe(
+        "Python interpreter for the local worker (default /usr/bin/python3). Allowed: an interpreter inside the project (relative to this spec file, e.g. .venv/bin/python), in a Python environment reins installs ($REINS_SCALE_PYTHON_DIR, else ~/.cache/reins/scale-python; $REINS_METRICS_PYTHON_DIR, else ~/.cache/reins/metrics-python; $REINS_METRICS_PYTHON), or listed in REINS_ALLOWED_PYTHON (':'-separated absolute paths of interpreters or directories, read from reins's environment); anything else is refused (PythonNotAllowed).",
+      ),
     image: z.string().optional(),
     worker: z
       .enum(["cluster", "local"])

@@ -13,7 +13,7 @@
  * policy-engine.ts's.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
 import { summarizeEngine, type EngineSummary } from "../engines/engine.js";
 import { createExecutor } from "../executor/executor.js";
@@ -28,6 +28,8 @@ import type { FidelityReport } from "../trajectories/fidelity.js";
 import { runFidelity } from "./fidelity.js";
 import { localTrainer } from "./local-trainer.js";
 import { startClusterTrainer, type ClusterTrainer } from "../k8s/trainer-cluster.js";
+import { planRunId, trainerMountPath } from "../k8s/trainer-job.js";
+import { checkResumePaths } from "./checkpoint-paths.js";
 import { LoopError } from "./loop-error.js";
 import { ensureInitialPolicy, hasPolicy } from "./policy.js";
 import { openExternalEngine, openPolicyEngine, requireTrainableType, trainingPolicyDir, type PolicyEngine } from "./policy-engine.js";
@@ -89,6 +91,11 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   requireTrainableType(model);
   requireHostedKeys(plan.judges ?? []);
   const trainer = localTrainer(plan.trainer, store.dir, model.engine.type);
+  // A resume reads back only checkpoints and weights inside the run (checkpoint-paths.ts), checked
+  // before anything runs. A worker in the cluster's pod checkpoints in the claim (k8s/cluster-worker.ts).
+  const state = readLoopState(store);
+  const remoteCheckpoints = trainer.inCluster ? posix.join(trainerMountPath(plan.trainer!), planRunId(plan), "checkpoints") : undefined;
+  checkResumePaths(state, { runDir: store.dir, checkpointRoot: remoteCheckpoints ?? trainer.checkpointRoot, remote: Boolean(remoteCheckpoints) });
   // A server you run says which directory it serves: the trainer starts from those weights.
   const external = await openExternalEngine(model);
   const threads = o.threads ?? 2;
@@ -108,7 +115,6 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const corpus = init.corpus;
   if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
 
-  const state = readLoopState(store);
   const sft = decideSft(plan.sft, { policyDir, sftDone: state.sftDone });
   const trainerOut = join(store.dir, "trainer");
   mkdirSync(trainerOut, { recursive: true });

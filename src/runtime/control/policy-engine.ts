@@ -15,9 +15,9 @@
  * first rollout, and every call records the version that really serves. Other engines cannot load
  * new weights (EngineNotTrainable); llama-cpp is refused by the compiler (EngineCannotTrain).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Plan, ResolvedModel } from "../../compiler/index.js";
+import { readModelFile, type Plan, type ResolvedModel } from "../../compiler/index.js";
 import type { Engine, EngineInfo, GenerateChunk, GenerateRequest, GenerateResult } from "../engines/engine.js";
 import { requireTrainable } from "../engines/fidelity.js";
 import type { HttpEngine } from "../engines/http.js";
@@ -198,8 +198,11 @@ async function startOn(o: OpenOptions, serving: { version: string; weightsDir: s
 }
 
 function tiedHead(dir: string): boolean {
+  // Read as a Model's file (a regular file outside /proc, /sys and /dev, capped): never a FIFO that stalls the run.
+  const read = readModelFile(join(dir, "config.json"), dir, "config");
+  if (!read.ok) return false;
   try {
-    return (JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as { tie_word_embeddings?: unknown }).tie_word_embeddings === true;
+    return (JSON.parse(read.text) as { tie_word_embeddings?: unknown }).tie_word_embeddings === true;
   } catch {
     return false;
   }

@@ -1,8 +1,10 @@
 /** The policy directory: created by the trainer package's init_model when it has none; trained or not. */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { readModelFile } from "../../compiler/index.js";
+import { ReinsError } from "../../compiler/contract/problem.js";
 import { trainerRoot } from "../training/trainer-process.js";
 
 const run = promisify(execFile);
@@ -22,8 +24,11 @@ export function hasPolicy(dir: string): boolean {
  * the weights it started from). 0 for a fresh policy, or for weights reins did not train.
  */
 export function trainedSteps(dir: string): number {
+  // Read as a Model's file (a regular file outside /proc, /sys and /dev, capped): the directory is the spec's.
+  const read = readModelFile(join(dir, "trained.json"), dir, "config");
+  if (!read.ok) return 0;
   try {
-    const n = (JSON.parse(readFileSync(join(dir, "trained.json"), "utf8")) as { optimizerSteps?: unknown }).optimizerSteps;
+    const n = (JSON.parse(read.text) as { optimizerSteps?: unknown }).optimizerSteps;
     return typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0;
   } catch {
     return 0;
@@ -32,8 +37,10 @@ export function trainedSteps(dir: string): number {
 
 /** Creates the policy (tokenizer with BPE merges learned from `corpus` when given) unless it exists. */
 export async function ensureInitialPolicy(dir: string, opts: { seed: number; python: string; corpus?: string; merges?: number }): Promise<{ version: string; created: boolean }> {
-  const ready = join(dir, "READY");
-  if (existsSync(ready)) return { version: readFileSync(ready, "utf8").trim(), created: false };
+  const ready = readModelFile(join(dir, "READY"), dir, "config");
+  if (ready.ok) return { version: ready.text.trim(), created: false };
+  // A READY that is there but not a regular file (a link to /proc/self/environ, a FIFO) is never read into a version.
+  if (ready.code !== "FileNotFound") throw new ReinsError(ready.code, `The policy's ${join(dir, "READY")} is not read: ${ready.why}.`);
   const args = ["-m", "trainers.torch.init_model", "--out", dir, "--seed", String(opts.seed)];
   if (opts.corpus && opts.merges) args.push("--corpus", opts.corpus, "--merges", String(opts.merges));
   const { stdout } = await run(opts.python, args, {

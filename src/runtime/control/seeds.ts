@@ -23,7 +23,7 @@ import { writeAtomic } from "../store/run-store.js";
 import { runExperiment, type LoopOptions } from "./experiment.js";
 import { finishPlan } from "./plan.js";
 import { hasPolicy, policyDirOf, trainedSteps } from "./policy.js";
-import { openRun, readRunPlan } from "./run-directory.js";
+import { buildRunManifest, checkRunKind, openRun, readRunPlan } from "./run-directory.js";
 import { readFinishedSummary, runSummary, type RunSummary } from "./run-summary.js";
 import { summarizeSeeds, type SeedsSummary } from "./seed-summary.js";
 
@@ -46,13 +46,17 @@ export interface SeedsOutcome {
   interrupted: boolean;
 }
 
-/** A multi-seed plan's directory: <out> (new), or <resume> (its plan.json must be this plan). */
-export function openSeedsDirectory(plan: Plan, opts: { out?: string; resume?: string }): string {
+/**
+ * A multi-seed plan's directory: <out> (new: plan.json, and manifest.json with runKind
+ * "training-seeds"), or <resume> (a multi-seed run's directory whose plan.json is this plan).
+ */
+export function openSeedsDirectory(plan: Plan, opts: { out?: string; resume?: string; argv?: readonly string[] }): string {
   if (!plan.seeds) throw new Error(`openSeedsDirectory: plan ${plan.name} has no seeds`);
   const dir = resolve(opts.resume ?? opts.out ?? `runs/${plan.name}-${new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)}`);
   const file = join(dir, "plan.json");
   if (opts.resume !== undefined) {
     const stored = readRunPlan(dir);
+    checkRunKind(dir, "training-seeds", plan.seeds);
     if (stored.hash !== plan.hash) {
       throw new ReinsError("PlanChanged", `${dir} ran another plan: the specs or plan file changed (plan ${stored.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`, "Resume with the same specs, or start a new run with --out.");
     }
@@ -61,6 +65,8 @@ export function openSeedsDirectory(plan: Plan, opts: { out?: string; resume?: st
   if (existsSync(file)) throw new ReinsError("RunExists", `${dir} already holds a run.`, `Resume it with --resume ${dir}, or choose another --out directory.`);
   mkdirSync(dir, { recursive: true });
   writeAtomic(file, `${JSON.stringify(plan, null, 2)}\n`);
+  const manifest = { planHash: plan.hash, createdAt: new Date().toISOString(), runKind: "training-seeds", ...buildRunManifest(opts.argv ?? []) };
+  writeAtomic(join(dir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   return dir;
 }
 
@@ -112,7 +118,7 @@ async function runSeed(o: SeedsOptions, plan: Plan, dir: string, resume: boolean
   const shared = creates && replays ? join(o.dir, "tokenizer-corpus", `${shortDigest(replays)}.txt`) : undefined;
   const tokenizerCorpus = shared && existsSync(shared) ? shared : undefined;
   const started = Date.now();
-  const store = openRun(plan, { ...(resume ? { resume: dir } : { out: dir }), argv: o.argv ?? [] });
+  const store = openRun(plan, { ...(resume ? { resume: dir } : { out: dir }), argv: o.argv ?? [], kind: "training" });
   try {
     const { onSeed: _s, dir: _d, argv: _a, plan: _p, ...loop } = o;
     const outcome = await runExperiment({ ...loop, plan, store, ...(tokenizerCorpus ? { tokenizerCorpus } : {}) });

@@ -7,6 +7,7 @@
  */
 import type { ResolvedHostedApi, ResolvedModel } from "../../compiler/contract/plan.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
+import { isRedirect, redirectRefused } from "./http.js";
 
 export interface HostedAsk {
   system: string;
@@ -69,11 +70,12 @@ export async function askHostedText(api: ResolvedHostedApi, ask: HostedAsk, env:
   const timeout = AbortSignal.timeout(api.timeoutSeconds * 1000);
   let res: Response;
   try {
-    res = await fetch(url, { method: "POST", headers: hostedHeaders(api, key), body: JSON.stringify(body), signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    res = await fetch(url, { method: "POST", headers: hostedHeaders(api, key), body: JSON.stringify(body), redirect: "manual", signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     throw new HostedApiError("request-failed", `${url} could not be reached: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
   }
+  if (isRedirect(res)) throw new HostedApiError("request-failed", redirectRefused(url, res));
   const text = await res.text();
   if (!res.ok) throw new HostedApiError("request-failed", `${url} answered HTTP ${res.status}: ${text.slice(0, 300).replaceAll(key, "<key>")}`);
   let json: unknown;

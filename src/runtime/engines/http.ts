@@ -31,14 +31,30 @@ export function buildHeaders(apiKeyEnv: string | undefined): Record<string, stri
   return headers;
 }
 
-/** POST a JSON body; unreachable and non-2xx answers become EngineErrors. */
+/** A 3xx answer (fetch with `redirect: "manual"` hands it back instead of following it). */
+export function isRedirect(res: Response): boolean {
+  return res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400);
+}
+
+/** Why a redirect is not followed: the request's key would go wherever it points. */
+export function redirectRefused(url: string, res: Response): string {
+  const to = res.headers.get("location");
+  return `${url} answered HTTP ${res.status || 3} redirecting${to ? ` to ${to.slice(0, 200)}` : ""}; reins does not follow redirects, so an API key never reaches another address: set the endpoint to the final address`;
+}
+
+/** POST a JSON body; unreachable, redirecting and non-2xx answers become EngineErrors. */
 export async function postJson(url: string, body: unknown, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
+    // A key never follows a redirect: another host would receive it (`redirect: "manual"`, below).
+    res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body), redirect: "manual", ...(signal ? { signal } : {}) });
   } catch (err) {
     if (signal?.aborted) throw new EngineError("generation aborted", "failed");
     throw new EngineError(`cannot reach ${url}: ${(err as Error).message}`, "unreachable");
+  }
+  if (isRedirect(res)) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new EngineError(redirectRefused(url, res), "failed");
   }
   if (!res.ok) {
     const text = await res.text().catch(() => "");

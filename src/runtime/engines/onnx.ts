@@ -86,7 +86,12 @@ function onesMask(n: number): ort.Tensor {
 }
 
 async function loadModel(path: string, version: string | undefined, threads: number, prefixCache?: PrefixCacheLimits): Promise<LoadedModel> {
-  const loc = locateModel(path);
+  let loc: ReturnType<typeof locateModel>;
+  try {
+    loc = locateModel(path);
+  } catch (e) {
+    throw new EngineError((e as Error).message);
+  }
   if (!loc) throw new EngineError(`no ONNX model at ${path} (expected a model directory with model.onnx, or an .onnx file)`);
   if (version && loc.readyVersion && loc.readyVersion !== version) {
     throw new EngineError(`the weights at ${loc.dir} are version ${loc.readyVersion}, not the requested ${version}`);

@@ -36,7 +36,7 @@ export async function probeServer(baseUrl: string, apiKeyEnv: string | undefined
   await Promise.all(
     PROBE_PATHS.map(async (path) => {
       try {
-        const res = await fetch(root + path, { headers, signal: AbortSignal.timeout(timeoutMs) });
+        const res = await fetch(root + path, { headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
         reached = true;
         if (!res.ok) {
           await res.body?.cancel().catch(() => undefined);

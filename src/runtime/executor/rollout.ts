@@ -96,6 +96,8 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
       outcome = await runTry(tryId, { rolloutId: r.id, try: tries }, task, prepared, ctx);
       break;
     } catch (err) {
+      // A full disk stops the run at once: no retry can record anything, and it is nobody's try.
+      if (isReinsError(err) && err.code === "DiskFull") throw err;
       const infra = err instanceof InfraFailure ? err : isReinsError(err) ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
       retries.push({ code: infra.code, message: infra.message });
       ctx.onEvent?.({ type: "rollout-retry", rollout: r.id, try: tries, code: infra.code, message: infra.message });
@@ -201,6 +203,8 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     const onAbort = () => void proc.kill();
     ctx.signal?.addEventListener("abort", onAbort, { once: true });
     const exit = await proc.wait().finally(() => ctx.signal?.removeEventListener("abort", onAbort));
+    // From here (or from the deadline, if the harness ran past it) an MCP server that ends is no crash.
+    const harnessEndedAt = Math.min(Date.now(), deadline);
     phases.harnessMs = Date.now() - t;
     ctx.keepOutput?.(tryId, exit);
     const harnessExit = { code: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut };
@@ -211,7 +215,7 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       calls = ctx.proxy!.records(tryId);
     }
     if (servers) {
-      const crashed = servers.failure();
+      const crashed = servers.failure(harnessEndedAt);
       if (crashed) throw new InfraFailure(crashed.code, crashed.message);
       mcp = servers.record();
     }

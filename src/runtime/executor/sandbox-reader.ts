@@ -187,8 +187,9 @@ export async function snapshotWorkspace(sandbox: Sandbox, limits?: CopyLimits): 
 
 /**
  * Verifies a rollout's final workspace snapshot; the verifier sandbox, if one was made, is
- * destroyed afterwards. A workspace too large to copy is the agent's doing: a verifier error,
- * never a reward and never retried.
+ * destroyed afterwards. A workspace too large (or too deep) to copy is the agent's doing, and
+ * what the agent made is scored: reward 0 with the reason (never dropped as a failure of reins,
+ * which would take failing rollouts out of training and held-out figures), never retried.
  */
 export async function verifySnapshot(
   snapshot: WorkspaceSnapshot,
@@ -198,14 +199,15 @@ export async function verifySnapshot(
   const started = Date.now();
   const { incomplete } = snapshot.report;
   if (incomplete !== undefined) {
+    const reason = `The final workspace is past the copy limits for verification (${incomplete.slice(0, 200)}), so nothing in it was checked.`;
+    const result = { type: "workspace", name: "workspace within the copy limits", weight: 1, pass: false, score: 0, reason, code: "WorkspaceTooLarge" };
     return {
-      status: "error",
-      reward: null,
+      status: "ok",
+      reward: 0,
       passed: false,
       passThreshold: task.verifier.passThreshold,
-      parts: {},
+      parts: { checks: { score: 0, passed: 0, total: 1, results: [result] } },
       weights: {},
-      error: { part: "verifier", code: "WorkspaceTooLarge", message: `the final workspace could not be copied for verification: ${incomplete}` },
       durationMs: Date.now() - started,
     };
   }

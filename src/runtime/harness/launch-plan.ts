@@ -15,8 +15,13 @@
  * never read as a template and rendered text (an instruction that says "${HOME}") never as a
  * reference. An unset variable without a default is the problem `HarnessVariableUnset`.
  *
+ * The instruction is text a task wrote; one that starts with "-" must not be read as an option, so
+ * the shipped harnesses put it after a "--" (end of options) at the end of their command. Args
+ * reins adds (knobs, MCP) therefore go before the command's first "--", or at its end when it has
+ * none (the compiler warns of a command whose instruction is not protected: harness-argv.ts).
+ *
  * Knobs: for each knob the plan sets (`knobValues`: system prompt, appended system prompt, tools,
- * max turns), the harness's `knobs.<name>.args` are appended to argv and its `knobs.<name>.env` set,
+ * max turns), the harness's `knobs.<name>.args` are added to argv and its `knobs.<name>.env` set,
  * rendered with `{{value}}` added to the usual variables (a list joins with `{{join value ","}}`);
  * homeFiles templates see every knob as `{{knobs.<name>}}` (null when unset).
  */
@@ -179,7 +184,7 @@ export function templateVars(harness: ResolvedHarness, ctx: LaunchContext, runti
 /** The argv, env and home files to launch `harness` for one rollout. */
 export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, runtime: LaunchRuntime): Outcome<LaunchPlan> {
   if (harness.command.length === 0) {
-    return fail("HarnessCommandEmpty", `The harness ${harness.name} has an empty command.`, "Give the command line as a list, e.g. [claude, -p, \"{{instruction}}\"].");
+    return fail("HarnessCommandEmpty", `The harness ${harness.name} has an empty command.`, 'Give the command line as a list, e.g. [claude, -p, "--", "{{instruction}}"].');
   }
   const hostEnv = runtime.hostEnv ?? process.env;
   const variables = checkHarnessVariables(harness, hostEnv);
@@ -193,6 +198,9 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   }
   const knobs = renderKnobs(harness, vars);
   if (!knobs.ok) return knobs;
+  // Added args go before the command's end of options ("--"), so that what follows it stays operands.
+  const end = harness.command.indexOf("--");
+  const operands = end > 0 ? argv.splice(end) : [];
   argv.push(...knobs.value.args);
   // A rollout with MCP servers: the harness's `mcp` says how it is told of them.
   const mcp = ctx.mcpServers && ctx.mcpServers.length > 0 ? harness.mcp : undefined;
@@ -204,6 +212,7 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
     if (!r.ok) return r;
     argv.push(r.value);
   }
+  argv.push(...operands);
   if (runtime.bin && argv[0] === path.basename(runtime.bin)) argv[0] = runtime.bin;
 
   const env: Record<string, string> = {

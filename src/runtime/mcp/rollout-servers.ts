@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedMcpServer } from "../../compiler/contract/plan.js";
 import type { McpCallRecord, RolloutMcp } from "../records/rollout-result.js";
 import type { Sandbox, SandboxMount } from "../sandbox/provider.js";
+import { RecordBudget } from "./limits.js";
 import { McpRelay, McpRelayError } from "./relay.js";
 import { ServerProcess } from "./server-process.js";
 
@@ -41,13 +42,20 @@ export function serverArgv(s: ResolvedMcpServer, box: Pick<Sandbox, "nodePath">)
   return s.shipped ? [box.nodePath ?? "node", join(SHIPPED_SERVERS_DIR, `${s.shipped}.mjs`), ...s.command] : [...s.command];
 }
 
+/** How long past the try's deadline a server's own timer waits before it kills the server (reins stops it first). */
+const SERVER_BACKSTOP_MS = 60_000;
+
 export interface RolloutServers {
   /** Serves one HTTP request of the harness to the server `name`; false when the try has no such server. */
   handle(name: string, req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   /** What the harness is told: each server's URL under the rollout's base URL, and its tools. */
   urls(baseUrl: string): { name: string; url: string; tools: string[] }[];
-  /** The first server that ended while the harness ran. */
-  failure(): McpRelayError | undefined;
+  /**
+   * The first server that ended while the harness ran: before `before` (ms epoch), the harness's
+   * end or the try's deadline, whichever came first. A server seen ending later is no failure, so
+   * a harness killed at its timeout is a timeout, whatever its servers did meanwhile.
+   */
+  failure(before?: number): McpRelayError | undefined;
   record(): RolloutMcp;
   close(): Promise<void>;
 }
@@ -66,6 +74,7 @@ export interface StartOptions {
 /** Starts and opens every server; on a failure, stops what was started and throws McpRelayError. */
 export async function startRolloutServers(o: StartOptions): Promise<RolloutServers> {
   const calls: McpCallRecord[] = [];
+  const budget = new RecordBudget();
   const relays: { relay: McpRelay; server: ResolvedMcpServer; process: ServerProcess }[] = [];
   const beside: Sandbox[] = [];
   const stop = async () => {
@@ -80,8 +89,16 @@ export async function startRolloutServers(o: StartOptions): Promise<RolloutServe
         beside.push(box);
       }
       if (s.files.length > 0) await box.writeFiles(s.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
-      const proc = new ServerProcess(box, serverArgv(s, box), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) });
-      const relay = new McpRelay(s.name, proc, { allowed: s.tools, startedAt: o.startedAt, record: (c) => calls.push(c) });
+      // The server's own timer is only a backstop (reins closes it with the try): it must never end the server before the harness's timeout is seen.
+      const proc = new ServerProcess(box, serverArgv(s, box), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) + SERVER_BACKSTOP_MS, ...(s.maxResultBytes !== undefined ? { maxLineBytes: s.maxResultBytes } : {}) });
+      const relay = new McpRelay(s.name, proc, {
+        allowed: s.tools,
+        startedAt: o.startedAt,
+        record: (c) => calls.push(c),
+        budget,
+        ...(s.maxArgumentBytes !== undefined ? { maxArgumentBytes: s.maxArgumentBytes } : {}),
+        ...(s.maxResultBytes !== undefined ? { maxResultBytes: s.maxResultBytes } : {}),
+      });
       relays.push({ relay, server: s, process: proc });
       await relay.open(Math.min(s.startupSeconds * 1000, Math.max(1, o.deadline - Date.now())));
     }
@@ -98,7 +115,7 @@ export async function startRolloutServers(o: StartOptions): Promise<RolloutServe
       return true;
     },
     urls: (baseUrl) => relays.map((r) => ({ name: r.server.name, url: `${baseUrl.replace(/\/+$/, "")}/mcp/${r.server.name}`, tools: r.relay.tools })),
-    failure: () => relays.map((r) => r.relay.failure()).find((f) => f !== undefined),
+    failure: (before) => relays.map((r) => r.relay.failure(before)).find((f) => f !== undefined),
     record: () => ({
       servers: relays.map((r) => ({
         name: r.server.name,

@@ -8,8 +8,8 @@
  * Hermes, ChatML-style templates) can be cut this way. A template that cannot is reported when the
  * model is loaded (`ChatTemplateNotSegmentable`).
  */
-import { Template } from "@huggingface/jinja";
-import { renderableChatTemplate } from "../../compiler/contract/chat-template-text.js";
+import type { Template } from "@huggingface/jinja";
+import { ChatTemplateTooMuchWork, parseChatTemplate, renderChatTemplate } from "../../compiler/index.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 
 export interface TemplateToolCall {
@@ -32,7 +32,7 @@ export interface TemplateTool {
   function: { name: string; description?: string; parameters: unknown };
 }
 
-export type ChatTemplateErrorCode = "ChatTemplateMissing" | "ChatTemplateInvalid" | "ChatTemplateNotSegmentable";
+export type ChatTemplateErrorCode = "ChatTemplateMissing" | "ChatTemplateInvalid" | "ChatTemplateNotSegmentable" | "ChatTemplateTooMuchWork";
 
 export class ChatTemplateError extends ReinsError {
   declare readonly code: ChatTemplateErrorCode;
@@ -64,7 +64,7 @@ export class ChatTemplate {
     private readonly variables: Readonly<Record<string, string>> = {},
   ) {
     try {
-      this.template = new Template(renderableChatTemplate(source));
+      this.template = parseChatTemplate(source);
     } catch (err) {
       throw new ChatTemplateError(`the chat template does not parse: ${(err as Error).message}`, "ChatTemplateInvalid");
     }
@@ -87,13 +87,17 @@ export class ChatTemplate {
     this.assistantClosing = asst.slice(at + PROBE_ASSISTANT.length);
   }
 
-  /** Plain render of a whole conversation. */
+  /**
+   * Plain render of a whole conversation, on the work budget of src/compiler/resolve/chat-template-render.ts
+   * (a template that loops too long for these messages fails with ChatTemplateTooMuchWork).
+   */
   render(messages: TemplateMessage[], tools: TemplateTool[] | undefined, addGenerationPrompt: boolean): string {
     const ctx: Record<string, unknown> = { ...this.variables, messages, add_generation_prompt: addGenerationPrompt };
     if (tools && tools.length > 0) ctx.tools = tools;
     try {
-      return this.template.render(ctx);
+      return renderChatTemplate(this.template, ctx);
     } catch (err) {
+      if (err instanceof ChatTemplateTooMuchWork) throw new ChatTemplateError(err.message, "ChatTemplateTooMuchWork");
       throw new ChatTemplateError(`the chat template failed to render: ${(err as Error).message}`, "ChatTemplateInvalid");
     }
   }

@@ -3,7 +3,7 @@
  * the chat template cut into pieces, the output format, and the stop token ids.
  * Loading is an effect (files, a large tokenizer package); the result is reused per model.
  */
-import type { Code } from "../../compiler/contract/codes.js";
+import { CODES, type Code } from "../../compiler/contract/codes.js";
 import { diagnosticOf, type Diagnostic } from "../../compiler/contract/diagnostics.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
@@ -57,7 +57,7 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   try {
     tokenizer = await loadTokenizer(named);
   } catch (err) {
-    if (err instanceof TokenizerLoadError) throw fail(err.code, err.message, "Check spec.tokenizer.path in the Model.");
+    if (err instanceof TokenizerLoadError) throw fail(err.code, err.message, err.code === "TokenizerNotFound" || err.code === "TokenizerInvalid" ? "Check spec.tokenizer.path in the Model." : err.hint);
     throw err;
   }
   const source = model.chatTemplate ?? tokenizer.chatTemplate;
@@ -74,7 +74,11 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   } catch (err) {
     if (err instanceof ChatTemplateError) {
       const from = model.chatTemplate === undefined ? "the tokenizer's own template" : named.type === "huggingface" ? `spec.chatTemplate, else the template of ${named.path}` : "spec.chatTemplate";
-      throw fail(err.code, `${err.message} (${from})`, "Use a template that renders each message on its own, system prompt and tools first (Qwen3, Qwen2.5, Hermes, ChatML, Llama 3 style); or give one with spec.chatTemplate or spec.chatTemplateFile.");
+      const hint =
+        err.code === "ChatTemplateTooMuchWork"
+          ? CODES.ChatTemplateTooMuchWork
+          : "Use a template that renders each message on its own, system prompt and tools first (Qwen3, Qwen2.5, Hermes, ChatML, Llama 3 style); or give one with spec.chatTemplate or spec.chatTemplateFile.";
+      throw fail(err.code, `${err.message} (${from})`, hint);
     }
     throw err;
   }

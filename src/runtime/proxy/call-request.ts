@@ -7,6 +7,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Code } from "../../compiler/contract/codes.js";
 import type { ResolvedModel } from "../../compiler/contract/plan.js";
+import { isReinsError } from "../../compiler/contract/problem.js";
 import type { ModelRuntime } from "../model/model-runtime.js";
 import type { TokenizePool } from "../model/tokenize-pool.js";
 import type { CanonicalRequest } from "./canonical.js";
@@ -78,6 +79,8 @@ export function planCallPrompt(deps: RequestDeps, rollout: Rollout, canonical: C
   try {
     plan = planPrompt(rollout.prompts, deps.runtime, canonical);
   } catch (err) {
+    // The chat template failed for this request (ChatTemplateTooMuchWork: past its work budget): a 500 with the code.
+    if (isReinsError(err)) return { ok: false, kind: "internal", message: `the prompt could not be rendered (${err.code}): ${err.message}`, recordKind: "internal", code: err.code };
     return { ok: false, kind: "internal", message: `the prompt could not be rendered: ${(err as Error).message}`, recordKind: "internal" };
   }
   const room = Math.max(0, deps.model.maxContextTokens - plan.knownTokens);

@@ -32,7 +32,13 @@ export async function countTokens(
     if (!body.ok) return body;
     const parsed = anthropic.parseRequest({ max_tokens: 1, ...(body.value as object) });
     if (!parsed.ok) return { ok: false as const, kind: "bad-request" as const, message: parsed.message };
-    const plan = planPrompt(new RolloutPromptState(), deps.runtime, parsed.request);
+    let plan: ReturnType<typeof planPrompt>;
+    try {
+      plan = planPrompt(new RolloutPromptState(), deps.runtime, parsed.request);
+    } catch (err) {
+      // The chat template failed for this request (e.g. past its work budget).
+      return { ok: false as const, kind: "internal" as const, message: `the prompt could not be rendered: ${(err as Error).message}` };
+    }
     const room = Math.max(0, deps.model.maxContextTokens - plan.knownTokens);
     if (plan.newChars > room * deps.limits.promptCharsPerToken) {
       return { ok: false as const, kind: "context-length" as const, message: `prompt is too long: ${plan.newChars} characters cannot fit in ${deps.model.maxContextTokens} tokens` };

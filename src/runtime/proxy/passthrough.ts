@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedHostedApi, ResolvedModel } from "../../compiler/contract/plan.js";
 import { hostedHeaders, hostedUrl } from "../engines/hosted-api.js";
+import { isRedirect, redirectRefused } from "../engines/http.js";
 import type { CallRecord } from "../records/index.js";
 import { answerError, closeAfterAnswer } from "./call-answer.js";
 import type { DialectHandler } from "./dialects/dialect.js";
@@ -70,11 +71,15 @@ export async function passThroughCall(deps: PassthroughDeps, rollout: Rollout, d
   call.record.timings.engineStartMs = Date.now();
   let upstream: Response;
   try {
-    upstream = await fetch(url, { method: "POST", headers, body: JSON.stringify(outgoing), signal: AbortSignal.any([abort.signal, AbortSignal.timeout(deps.api.timeoutSeconds * 1000)]) });
+    upstream = await fetch(url, { method: "POST", headers, body: JSON.stringify(outgoing), redirect: "manual", signal: AbortSignal.any([abort.signal, AbortSignal.timeout(deps.api.timeoutSeconds * 1000)]) });
   } catch (e) {
     if (abort.signal.aborted) return gone(call);
     const cause = (e as { cause?: { code?: string } }).cause;
     return fail(call, res, dialect, `the hosted API at ${url} could not be reached: ${cause?.code ?? (e as Error).message}`);
+  }
+  if (isRedirect(upstream)) {
+    await upstream.body?.cancel().catch(() => undefined);
+    return fail(call, res, dialect, `the hosted API: ${redirectRefused(url, upstream)}`);
   }
   const out: Record<string, string> = {};
   for (const h of KEPT_HEADERS) {

@@ -10,9 +10,15 @@ export type Route =
   | { kind: "models"; id?: string }
   | { kind: "probe" }
   | { kind: "mcp"; name: string }
-  | { kind: "unknown"; dialect: Dialect };
+  | { kind: "unknown"; dialect: Dialect }
+  /** A path the proxy cannot read (a malformed percent-escape): the client's mistake, answered 400. */
+  | { kind: "bad-path"; dialect: Dialect; message: string };
 
-/** `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. */
+/**
+ * `/r/<path>/v1/<endpoint>` (v1 optional) → the rollout path and the route. Never throws: whatever
+ * a client sends (it is read before any key is checked) is a route, `bad-path` when part of it
+ * cannot be decoded.
+ */
 export function parsePath(method: string, rawUrl: string): { path?: string; route: Route } {
   const fast = method === "POST" ? parseCallPath(rawUrl) : undefined;
   if (fast) return fast;
@@ -35,7 +41,11 @@ export function parsePath(method: string, rawUrl: string): { path?: string; rout
   if (isGet && (rest === "" || rest === "/health" || rest === "/healthz")) return { ...(path ? { path } : {}), route: { kind: "probe" } };
   if (isGet && rest === "/models") return { ...(path ? { path } : {}), route: { kind: "models" } };
   const model = /^\/models\/(.+)$/.exec(rest);
-  if (isGet && model) return { ...(path ? { path } : {}), route: { kind: "models", id: decodeURIComponent(model[1]!) } };
+  if (isGet && model) {
+    const id = decoded(model[1]!);
+    if (id === undefined) return { ...(path ? { path } : {}), route: { kind: "bad-path", dialect: "openai-chat", message: `the model id in ${JSON.stringify(rawUrl.split("?")[0]!.slice(0, 200))} is not valid percent-encoding` } };
+    return { ...(path ? { path } : {}), route: { kind: "models", id } };
+  }
   const dialect: Dialect = /messages/.test(rest) ? "anthropic-messages" : /responses/.test(rest) ? "openai-responses" : "openai-chat";
   const withId = path ? { path } : {};
   if (method !== "POST" || path === undefined) return { ...withId, route: { kind: "unknown", dialect } };
@@ -44,6 +54,15 @@ export function parsePath(method: string, rawUrl: string): { path?: string; rout
   if (rest === "/chat/completions") return { ...withId, route: { kind: "call", dialect: "openai-chat" } };
   if (rest === "/responses") return { ...withId, route: { kind: "call", dialect: "openai-responses" } };
   return { ...withId, route: { kind: "unknown", dialect } };
+}
+
+/** `decodeURIComponent`, or undefined for text with a malformed percent-escape (`%E0%A4%A`, `%zz`, `%`). */
+function decoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The model calls' exact endpoints (v1 optional); anything else takes parsePath's general way. */

@@ -96,6 +96,13 @@ export async function startProxyServer(options: ProxyOptions, hooks?: ServerHook
       await handleMcp(path === undefined ? undefined : table.authorize(path, credentialOf(req)), route.name, req, res);
       return;
     }
+    if (route.kind === "bad-path") {
+      req.resume();
+      closeAfterAnswer(res);
+      const { status, body } = DIALECT_HANDLERS[route.dialect].errorResponse("bad-request", route.message);
+      sendJson(res, status, body);
+      return;
+    }
     const dialect = DIALECT_HANDLERS[route.kind === "count-tokens" ? "anthropic-messages" : route.dialect];
     const rollout = path === undefined ? undefined : table.authorize(path, credentialOf(req));
     if (route.kind === "unknown") {

@@ -7,7 +7,7 @@ export { CALL_CLASSES, CALL_RECORD_VERSION, FINISH_REASONS } from "./call-record
 export type { CallRecord, FinishReason } from "./call-record.js";
 export { ROLLOUT_STATUSES } from "./rollout-result.js";
 export type { RolloutResult, RolloutStatus } from "./rollout-result.js";
-export { appendRecords, formatRecordLine, formatRecordLines } from "./write-records.js";
+export { appendRecords, appendWhole, formatRecordLine, formatRecordLines } from "./write-records.js";
 export type { RecordLine } from "./write-records.js";
 export { parseCallRecord, parseCallRecords } from "./read-calls.js";
 export { parseRolloutResult, parseRolloutResults } from "./read-rollouts.js";

@@ -47,8 +47,17 @@ export interface McpCallRecord {
   latencyMs: number;
   /** The server's result (content, structuredContent, isError), as it answered. */
   result?: unknown;
-  /** A JSON-RPC error, or reins's refusal (a tool outside the allow-list: code "ToolNotAllowed"). */
+  /**
+   * A JSON-RPC error, or reins's refusal: a tool outside the allow-list (ToolNotAllowed), arguments
+   * or an answer over the server's limits (McpArgumentsTooLarge, McpResultTooLarge), a server that
+   * does not read (McpServerNotReading) or that ended first (McpServerCrashed).
+   */
   error?: { code: string | number; message: string };
+  /**
+   * The original size (JSON, UTF-8 bytes) of the arguments or the result when the record keeps
+   * them cut (src/runtime/mcp/limits.ts): long strings shortened, or `{truncated, bytes, start}`.
+   */
+  truncated?: { arguments?: number; result?: number };
 }
 
 export interface RolloutMcp {

@@ -162,6 +162,10 @@ export interface CopyLimits {
   maxBytes?: number;
   /** How long the copy may take; default 10 minutes. */
   timeoutMs?: number;
+  /** Directory levels below the copied directory; default 256. */
+  maxDepth?: number;
+  /** Characters of a path below the copied directory; default 3,072 (the host's own paths stay within PATH_MAX). */
+  maxPathChars?: number;
 }
 
 export interface CopyReport {

@@ -8,6 +8,7 @@ import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:f
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { ReinsError } from "../../compiler/index.js";
+import { diskFullOr } from "./disk-full.js";
 
 interface Holder {
   pid: number;
@@ -31,7 +32,14 @@ export function lockRun(dir: string): RunLock {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, "wx");
-      writeSync(fd, `${JSON.stringify(me)}\n`);
+      try {
+        writeSync(fd, `${JSON.stringify(me)}\n`);
+      } catch (err) {
+        // A full disk: no half-written lock is left behind.
+        closeSync(fd);
+        unlinkSync(file);
+        throw diskFullOr(err, file, dir);
+      }
       closeSync(fd);
       let released = false;
       return {
@@ -42,7 +50,7 @@ export function lockRun(dir: string): RunLock {
         },
       };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw diskFullOr(err, file, dir);
     }
     const holder = readHolder(file);
     if (holder && isAlive(holder)) {

@@ -18,14 +18,20 @@
  * Crash safety: a rollout's calls are appended first, then its result line (fsync'ed). On resume,
  * a torn last line is ignored, calls of rollouts without a result are dropped, and finished
  * rollouts are skipped. So a killed run loses nothing finished and counts nothing twice.
+ * A full disk (ENOSPC, EDQUOT) is DiskFull (./disk-full.ts), never half a file: a JSON file is
+ * written to a temporary file and renamed (removed when the write fails), an append is cut back to
+ * where it began. After the first such failure the store records no more results (a finished
+ * rollout would lack its harness output or diff): the run stops, and `--resume` after space is
+ * made runs what did not finish.
  */
-import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Plan } from "../../compiler/contract/plan.js";
-import { ReinsError, type Problem } from "../../compiler/contract/problem.js";
+import { isReinsError, ReinsError, type Problem } from "../../compiler/contract/problem.js";
 import type { EngineInfo } from "../engines/engine.js";
+import { diskFullOr } from "./disk-full.js";
 import { lockRun, type RunLock } from "./run-lock.js";
-import { appendRecords, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
+import { appendRecords, appendWhole, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
 
 /** Where each try's harness output is kept, under the run directory. */
 export const HARNESS_OUTPUT_DIR = "harness-output";
@@ -59,6 +65,8 @@ export class RunStore {
   readonly dir: string;
   private fdResults: number | null = null;
   private readonly lock: RunLock;
+  /** The first write that found the disk full: no result is recorded after it. */
+  private full: ReinsError | undefined;
 
   private constructor(dir: string) {
     this.dir = dir;
@@ -90,9 +98,13 @@ export class RunStore {
       return { store };
     }
     if (existsSync(planFile)) return { problem: { code: "RunExists", message: `${dir} already holds a run.`, hint: `Resume it with --resume ${dir}, or choose another --out directory.` } };
-    mkdirSync(dir, { recursive: true });
-    writeAtomic(planFile, `${JSON.stringify(plan, null, 2)}\n`);
-    writeAtomic(join(dir, "manifest.json"), `${JSON.stringify({ planHash: plan.hash, createdAt: new Date().toISOString(), ...(opts.manifest ?? {}) }, null, 2)}\n`);
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw diskFullOr(err, dir, dir);
+    }
+    writeAtomic(planFile, `${JSON.stringify(plan, null, 2)}\n`, dir);
+    writeAtomic(join(dir, "manifest.json"), `${JSON.stringify({ planHash: plan.hash, createdAt: new Date().toISOString(), ...(opts.manifest ?? {}) }, null, 2)}\n`, dir);
     return { store: new RunStore(dir) };
   }
 
@@ -110,8 +122,8 @@ export class RunStore {
     }
     const done = new Set(results.value.map((r) => r.id));
     const kept = calls.value.filter((c) => done.has(c.rolloutId));
-    writeAtomic(join(this.dir, "rollouts.jsonl"), formatRecordLines(results.value));
-    writeAtomic(join(this.dir, "calls.jsonl"), formatRecordLines(kept));
+    writeAtomic(join(this.dir, "rollouts.jsonl"), formatRecordLines(results.value), this.dir);
+    writeAtomic(join(this.dir, "calls.jsonl"), formatRecordLines(kept), this.dir);
     this.event({ type: "resumed", finished: done.size });
   }
 
@@ -138,27 +150,48 @@ export class RunStore {
   }
 
   event(e: Omit<RunEvent, "t">): void {
-    appendFileSync(join(this.dir, "events.jsonl"), `${JSON.stringify({ t: new Date().toISOString(), ...e })}\n`);
+    const file = join(this.dir, "events.jsonl");
+    this.writing(file, () => appendWhole(file, `${JSON.stringify({ t: new Date().toISOString(), ...e })}\n`));
   }
 
-  /** Record one finished rollout: its calls first, then its result (durable). */
+  /**
+   * Record one finished rollout: its calls first, then its result (durable). Refused with DiskFull
+   * once a write of this store found the disk full (see the header).
+   */
   finish(result: RolloutResult, calls: readonly CallRecord[]): void {
     const stray = calls.find((c) => c.rolloutId !== result.id);
     if (stray) throw new Error(`bug: a call of rollout ${stray.rolloutId} was stored with rollout ${result.id}`);
-    appendRecords(join(this.dir, "calls.jsonl"), calls);
-    if (this.fdResults === null) this.fdResults = openSync(join(this.dir, "rollouts.jsonl"), "a");
-    writeSync(this.fdResults, formatRecordLine(result));
-    fsyncSync(this.fdResults);
+    if (this.full) throw new ReinsError("DiskFull", `Rollout ${result.id} is not recorded: ${this.full.message}`, this.full.hint, { cause: this.full });
+    const callsFile = join(this.dir, "calls.jsonl");
+    this.writing(callsFile, () => appendRecords(callsFile, calls));
+    const resultsFile = join(this.dir, "rollouts.jsonl");
+    this.writing(resultsFile, () => {
+      if (this.fdResults === null) this.fdResults = openSync(resultsFile, "a");
+      appendWhole(this.fdResults, formatRecordLine(result));
+      fsyncSync(this.fdResults);
+    });
+  }
+
+  /** Run one write of `file`; a full disk becomes DiskFull (and is remembered: see finish). */
+  private writing(file: string, write: () => void): void {
+    try {
+      write();
+    } catch (err) {
+      const mapped = diskFullOr(err, file, this.dir);
+      if (isReinsError(mapped) && mapped.code === "DiskFull") this.full ??= mapped;
+      throw mapped;
+    }
   }
 
   /** What the harness of one try printed (see the layout above); a later write for the same try replaces it. */
   writeHarnessOutput(tryId: string, output: HarnessOutput): void {
     checkTryId(tryId);
     const dir = join(this.dir, HARNESS_OUTPUT_DIR);
-    mkdirSync(dir, { recursive: true });
+    this.writing(dir, () => mkdirSync(dir, { recursive: true }));
     for (const stream of ["stdout", "stderr"] as const) {
       const dropped = output[`${stream}Truncated`] ? `[reins: earlier output dropped; the last ${HARNESS_OUTPUT_BYTES / 1024} KiB follow]\n` : "";
-      writeAtomic(join(dir, `${tryId}.${stream}`), dropped + output[stream]);
+      const file = join(dir, `${tryId}.${stream}`);
+      this.writing(file, () => writeAtomic(file, dropped + output[stream], this.dir));
     }
   }
 
@@ -166,19 +199,21 @@ export class RunStore {
   writeWorkspaceDiff(tryId: string, diff: unknown): void {
     checkTryId(tryId);
     const dir = join(this.dir, WORKSPACE_DIFF_DIR);
-    mkdirSync(dir, { recursive: true });
-    writeAtomic(join(dir, `${tryId}.json`), `${JSON.stringify(diff)}\n`);
+    this.writing(dir, () => mkdirSync(dir, { recursive: true }));
+    const file = join(dir, `${tryId}.json`);
+    this.writing(file, () => writeAtomic(file, `${JSON.stringify(diff)}\n`, this.dir));
   }
 
   /** Add what the engine's probe found to manifest.json (`engine`), replacing an earlier one. */
   recordEngine(info: EngineInfo): void {
     const file = join(this.dir, "manifest.json");
     const manifest = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    writeAtomic(file, `${JSON.stringify({ ...manifest, engine: info }, null, 2)}\n`);
+    this.writing(file, () => writeAtomic(file, `${JSON.stringify({ ...manifest, engine: info }, null, 2)}\n`, this.dir));
   }
 
   writeJson(name: string, value: unknown): void {
-    writeAtomic(join(this.dir, name), `${JSON.stringify(value, null, 2)}\n`);
+    const file = join(this.dir, name);
+    this.writing(file, () => writeAtomic(file, `${JSON.stringify(value, null, 2)}\n`, this.dir));
   }
 
   /** Closes the results file and releases the run directory's lock. */
@@ -223,11 +258,24 @@ export function readJsonl<T>(file: string): T[] {
   return out;
 }
 
-export function writeAtomic(file: string, text: string): void {
+/**
+ * Write `file` whole or not at all: into a temporary file beside it, synced, then renamed over it.
+ * When that fails the temporary file is removed and `file` is as it was; a full disk is DiskFull
+ * (naming `runDir`, the run directory the file belongs to: by default the file's directory).
+ */
+export function writeAtomic(file: string, text: string, runDir?: string): void {
   const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  const fd = openSync(tmp, "r");
-  fsyncSync(fd);
-  closeSync(fd);
-  renameSync(tmp, file);
+  try {
+    writeFileSync(tmp, text);
+    const fd = openSync(tmp, "r");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw diskFullOr(err, file, runDir);
+  }
 }

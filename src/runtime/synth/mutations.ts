@@ -1,12 +1,14 @@
 /**
  * Mutated references for the mutation gate: the reference solution with the last file it writes
- * left out, and with a value in it changed. A verifier that still passes either checks too little.
+ * left out, with a value in it changed, and with every program it writes ending at its first line
+ * with status 0 (a verifier that trusts a test command's exit status passes that without a fix).
+ * A verifier that still passes any of them checks too little.
  * Pure; works on the reference as written (reins's tools), before a harness's names.
  */
 import type { ScriptedTurn } from "../../compiler/index.js";
 
 export interface Mutation {
-  kind: "file-left-out" | "value-changed";
+  kind: "file-left-out" | "value-changed" | "exits-early";
   /** What was changed, for the gate's reason. */
   what: string;
   turns: ScriptedTurn[];
@@ -38,6 +40,34 @@ export function changeValue(text: string): string | undefined {
   return `${text.slice(0, w.index)}x${[...w[0]].reverse().join("")}${text.slice(w.index + w[0].length)}`;
 }
 
+/**
+ * The statement that ends a program of this file's language with status 0 at once, by extension
+ * (JavaScript, TypeScript, Python, shell, Ruby, PHP, Perl); undefined for a file that is not a program.
+ */
+function exitStatement(path: string): string | undefined {
+  const ext = /\.([A-Za-z]+)$/.exec(path)?.[1]?.toLowerCase();
+  if (ext === undefined) return undefined;
+  if (["js", "mjs", "cjs", "ts", "mts", "cts"].includes(ext)) return "process.exit(0);";
+  if (ext === "py") return "import sys; sys.exit(0)";
+  if (["sh", "bash"].includes(ext)) return "exit 0";
+  if (ext === "rb") return "exit 0";
+  if (ext === "pl") return "exit 0;";
+  if (ext === "php") return "<?php exit(0); ?>";
+  return undefined;
+}
+
+/**
+ * A program that ends at its first statement with status 0, keeping the rest of its text (a
+ * `#!` line stays first); undefined for a file that is not a program. The hack a test command's
+ * exit status cannot tell from a fix: the tests import the module, and the process ends there.
+ */
+export function exitEarly(path: string, content: string): string | undefined {
+  const stmt = exitStatement(path);
+  if (stmt === undefined) return undefined;
+  const shebang = /^#![^\n]*\n/.exec(content)?.[0] ?? "";
+  return `${shebang}${stmt}\n${content.slice(shebang.length)}`;
+}
+
 export function mutationsOf(turns: readonly ScriptedTurn[]): Mutation[] {
   const out: Mutation[] = [];
   const write = lastCall(turns, true);
@@ -59,5 +89,25 @@ export function mutationsOf(turns: readonly ScriptedTurn[]): Mutation[] {
       out.push({ kind: "value-changed", what: `a value in ${String(args.path)} changed`, turns: turns.map((turn, i) => (i === t ? { ...turn, toolCalls } : turn)) });
     }
   }
+  const early = exitEarlyTurns(turns);
+  if (early) out.push({ kind: "exits-early", what: `${early.paths.join(", ")} ending with status 0 at its first line`, turns: early.turns });
   return out;
+}
+
+/** The reference with every program it writes ending early (exitEarly); undefined when it writes none. */
+function exitEarlyTurns(turns: readonly ScriptedTurn[]): { turns: ScriptedTurn[]; paths: string[] } | undefined {
+  const paths: string[] = [];
+  const out = turns.map((turn) => {
+    if (!turn.toolCalls) return turn;
+    const toolCalls = turn.toolCalls.map((call) => {
+      if (call.name !== "write_file") return call;
+      const args = argsOf(call);
+      const early = typeof args.path === "string" && typeof args.content === "string" ? exitEarly(args.path, args.content) : undefined;
+      if (early === undefined) return call;
+      paths.push(String(args.path));
+      return { ...call, arguments: { ...args, content: early } };
+    });
+    return { ...turn, toolCalls };
+  });
+  return paths.length > 0 ? { turns: out, paths } : undefined;
 }

@@ -57,7 +57,10 @@ export function gateEvaluation(o: Pick<ReplayOptions, "families" | "harness" | "
       sandbox: o.sandbox,
     },
   };
-  const nop = { apiVersion: "reins/v1alpha1", kind: "Harness", metadata: { name: NOP_HARNESS }, spec: { command: ["sh", "-c", "exit 0"] } };
+  // The do-nothing agent exits at once. It declares a dialect and an `mcp` section (both unused) so
+  // that a family whose tasks have MCP servers can be paired with it: a harness without them is
+  // refused such tasks (McpUnsupportedByHarness), which would drop every MCP family at the schema gate.
+  const nop = { apiVersion: "reins/v1alpha1", kind: "Harness", metadata: { name: NOP_HARNESS }, spec: { dialect: "openai-chat", command: ["sh", "-c", "exit 0"], mcp: {} } };
   return `${stringify(evaluation)}---\n${stringify(nop)}`;
 }
 

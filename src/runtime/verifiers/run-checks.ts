@@ -19,6 +19,8 @@ export interface CheckResult {
   reason: string;
   /** Set when the verifier could not judge this check (bad spec, no exec): not a task failure. */
   error?: VerifierProblem;
+  /** A permanent code for a failure reins decided itself, before any check ran (WorkspaceTooLarge). */
+  code?: string;
 }
 
 export interface ChecksPart {

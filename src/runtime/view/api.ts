@@ -2,13 +2,16 @@
  * The viewer's JSON API over one or two run directories. Every answer is computed from the files
  * as they are now (indexes refresh from where they stopped). Ids in paths are looked up in the
  * run's own index and never joined into a file path, so `../../etc/passwd` or an id with slashes
- * is simply not found.
+ * is simply not found. Files are read through each run's RunRoot: one it refuses (a link out of the
+ * run directory, a FIFO or device, a file over its cap) is listed in the overview's `notes`, or
+ * answered with the refusal (403 for harness output, `refused` beside `recorded: false` for a diff).
  */
 import { HARNESS_OUTPUT_DIR, WORKSPACE_DIFF_DIR } from "../store/run-store.js";
 import { buildHeldOut, buildMetricSeries, buildPhaseOverview, buildStepPoints, buildStepTiming, phaseOf, type Phase } from "./overview.js";
 import { analyze, callJson, groupAdvantages, lastTry, siblingsOf, tokenPage, treeJson, treeSvg, type Analyzed } from "./rollout-detail.js";
 import type { RolloutRow, RunData } from "./run-data.js";
-import { readRunFile, TrainerLogprobs, tryFileName } from "./run-files.js";
+import { readRunFile, readWholeRunFile, TrainerLogprobs, tryFileName } from "./run-files.js";
+import { VIEW_LIMITS } from "./run-root.js";
 import { compareSeedRuns, readPlanSeeds, readSeedRuns } from "./seed-runs.js";
 import { decodeText, pieces, tokenTextFor, type TokenText } from "./token-text.js";
 
@@ -21,8 +24,6 @@ export interface ApiAnswer {
 const notFound = (what: string): ApiAnswer => ({ status: 404, type: "json", body: JSON.stringify({ error: `${what} not found` }) });
 const json = (value: unknown): ApiAnswer => ({ status: 200, type: "json", body: JSON.stringify(value) });
 
-const OUTPUT_BYTES = 256 * 1024;
-const DIFF_BYTES = 4 * 1024 * 1024;
 const PAGE_TOKENS = 4000;
 
 export class ViewApi {
@@ -41,7 +42,7 @@ export class ViewApi {
       return notFound("path");
     }
     if (segments[0] !== "api") return notFound("path");
-    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir, seeds: readPlanSeeds(r.dir)?.seeds ?? null })));
+    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir, seeds: readPlanSeeds(r)?.seeds ?? null })));
     if (segments.length === 2 && segments[1] === "seeds") return json(this.seeds());
     if (segments[1] !== "runs" || segments.length < 4) return notFound("path");
     const run = /^[0-9]$/.test(segments[2]) ? this.runs[Number(segments[2])] : undefined;
@@ -87,6 +88,7 @@ export class ViewApi {
       timing: buildStepTiming(events),
       finished: summary !== null,
       summary: summary ? { heldOut: summary.heldOut ?? null, fidelity: summary.fidelity ?? null, steps: summary.steps ?? null, seconds: summary.seconds ?? null, interrupted: summary.interrupted ?? null } : null,
+      notes: run.notes(),
     };
   }
 
@@ -96,7 +98,7 @@ export class ViewApi {
    */
   seeds() {
     const runs = this.runs.flatMap((r, index) => {
-      const seeds = readSeedRuns(r.dir);
+      const seeds = readSeedRuns(r);
       return seeds ? [{ index, ...seeds }] : [];
     });
     return { runs, difference: runs.length === 2 ? compareSeedRuns(runs[0]!, runs[1]!) : null };
@@ -164,7 +166,7 @@ export class ViewApi {
     const record = a.records.find((r) => r.seq === seq);
     const from = Number(query.get("from") ?? "0");
     let trainer = this.trainer.get(run);
-    if (!trainer) this.trainer.set(run, (trainer = new TrainerLogprobs(run.dir)));
+    if (!trainer) this.trainer.set(run, (trainer = new TrainerLogprobs(run.root)));
     const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS, trainer.of(row.step, row.id));
     if (!page || !record) return notFound("call");
     const t = await this.tokenText(run);
@@ -177,16 +179,19 @@ export class ViewApi {
 
   private output(run: RunData, row: RolloutRow, stream: "stdout" | "stderr"): ApiAnswer {
     const name = tryFileName(row.id, run.rolloutRecord(row)?.tries ?? 1, `.${stream}`);
-    return { status: 200, type: "text", body: readRunFile(run.dir, HARNESS_OUTPUT_DIR, name, OUTPUT_BYTES) ?? "" };
+    const read = readRunFile(run.root, HARNESS_OUTPUT_DIR, name, VIEW_LIMITS.outputTailBytes);
+    if (read.ok) return { status: 200, type: "text", body: read.value };
+    if (!read.refusal) return { status: 200, type: "text", body: "" };
+    return { status: 403, type: "json", body: JSON.stringify({ error: read.refusal.message, code: read.refusal.code, file: read.refusal.file }) };
   }
 
   /** The last try's workspace diff; `recorded: false` for a run (or try) that kept none. */
   private diff(run: RunData, row: RolloutRow): ApiAnswer {
     const name = tryFileName(row.id, run.rolloutRecord(row)?.tries ?? 1, ".json");
-    const text = readRunFile(run.dir, WORKSPACE_DIFF_DIR, name, DIFF_BYTES);
-    if (text === null) return json({ recorded: false });
+    const read = readWholeRunFile(run.root, WORKSPACE_DIFF_DIR, name, VIEW_LIMITS.diffBytes);
+    if (!read.ok) return json(read.refusal ? { recorded: false, refused: read.refusal } : { recorded: false });
     try {
-      return json({ recorded: true, ...(JSON.parse(text) as object) });
+      return json({ recorded: true, ...(JSON.parse(read.value) as object) });
     } catch {
       return json({ recorded: false });
     }

@@ -7,7 +7,7 @@
 import type { ResolvedAlgorithm } from "../../compiler/contract/plan.js";
 import { parseCallRecord, type CallRecord } from "../records/index.js";
 import { analyzeRollout, computeGroupAdvantages, nodeChain, renderTreeSvg, type RolloutAnalysis } from "../trajectories/index.js";
-import { parseJsonLine, readSpan } from "./line-index.js";
+import { parseJsonLine } from "./line-index.js";
 import type { CallRef, RolloutRow, RunData } from "./run-data.js";
 
 const DEFAULT_FILTERS: ResolvedAlgorithm["filters"] = { dropDeadLeaves: true, dropClasses: ["subagent", "compaction", "title", "auxiliary"], maxBranches: 0 };
@@ -23,7 +23,7 @@ export function readCalls(run: RunData, refs: readonly CallRef[]): CallRecord[] 
   for (const ref of refs) {
     // A damaged line is left out; the call list still shows its span.
     try {
-      out.push(parseCallRecord(parseJsonLine(readSpan(run.calls.file, ref.span))));
+      out.push(parseCallRecord(parseJsonLine(run.calls.readLine(ref.span))));
     } catch {
       // left out
     }

@@ -2,13 +2,16 @@
  * One run directory, read live for the viewer: streaming indexes over rollouts.jsonl,
  * calls.jsonl (heads only: rollout id, try, seq and the byte span), metrics.jsonl and the step
  * events of events.jsonl, refreshed from where they stopped on every request; small JSON files
- * (summary, manifest) re-read when they change; plan.json read once (it never changes).
+ * (summary, manifest) re-read when they change; plan.json read once (it never changes). Every file
+ * is opened through the run's RunRoot (./run-root.ts): a file it refuses (a link out of the run
+ * directory, a FIFO or device, a file over its cap) is read as absent and listed in `notes()`.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { ResolvedAlgorithm, ResolvedModel } from "../../compiler/contract/plan.js";
 import { parseRolloutResult, type RolloutResult } from "../records/index.js";
 import { LineIndex, type LineSpan, parseJsonLine } from "./line-index.js";
+import { readCapped, RunRoot, VIEW_LIMITS, type RunFileRead, type RunFileRefusal } from "./run-root.js";
 
 /** One rollout as the table shows it (the full record is re-read from its span on demand). */
 export interface RolloutRow {
@@ -39,11 +42,14 @@ export interface CallRef {
 export interface PlanFacts {
   name: string;
   kind: string;
+  hash: string;
   algorithm: ResolvedAlgorithm | null;
   model: ResolvedModel | null;
   categories: Map<string, string>;
   heldOut: Set<string>;
   groupSize: number | null;
+  /** A multi-seed run directory's seeds (each run in <dir>/seed-<s>); null for one run. */
+  seeds: number[] | null;
 }
 
 const HEAD_BYTES = 1024;
@@ -101,13 +107,13 @@ function rowOf(bytes: Buffer, span: LineSpan): RolloutRow | undefined {
 const ROLLOUT_ID = /"(rolloutId|rollout)":("(?:[^"\\]|\\.)*")/;
 
 /** Read a call line's identity from its head (the writer puts v, rolloutId, try and seq first). */
-function callRefOf(file: string) {
+function callRefOf(readLine: (span: LineSpan) => Buffer | null) {
   return (bytes: Buffer, span: LineSpan): CallRef | undefined => {
     const text = bytes.toString("utf8");
     const id = ROLLOUT_ID.exec(text);
     if (!id || !/"seq":\d+/.test(text)) {
       // Another writer's field order: read the whole line once.
-      const whole = parseJsonLine(readWhole(file, span));
+      const whole = parseJsonLine(readLine(span));
       if (!whole || typeof whole !== "object") return undefined;
       const w = whole as Record<string, unknown>;
       const rid = typeof w.rolloutId === "string" ? w.rolloutId : typeof w.rollout === "string" ? w.rollout : undefined;
@@ -131,10 +137,6 @@ function callRefOf(file: string) {
   };
 }
 
-function readWhole(file: string, span: LineSpan): Buffer {
-  return readFileSync(file).subarray(span.offset, span.offset + span.length);
-}
-
 interface StepEvent {
   t: string;
   type: string;
@@ -143,6 +145,8 @@ interface StepEvent {
 
 export class RunData {
   readonly dir: string;
+  /** The one way this run's files are opened. */
+  readonly root: RunRoot;
   readonly name: string;
   readonly rollouts: LineIndex<RolloutRow>;
   readonly calls: LineIndex<CallRef>;
@@ -153,28 +157,30 @@ export class RunData {
   private callsById = new Map<string, CallRef[]>();
   private callsIndexed = 0;
   private callsVersion = -1;
-  private jsonCache = new Map<string, { mtimeMs: number; size: number; value: unknown }>();
+  private jsonCache = new Map<string, { stamp: string; value: unknown }>();
   private planFacts: PlanFacts | undefined;
+  /** Files read as absent because they were refused, by name (the JSON files; the streams keep their own). */
+  private refused = new Map<string, RunFileRefusal>();
 
   constructor(dir: string) {
-    this.dir = resolve(dir);
+    this.root = new RunRoot(dir);
+    this.dir = this.root.dir;
     this.name = basename(this.dir);
-    this.rollouts = new LineIndex(join(this.dir, "rollouts.jsonl"), { onLine: rowOf });
-    const callsFile = join(this.dir, "calls.jsonl");
-    this.calls = new LineIndex(callsFile, { head: HEAD_BYTES, onLine: callRefOf(callsFile) });
-    this.metrics = new LineIndex(join(this.dir, "metrics.jsonl"), {
+    this.rollouts = new LineIndex(this.root, "rollouts.jsonl", { onLine: rowOf });
+    this.calls = new LineIndex(this.root, "calls.jsonl", { head: HEAD_BYTES, onLine: callRefOf((span) => this.calls.readLine(span)) });
+    this.metrics = new LineIndex(this.root, "metrics.jsonl", {
       onLine: (bytes) => {
         const v = parseJsonLine(bytes);
         return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
       },
     });
     // Only the run's step-level events; rollout events are most of the file and the rollouts say more.
-    this.events = new LineIndex(join(this.dir, "events.jsonl"), {
+    this.events = new LineIndex(this.root, "events.jsonl", {
       head: 160,
       onLine: (bytes, span) => {
         const head = bytes.toString("utf8");
         if (/"type":"rollout-/.test(head)) return undefined;
-        const v = parseJsonLine(bytes.length < span.length ? readWhole(join(this.dir, "events.jsonl"), span) : bytes);
+        const v = parseJsonLine(bytes.length < span.length ? this.events.readLine(span) : bytes);
         return v && typeof v === "object" && typeof (v as StepEvent).type === "string" ? (v as StepEvent) : undefined;
       },
     });
@@ -208,7 +214,7 @@ export class RunData {
 
   /** The full record of a rollout, re-read from its line. */
   rolloutRecord(row: RolloutRow): RolloutResult | undefined {
-    const v = parseJsonLine(readWhole(this.rollouts.file, row.span));
+    const v = parseJsonLine(this.rollouts.readLine(row.span));
     try {
       return parseRolloutResult(v);
     } catch {
@@ -257,40 +263,48 @@ export class RunData {
     return this.events.entries;
   }
 
-  /** A small JSON file of the run (summary.json, manifest.json), re-read when it changed. */
+  /** A small JSON file of the run (summary.json, manifest.json), re-read when it changed; null when absent, refused or not JSON. */
   json(name: "summary.json" | "manifest.json"): unknown {
-    const file = join(this.dir, name);
-    let stat;
-    try {
-      stat = statSync(file);
-    } catch {
-      return null;
-    }
-    const cached = this.jsonCache.get(name);
-    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.value;
-    let value: unknown = null;
-    try {
-      value = JSON.parse(readFileSync(file, "utf8"));
-    } catch {
-      value = null;
-    }
-    this.jsonCache.set(name, { mtimeMs: stat.mtimeMs, size: stat.size, value });
-    return value;
+    return this.readJson(name, VIEW_LIMITS.jsonBytes);
+  }
+
+  /** A JSON file of the run, parsed again only when its file changed. */
+  private readJson(name: string, maxBytes: number): unknown {
+    const read = this.root.withFile(name, maxBytes, (fd, stat) => {
+      const stamp = `${stat.dev}:${stat.ino}:${stat.mtimeMs}:${stat.size}`;
+      const cached = this.jsonCache.get(name);
+      if (cached?.stamp === stamp) return cached.value;
+      const value = parseJsonLine(readCapped(fd, maxBytes)) ?? null;
+      this.jsonCache.set(name, { stamp, value });
+      return value;
+    });
+    return this.noted(name, read) ?? null;
+  }
+
+  /** The files of the run the viewer did not read (or not all of), and why. */
+  notes(): RunFileRefusal[] {
+    const streams = [this.rollouts, this.calls, this.metrics, this.events].flatMap((s) => (s.refusal ? [s.refusal] : []));
+    return [...this.refused.values(), ...streams].sort((a, b) => a.file.localeCompare(b.file));
+  }
+
+  /** A read's value (undefined when absent or refused), remembering a refusal until the file reads again. */
+  private noted<T>(name: string, read: RunFileRead<T>): T | undefined {
+    if (!read.ok && read.refusal) this.refused.set(name, read.refusal);
+    else this.refused.delete(name);
+    return read.ok ? read.value : undefined;
   }
 
   /** What the viewer needs from plan.json: read once. */
   plan(): PlanFacts {
     if (this.planFacts) return this.planFacts;
-    const facts: PlanFacts = { name: this.name, kind: "", algorithm: null, model: null, categories: new Map(), heldOut: new Set(), groupSize: null };
-    let plan: Record<string, unknown> | null = null;
-    try {
-      plan = JSON.parse(readFileSync(join(this.dir, "plan.json"), "utf8")) as Record<string, unknown>;
-    } catch {
-      plan = null;
-    }
-    if (plan && typeof plan === "object") {
+    const facts: PlanFacts = { name: this.name, kind: "", hash: "", algorithm: null, model: null, categories: new Map(), heldOut: new Set(), groupSize: null, seeds: null };
+    const read = this.readJson("plan.json", VIEW_LIMITS.planBytes);
+    const plan = read && typeof read === "object" && !Array.isArray(read) ? (read as Record<string, unknown>) : null;
+    if (plan) {
       if (typeof plan.name === "string") facts.name = plan.name;
       if (typeof plan.kind === "string") facts.kind = plan.kind;
+      if (typeof plan.hash === "string") facts.hash = plan.hash;
+      if (Array.isArray(plan.seeds) && plan.seeds.every((s) => Number.isInteger(s))) facts.seeds = plan.seeds as number[];
       facts.algorithm = (plan.algorithm as ResolvedAlgorithm) ?? null;
       facts.model = (plan.model as ResolvedModel) ?? null;
       for (const t of Array.isArray(plan.tasks) ? plan.tasks : []) {
@@ -300,6 +314,7 @@ export class RunData {
       const g = (plan.algorithm as { groupSize?: unknown } | undefined)?.groupSize ?? plan.attempts;
       if (typeof g === "number") facts.groupSize = g;
       this.planFacts = facts;
+      this.jsonCache.delete("plan.json");
     }
     return facts;
   }

@@ -1,44 +1,32 @@
 /**
  * The per-try and per-step files of a run directory the viewer reads besides its indexes:
  * harness output and workspace diffs (one file per try, named by the try id) and the trainer's
- * per-token logprobs (one file per step). A name is checked and its real path must sit directly
- * in its folder, so no id, link or `..` reaches outside the run directory.
+ * per-token logprobs (one file per step). A name is checked (no `/`, no `..`), and the file is
+ * opened through the run's RunRoot, so no id, link or linked folder reaches outside the run
+ * directory, and no FIFO or device is read.
  */
-import { closeSync, fstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname } from "node:path";
 import { trainerLogprobsFile, tryIdOf } from "../store/run-store.js";
+import { VIEW_LIMITS, type RunFileRead, type RunRoot } from "./run-root.js";
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]*$/;
 const LOGPROBS_DIR = basename(dirname(trainerLogprobsFile(".", 0)));
-/** Most of one step's logprobs file that is read (a file past it is read from its end, torn lines skipped). */
-const LOGPROBS_BYTES = 256 * 1024 * 1024;
 
 /** The file a rollout's last try wrote in `folder` (`<id>[.t<n>]<suffix>`). */
 export function tryFileName(id: string, tries: number, suffix: string): string {
   return `${tryIdOf(id, tries)}${suffix}`;
 }
 
-/** The last `maxBytes` of `folder/name` under the run directory; null when absent or unsafe. */
-export function readRunFile(runDir: string, folder: string, name: string, maxBytes: number): string | null {
-  if (!SAFE_NAME.test(name) || name.includes("..")) return null;
-  const dir = join(runDir, folder);
-  const file = join(dir, name);
-  let fd: number;
-  try {
-    if (dirname(realpathSync(file)) !== realpathSync(dir)) return null;
-    fd = openSync(file, "r");
-  } catch {
-    return null;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, maxBytes);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    return buffer.toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
+/** The last `maxBytes` of `folder/name` of the run; absent when the name is not a plain file name. */
+export function readRunFile(root: RunRoot, folder: string, name: string, maxBytes: number): RunFileRead<string> {
+  if (!SAFE_NAME.test(name) || name.includes("..")) return { ok: false, refusal: null };
+  return root.readTail(`${folder}/${name}`, maxBytes);
+}
+
+/** The whole of `folder/name` of the run, refused when it is over `maxBytes`. */
+export function readWholeRunFile(root: RunRoot, folder: string, name: string, maxBytes: number): RunFileRead<string> {
+  if (!SAFE_NAME.test(name) || name.includes("..")) return { ok: false, refusal: null };
+  return root.readText(`${folder}/${name}`, maxBytes);
 }
 
 interface StepLogprobs {
@@ -51,7 +39,7 @@ interface StepLogprobs {
 export class TrainerLogprobs {
   private cache = new Map<number, StepLogprobs>();
 
-  constructor(private readonly runDir: string) {}
+  constructor(private readonly root: RunRoot) {}
 
   /**
    * The trainer's logprob of each token it trained of `rollout` in `step`, in the packed tree's
@@ -61,7 +49,7 @@ export class TrainerLogprobs {
   of(step: number, rollout: string): number[] | null {
     const names = this.names(step);
     if (names.length === 0) return null;
-    const stamp = names.map((n) => stampOf(join(this.runDir, LOGPROBS_DIR, n))).join("|");
+    const stamp = names.map((n) => this.stampOf(n)).join("|");
     let cached = this.cache.get(step);
     if (!cached || cached.stamp !== stamp) {
       cached = { stamp, byRollout: this.read(names) };
@@ -75,27 +63,22 @@ export class TrainerLogprobs {
 
   /** The step's file, or one per rank (`.rank<k>`) from a distributed trainer. */
   private names(step: number): string[] {
-    const base = basename(trainerLogprobsFile(this.runDir, step));
-    try {
-      return readdirSync(join(this.runDir, LOGPROBS_DIR)).filter((n) => n === base || n.startsWith(`${base}.rank`)).sort();
-    } catch {
-      return [];
-    }
+    const base = basename(trainerLogprobsFile(".", step));
+    return this.root.list(LOGPROBS_DIR).filter((n) => (n === base || n.startsWith(`${base}.rank`)) && SAFE_NAME.test(n)).sort();
+  }
+
+  private stampOf(name: string): string {
+    const read = this.root.withFile(`${LOGPROBS_DIR}/${name}`, undefined, (_fd, s) => `${s.dev}:${s.ino}:${s.mtimeMs}:${s.size}`);
+    return read.ok ? read.value : "gone";
   }
 
   private read(names: readonly string[]): StepLogprobs["byRollout"] {
     const out: StepLogprobs["byRollout"] = new Map();
-    for (const name of names) addRows(out, readRunFile(this.runDir, LOGPROBS_DIR, name, LOGPROBS_BYTES) ?? "");
+    for (const name of names) {
+      const read = readRunFile(this.root, LOGPROBS_DIR, name, VIEW_LIMITS.logprobsTailBytes);
+      if (read.ok) addRows(out, read.value);
+    }
     return out;
-  }
-}
-
-function stampOf(file: string): string {
-  try {
-    const s = statSync(file);
-    return `${s.mtimeMs}:${s.size}`;
-  } catch {
-    return "gone";
   }
 }
 

@@ -2,12 +2,13 @@
  * A multi-seed run directory as the viewer shows it: each seed's numbers from its own run
  * directory's summary.json (<dir>/seed-<s>), read as they are now, so a run still going shows the
  * seeds finished so far and the ones pending; the spread over the finished seeds; and, for two
- * such directories (two recipes), the difference of their mean gains with Welch's interval.
+ * such directories (two recipes), the difference of their mean gains with Welch's interval. Each
+ * seed's summary.json is read through the run directory's RunRoot, like every file of the run.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { readFinishedSummary } from "../control/run-summary.js";
+import type { RunSummary } from "../control/run-summary.js";
 import { compareGains, summarizeSeeds, type GainDifference, type SeedsSummary } from "../control/seed-summary.js";
+import type { RunData } from "./run-data.js";
+import { VIEW_LIMITS } from "./run-root.js";
 
 export interface SeedRuns {
   dir: string;
@@ -20,33 +21,40 @@ export interface SeedRuns {
   summary: SeedsSummary;
 }
 
-/** The seeds of `dir`'s plan.json; null when it is not a multi-seed run directory. */
-export function readPlanSeeds(dir: string): { name: string; hash: string; seeds: number[] } | null {
-  try {
-    const plan = JSON.parse(readFileSync(join(dir, "plan.json"), "utf8")) as { name?: unknown; hash?: unknown; seeds?: unknown };
-    if (!Array.isArray(plan.seeds) || !plan.seeds.every((s) => Number.isInteger(s))) return null;
-    return { name: typeof plan.name === "string" ? plan.name : "", hash: typeof plan.hash === "string" ? plan.hash : "", seeds: plan.seeds as number[] };
-  } catch {
-    return null;
-  }
+/** The seeds of the run's plan.json; null when it is not a multi-seed run directory. */
+export function readPlanSeeds(run: RunData): { name: string; hash: string; seeds: number[] } | null {
+  const plan = run.plan();
+  return plan.seeds ? { name: plan.name, hash: plan.hash, seeds: plan.seeds } : null;
 }
 
-export function readSeedRuns(dir: string): SeedRuns | null {
-  const plan = readPlanSeeds(dir);
+export function readSeedRuns(run: RunData): SeedRuns | null {
+  const plan = readPlanSeeds(run);
   if (!plan) return null;
   const finished = plan.seeds.flatMap((seed) => {
-    const seedDir = join(dir, `seed-${seed}`);
-    const summary = existsSync(seedDir) ? readFinishedSummary(seedDir) : undefined;
+    const summary = finishedSummary(run, seed);
     return summary ? [{ ...summary, seed, evaluations: Array.isArray(summary.evaluations) ? summary.evaluations : [] }] : [];
   });
   const done = new Set(finished.map((f) => f.seed));
   return {
-    dir,
+    dir: run.dir,
     name: plan.name,
     seeds: plan.seeds,
     pending: plan.seeds.filter((s) => !done.has(s)),
-    summary: summarizeSeeds(finished, { runDir: dir, planHash: plan.hash }),
+    summary: summarizeSeeds(finished, { runDir: run.dir, planHash: plan.hash }),
   };
+}
+
+/** A seed's summary.json when its run finished (not interrupted), as readFinishedSummary reads it. */
+function finishedSummary(run: RunData, seed: number): RunSummary | undefined {
+  const read = run.root.readText(`seed-${seed}/summary.json`, VIEW_LIMITS.jsonBytes);
+  if (!read.ok) return undefined;
+  let summary: RunSummary;
+  try {
+    summary = JSON.parse(read.value) as RunSummary;
+  } catch {
+    return undefined;
+  }
+  return summary && typeof summary === "object" && summary.interrupted === false ? summary : undefined;
 }
 
 /** Two recipes over their seeds: the second's mean gain minus the first's, overall and per harness both ran. */

@@ -1,13 +1,15 @@
 /**
  * `reins view`'s HTTP server (node:http): the web app's three static files, shipped in ./web and
- * served by fixed name, and the JSON API (./api.ts). Loopback by default; requests whose Host is
- * not this server are refused (a web page elsewhere cannot read the run through DNS rebinding);
+ * served by fixed name, and the JSON API (./api.ts). Loopback by default, and only loopback unless
+ * `allowRemote` is set (anyone who reaches the address reads the runs: there is no password);
+ * requests whose Host is not this server are refused (a web page elsewhere cannot read the run
+ * through DNS rebinding; a wildcard bind, 0.0.0.0 or ::, accepts any Host);
  * every answer carries a strict Content-Security-Policy (scripts only from this server, no inline
  * script), and the app writes data into the page as text only.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { isIP, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { ReinsError } from "../../compiler/contract/problem.js";
 import { ViewApi } from "./api.js";
@@ -17,6 +19,8 @@ export interface ViewOptions {
   runDirs: readonly string[];
   host?: string;
   port?: number;
+  /** Listen on an address other than loopback (anyone who reaches it reads the runs). */
+  allowRemote?: boolean;
 }
 
 export interface ViewHandle {
@@ -39,8 +43,24 @@ const TYPES = { json: "application/json; charset=utf-8", svg: "image/svg+xml", t
 const WARM_BYTES = 4 * 1024 * 1024;
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** True for an address only this machine reaches: 127.0.0.0/8, ::1 (also IPv4-mapped), `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  if (h === "localhost") return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  if (isIP(h) === 6) return h === "::1" || /^(0{1,4}:){7}0{0,3}1$/.test(h) || /^::ffff:127\./.test(h) || /^(0{1,4}:){5}ffff:127\./.test(h);
+  return false;
+}
+
 /** Check the run directories and start serving them. */
 export async function startViewServer(options: ViewOptions): Promise<ViewHandle> {
+  const host = options.host ?? "127.0.0.1";
+  if (!isLoopbackHost(host) && !options.allowRemote) {
+    throw new ReinsError(
+      "ViewRemoteBind",
+      `reins view would listen on ${host}, which is not a loopback address: anyone who can reach it could read these runs (prompts, completions, harness output, workspace diffs) without a password.`,
+    );
+  }
   for (const dir of options.runDirs) {
     if (!RunData.isRunDirectory(dir)) {
       throw new ReinsError("ViewRunNotFound", `${dir} is not a run directory (no plan.json, manifest.json, rollouts.jsonl or summary.json in it).`);
@@ -48,7 +68,6 @@ export async function startViewServer(options: ViewOptions): Promise<ViewHandle>
   }
   const runs = options.runDirs.map((d) => new RunData(d));
   const api = new ViewApi(runs);
-  const host = options.host ?? "127.0.0.1";
   const files = new Map<string, Buffer>();
   for (const [path, { file }] of Object.entries(STATIC)) files.set(path, readFileSync(WEB + file));
   let port = 0;

@@ -187,11 +187,18 @@ export async function copyTreeOut(base: string, rel: string, into: SnapshotWrite
       else if (e.isSymbolicLink()) into.symlink(name, await readlink(abs));
       else if (e.isDirectory()) {
         into.directory(name, (await lstat(abs)).mode);
-        await walk(abs, name);
+        if (!into.full) await walk(abs, name);
       } else into.skip(name, "not a regular file, directory or link");
     }
   };
-  await walk(start, "");
+  try {
+    await walk(start, "");
+  } catch (e) {
+    // The agent's tree, not the host, is at fault: a path the host cannot name stops the copy.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENAMETOOLONG" && code !== "ELOOP") throw e;
+    into.stop(`a path too long for the host to read (${code})`);
+  }
 }
 
 /** Files through the host directories behind the sandbox's roots, owned by the sandbox user. */

@@ -16,6 +16,8 @@ export const DEFAULT_COPY_LIMITS: Required<CopyLimits> = {
   maxEntries: 200_000,
   maxBytes: 2 * 1024 * 1024 * 1024,
   timeoutMs: 10 * 60_000,
+  maxDepth: 256,
+  maxPathChars: 3072,
 };
 
 /** One file being written: take `wanted` more bytes at the most, then end(). */
@@ -165,6 +167,14 @@ export class SnapshotWriter {
       return null;
     }
     const parts = rel.split("/");
+    if (parts.length > this.limits.maxDepth) {
+      this.stop(`a path deeper than ${this.limits.maxDepth} directory levels`);
+      return null;
+    }
+    if (rel.length > this.limits.maxPathChars) {
+      this.stop(`a path longer than ${this.limits.maxPathChars} characters`);
+      return null;
+    }
     for (let i = 1; i < parts.length; i++) {
       const dir = parts.slice(0, i).join("/");
       if (this.dirs.has(dir)) continue;

@@ -4,6 +4,9 @@
  * when it named the tool (of the server, when one is given), got an answer that is not an error
  * (neither a JSON-RPC error, a refusal, nor a result with isError), and its arguments hold every
  * `argumentsInclude` entry (a subset match: objects by key, other values by equality).
+ * A call whose arguments the record keeps cut (over 64 KiB: long strings shortened, or only their
+ * beginning) cannot be shown not to match: it counts as matching a forbidden call (`present:
+ * false`), so an agent cannot hide a forbidden call behind padding.
  */
 import type { ResolvedCheck } from "../../../compiler/contract/plan.js";
 import type { McpCallRecord } from "../../records/rollout-result.js";
@@ -56,7 +59,7 @@ export const mcpCallCheck: CheckDefinition = {
     const calls = ctx.options.mcpCalls;
     if (!calls) return s.present ? fail(`No MCP call was recorded: the rollout had no MCP servers, so ${name(s)} was never called.`) : pass("The rollout had no MCP servers.");
     const named = calls.filter((x) => x.tool === s.tool && (s.server === undefined || x.server === s.server));
-    const matching = named.filter((x) => succeeded(x) && (s.argumentsInclude === undefined || includes(x.arguments, s.argumentsInclude)));
+    const matching = named.filter((x) => succeeded(x) && (s.argumentsInclude === undefined || includes(x.arguments, s.argumentsInclude) || (!s.present && x.truncated?.arguments !== undefined)));
     const args = s.argumentsInclude ? ` with arguments including ${JSON.stringify(s.argumentsInclude)}` : "";
     if (s.present) {
       if (matching.length > 0) return pass(`${name(s)} was called${args} (${matching.length} of ${calls.length} MCP calls).`);

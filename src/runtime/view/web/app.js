@@ -83,6 +83,7 @@ function overviewView(o, run) {
   const harnesses = [...new Set(o.heldOut.flatMap((h) => Object.keys(h.byHarness)))];
   return el("div", { id: "overview" },
     el("h1", {}, o.run.name, " ", el("span", { class: "muted" }, o.run.kind)),
+    (o.notes ?? []).map((n) => el("p", { class: "fail", "data-note": n.file }, n.message)),
     el("div", { class: "cards" }, cards),
     ho ? heldOutTable(ho) : null,
     el("h2", {}, "Curves"),

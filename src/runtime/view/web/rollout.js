@@ -178,6 +178,7 @@ function ratioSummary(page) {
 
 async function loadDiff(box, run, id) {
   const d = await getJson(`${api(run, id)}/diff`);
+  if (d.refused) { put(box, el("p", { class: "fail" }, d.refused.message)); return; }
   if (!d.recorded) { put(box, el("p", { class: "note" }, "No workspace diff was kept for this rollout (it failed before verification, or the run is from before diffs were kept).")); return; }
   const kb = (n) => (n === null ? "–" : n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
   put(box,
