@@ -141,7 +141,8 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code failing inside a local 
         script: `      - fault: engine-error\n${WRITE}`,
         more: [
           claudeCodeVariant("claude-code-impatient", (s) => (s.env.CLAUDE_CODE_MAX_RETRIES = "0")),
-          claudeCodeVariant("claude-code-broken", (s) => s.command.push("--no-such-option")),
+          // The bad option goes before the "--" that ends options: after it, it would be a prompt word.
+          claudeCodeVariant("claude-code-broken", (s) => s.command.splice(s.command.indexOf("--"), 0, "--no-such-option")),
         ],
       }),
     );
