@@ -64,7 +64,7 @@ describe("reins init family", () => {
     const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/word-stats.test.mjs"], { cwd, env: { ...process.env, NODE_OPTIONS: "" } });
     expect(t.stdout).toMatch(/# pass 4\n/);
     expect(t.stdout).toMatch(/# fail 0\n/);
-    expect(t.stdout).toContain("every mistake scores below 1.0 on every task, with a reason");
+    expect(t.stdout).toContain("every mistake, and the exits-early hack, scores below 1.0 on every task, with a reason");
   });
 
   it("the generated test fails when a mistake scores 1.0", async () => {
