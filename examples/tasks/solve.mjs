@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 // The instruction comes after "--" (end of options), so one that starts with "-" is still the instruction.
-const args = process.argv.slice(2);
-const [ws, instruction = ""] = args[1] === "--" ? [args[0], args[2]] : args;
+const argv = process.argv.slice(2);
+const [ws, instruction = ""] = argv[1] === "--" ? [argv[0], argv[2]] : argv;
 if (!ws) {
   console.error("usage: solve.mjs WORKSPACE [--] INSTRUCTION");
   process.exit(2);

@@ -86,7 +86,7 @@ describe("reins run with rubric verifiers", () => {
     const ckpts = events(out).filter((e) => e.type === "checkpoint");
     expect(ckpts).toHaveLength(1);
     expect(ckpts[0].path).toBe(join(out, "ckpts", "step-0"));
-    expect(existsSync(join(ckpts[0].path, "trainer.pt"))).toBe(true);
+    for (const f of ["checkpoint.json", "model.safetensors", "trainer.safetensors"]) expect(existsSync(join(ckpts[0].path, f)), f).toBe(true);
     expect(existsSync(join(ckpts[0].weightsDir, "model.onnx"))).toBe(true);
     expect(existsSync(join(ckpts[0].weightsDir, "model.safetensors"))).toBe(false);
   }, 900_000);
