@@ -13,7 +13,9 @@ function quickstartAttempts(): number {
 
 function plan(harnesses: string) {
   const dir = tempDir("reins-held-out-");
-  for (const f of ["family.yaml", "model.yaml"]) cpSync(`examples/quickstart/${f}`, join(dir, f));
+  cpSync("examples/quickstart/family.yaml", join(dir, "family.yaml"));
+  // The copy's policy lives beside it: a Model's files must be inside the project.
+  writeFileSync(join(dir, "model.yaml"), readFileSync("examples/quickstart/model.yaml", "utf8").replace(/\.\.\/\.\.\/\.reins\/quickstart\/policy/g, "policy"));
   const text = readFileSync("examples/quickstart/experiment.yaml", "utf8").replace(/  harnesses:\n(    .*\n)+/, `  harnesses:\n${harnesses}`);
   writeFileSync(join(dir, "experiment.yaml"), text);
   const r = compilePlan([join(dir, "experiment.yaml")], { env: {}, cwd: dir });
