@@ -68,7 +68,14 @@ for (const n of SIZES) {
   const tasks = r.value.tasks.length;
   const docs = r.value.tasks.map((t) => stringify(taskDocument(t))).join("---\n");
   const [, parseS] = time(() => parseAllDocuments(docs).map((d) => (Array.isArray(d) ? null : d.toJS())));
-  rows.push([String(tasks), planS.toFixed(2), Math.round(tasks / planS).toString(), parseS.toFixed(2), (planS / parseS).toFixed(2), ((planS / tasks) * 1000).toFixed(3)]);
+  rows.push([
+    String(tasks),
+    planS.toFixed(2),
+    Math.round(tasks / planS).toString(),
+    parseS.toFixed(2),
+    (planS / parseS).toFixed(2),
+    ((planS / tasks) * 1000).toFixed(3),
+  ]);
 }
 const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join("  "));

@@ -19,14 +19,19 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const COMMAND = "printf hi > hello.txt";
 
 const dir = mkdtempSync(join(tmpdir(), "reins-bench-exec-"));
-const tasks = Array.from({ length: N }, (_, i) => `apiVersion: reins/v1alpha1
+const tasks = Array.from(
+  { length: N },
+  (_, i) => `apiVersion: reins/v1alpha1
 kind: Task
 metadata: {name: b${i}, labels: {suite: b}}
 spec:
   instruction: Create hello.txt containing hi
   verifier: {checks: [{fileEquals: {path: hello.txt, content: hi}}]}
-`).join("---\n");
-writeFileSync(join(dir, "specs.yaml"), `apiVersion: reins/v1alpha1
+`,
+).join("---\n");
+writeFileSync(
+  join(dir, "specs.yaml"),
+  `apiVersion: reins/v1alpha1
 kind: Evaluation
 metadata: {name: bench}
 spec:
@@ -39,7 +44,8 @@ kind: Harness
 metadata: {name: h}
 spec: {command: ["bash", "-c", "${COMMAND}"]}
 ---
-${tasks}`);
+${tasks}`,
+);
 
 async function direct(): Promise<number> {
   const t0 = performance.now();
@@ -92,5 +98,9 @@ console.log(`rollouts ${N}, concurrency ${CONCURRENCY}, harness: bash -c '${COMM
 console.log(`direct launches     ${(N / d).toFixed(1)} /s   (${d.toFixed(2)} s)`);
 console.log(`through executor    ${(N / e.seconds).toFixed(1)} rollouts/s   (${e.seconds.toFixed(2)} s)`);
 console.log(`executor / direct   ${(d / e.seconds).toFixed(3)} of the direct rate`);
-console.log(`per-rollout phases (ms, mean): ${Object.entries(e.phases).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ")}`);
+console.log(
+  `per-rollout phases (ms, mean): ${Object.entries(e.phases)
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(", ")}`,
+);
 console.log(`scheduler share of rollout wall time: ${(e.schedulerShare * 100).toFixed(2)}%`);

@@ -20,7 +20,12 @@ import { loadHarnessSpec } from "../test/harness/harness-spec.js";
 import { runScenario } from "../test/harness/scenario.js";
 
 /** The tools each harness's scripted policy writes hello.txt with (examples/proxy/<harness>.yaml); Codex offers its two shell tools together. */
-const WRITE_TOOLS: Record<string, string[]> = { "claude-code": ["Write"], codex: ["exec_command", "write_stdin"], openclaw: ["write"], "reins-agent": ["write_file"] };
+const WRITE_TOOLS: Record<string, string[]> = {
+  "claude-code": ["Write"],
+  codex: ["exec_command", "write_stdin"],
+  openclaw: ["write"],
+  "reins-agent": ["write_file"],
+};
 export const SHORT_PROMPT = "Do the task with the tool you have, then reply done.";
 
 export interface Setting {
@@ -70,7 +75,9 @@ async function main(): Promise<void> {
       const first = run.records.find((r) => r.callClass === "main") ?? run.records[0];
       const tokens = first ? first.promptIds.length || first.promptTokens || 0 : 0;
       const knobs = JSON.stringify(setting.knobs);
-      console.log(`| ${harness} | ${setting.name} | ${tokens.toLocaleString("en-US")} | ${(first?.bodyBytes ?? 0).toLocaleString("en-US")} | ${run.records.length} | ${run.hello === "hi" ? "yes" : `no (exit ${run.exit.exitCode})`} |`);
+      console.log(
+        `| ${harness} | ${setting.name} | ${tokens.toLocaleString("en-US")} | ${(first?.bodyBytes ?? 0).toLocaleString("en-US")} | ${run.records.length} | ${run.hello === "hi" ? "yes" : `no (exit ${run.exit.exitCode})`} |`,
+      );
       if (dump && first) await writeFile(path.join(dump, `${label}.txt`), `${knobs}\n\n${tokenizer.decode(first.promptIds)}`);
     }
   }

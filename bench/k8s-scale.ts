@@ -48,20 +48,23 @@ const env = { ...process.env, REINS_TEST_CLUSTER_DIR: dir, REINS_TEST_CLUSTER_PO
 function requestCounts(): Promise<Map<string, number>> {
   const token = readFileSync(join(dir, "token"), "utf8").trim();
   return new Promise((done, fail) => {
-    const req = request({ host: "127.0.0.1", port, path: "/metrics", ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
-      let text = "";
-      res.on("data", (d) => (text += d));
-      res.on("end", () => {
-        const counts = new Map<string, number>();
-        for (const line of text.split("\n")) {
-          if (!line.startsWith("apiserver_request_total{")) continue;
-          const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-          const key = `${labels.verb} ${labels.subresource ? `${labels.resource}/${labels.subresource}` : labels.resource}`;
-          counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
-        }
-        done(counts);
-      });
-    });
+    const req = request(
+      { host: "127.0.0.1", port, path: "/metrics", ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => {
+          const counts = new Map<string, number>();
+          for (const line of text.split("\n")) {
+            if (!line.startsWith("apiserver_request_total{")) continue;
+            const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+            const key = `${labels.verb} ${labels.subresource ? `${labels.resource}/${labels.subresource}` : labels.resource}`;
+            counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
+          }
+          done(counts);
+        });
+      },
+    );
     req.on("error", fail);
     req.end();
   });
@@ -123,7 +126,12 @@ async function main(): Promise<void> {
     const bareBefore = await requestCounts();
     const bare = await Promise.all(
       Array.from({ length: BARE }, async (_, i) => {
-        const pod = buildSandboxPod({ identity: { runId: "bare", rolloutId: `b-${i}`, task: "t", harness: "h" }, namespace: "default", image: DEFAULT_SANDBOX_IMAGE, env: {} }) as unknown as V1Pod;
+        const pod = buildSandboxPod({
+          identity: { runId: "bare", rolloutId: `b-${i}`, task: "t", harness: "h" },
+          namespace: "default",
+          image: DEFAULT_SANDBOX_IMAGE,
+          env: {},
+        }) as unknown as V1Pod;
         delete pod.metadata!.ownerReferences;
         const t0 = performance.now();
         await clients.core.createNamespacedPod({ namespace: "default", body: pod });
@@ -152,7 +160,9 @@ async function main(): Promise<void> {
     const first = await warmProvider.create({ id: "warm-up", runId: "run-warm", task: "t", harness: "h", network: "none", timeoutSeconds: 1800 });
     await first.destroy();
     for (;;) {
-      const pools = (await clients.custom.listNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: "default", plural: "sandboxwarmpools" })) as { items: { status?: { readyReplicas?: number } }[] };
+      const pools = (await clients.custom.listNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: "default", plural: "sandboxwarmpools" })) as {
+        items: { status?: { readyReplicas?: number } }[];
+      };
       if ((pools.items[0]?.status?.readyReplicas ?? 0) >= WARM) break;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -160,7 +170,9 @@ async function main(): Promise<void> {
     const warm = await rollouts(warmProvider, "run-warm", WARM);
     // The pool refilled: its replenishing is part of what the claims cost.
     for (;;) {
-      const pools = (await clients.custom.listNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: "default", plural: "sandboxwarmpools" })) as { items: { status?: { readyReplicas?: number } }[] };
+      const pools = (await clients.custom.listNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: "default", plural: "sandboxwarmpools" })) as {
+        items: { status?: { readyReplicas?: number } }[];
+      };
       if ((pools.items[0]?.status?.readyReplicas ?? 0) >= WARM) break;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -176,16 +188,82 @@ async function main(): Promise<void> {
         .join(", ");
     const sum = (c: Map<string, number>) => [...c].filter(([k]) => RESOURCES.test(k)).reduce((a, [, v]) => a + v, 0);
     const q = (xs: number[]) => `p50 ${ms(quantile(xs, 0.5))} p99 ${ms(quantile(xs, 0.99))}`;
-    console.log(`kubernetes provider against the test cluster's API server (kube-apiserver 1.37.2, kwok node), ${ROLLOUTS} rollouts at once; bare: ${BARE} pods at once`);
+    console.log(
+      `kubernetes provider against the test cluster's API server (kube-apiserver 1.37.2, kwok node), ${ROLLOUTS} rollouts at once; bare: ${BARE} pods at once`,
+    );
     console.log(`  rollouts verified: ${ROLLOUTS - failed}/${ROLLOUTS}, wall ${wall.toFixed(1)} s, ${(ROLLOUTS / wall).toFixed(1)} rollouts/s`);
-    console.log(`  create→ready  reins p50 ${ms(quantile(ok.map((r) => r.ready), 0.5))} p99 ${ms(quantile(ok.map((r) => r.ready), 0.99))}   bare p50 ${ms(quantile(bare.map((r) => r.ready), 0.5))} p99 ${ms(quantile(bare.map((r) => r.ready), 0.99))}   ${ROLLOUTS === BARE ? `ratio p50 ${(quantile(ok.map((r) => r.ready), 0.5) / quantile(bare.map((r) => r.ready), 0.5)).toFixed(2)}×` : "(no ratio: not as many at once)"}`);
-    console.log(`  whole rollout (create, write, exec, read, delete) p50 ${ms(quantile(ok.map((r) => r.total), 0.5))} p99 ${ms(quantile(ok.map((r) => r.total), 0.99))}`);
+    console.log(
+      `  create→ready  reins p50 ${ms(
+        quantile(
+          ok.map((r) => r.ready),
+          0.5,
+        ),
+      )} p99 ${ms(
+        quantile(
+          ok.map((r) => r.ready),
+          0.99,
+        ),
+      )}   bare p50 ${ms(
+        quantile(
+          bare.map((r) => r.ready),
+          0.5,
+        ),
+      )} p99 ${ms(
+        quantile(
+          bare.map((r) => r.ready),
+          0.99,
+        ),
+      )}   ${
+        ROLLOUTS === BARE
+          ? `ratio p50 ${(
+              quantile(
+                ok.map((r) => r.ready),
+                0.5,
+              ) /
+                quantile(
+                  bare.map((r) => r.ready),
+                  0.5,
+                )
+            ).toFixed(2)}×`
+          : "(no ratio: not as many at once)"
+      }`,
+    );
+    console.log(
+      `  whole rollout (create, write, exec, read, delete) p50 ${ms(
+        quantile(
+          ok.map((r) => r.total),
+          0.5,
+        ),
+      )} p99 ${ms(
+        quantile(
+          ok.map((r) => r.total),
+          0.99,
+        ),
+      )}`,
+    );
     console.log(`  API requests per rollout: reins ${(sum(calls) / ROLLOUTS).toFixed(1)} (${perRollout(calls, ROLLOUTS)})`);
     console.log(`                            bare  ${(sum(bareCalls) / BARE).toFixed(1)} (${perRollout(bareCalls, BARE)})`);
     console.log(`agent-sandbox warm pool of ${WARM} (stand-in controller), ${WARM} claims at once; cold: the ${ROLLOUTS} Pods above`);
     console.log(`  rollouts verified: ${WARM - warm.failed}/${WARM}, wall ${warm.wall.toFixed(1)} s, ${(WARM / warm.wall).toFixed(1)} rollouts/s`);
-    console.log(`  claim→exec-ready  warm ${q(warm.ok.map((r) => r.execReady))}   cold pods create→exec-ready ${q(ok.map((r) => r.execReady))}   ${ROLLOUTS === WARM ? `ratio p50 ${(quantile(ok.map((r) => r.execReady), 0.5) / quantile(warm.ok.map((r) => r.execReady), 0.5)).toFixed(1)}× faster warm` : "(no ratio: not as many at once)"}`);
-    console.log(`  claim→bound (the claim Ready, the identity patched): warm ${q(warm.ok.map((r) => r.ready))}; whole rollout warm ${q(warm.ok.map((r) => r.total))}`);
+    console.log(
+      `  claim→exec-ready  warm ${q(warm.ok.map((r) => r.execReady))}   cold pods create→exec-ready ${q(ok.map((r) => r.execReady))}   ${
+        ROLLOUTS === WARM
+          ? `ratio p50 ${(
+              quantile(
+                ok.map((r) => r.execReady),
+                0.5,
+              ) /
+                quantile(
+                  warm.ok.map((r) => r.execReady),
+                  0.5,
+                )
+            ).toFixed(1)}× faster warm`
+          : "(no ratio: not as many at once)"
+      }`,
+    );
+    console.log(
+      `  claim→bound (the claim Ready, the identity patched): warm ${q(warm.ok.map((r) => r.ready))}; whole rollout warm ${q(warm.ok.map((r) => r.total))}`,
+    );
     console.log(`  API requests per rollout: warm ${(sum(warmCalls) / WARM).toFixed(1)} (${perRollout(warmCalls, WARM)})`);
   } finally {
     execFileSync("bash", ["scripts/test-cluster.sh", "stop"], { env, stdio: "ignore" });

@@ -103,7 +103,13 @@ export async function runLearningSmoke(o: SmokeOptions): Promise<SmokeResult> {
           const rollout = `p${p}-s${step}-g${g}`;
           jobs.push(
             engine
-              .generate({ promptIds: prompt, sampling: { temperature: 1, topP: 1, maxTokens: o.maxTokens, stopIds: [stop] }, rolloutId: rollout, try: 1, seq: 0 })
+              .generate({
+                promptIds: prompt,
+                sampling: { temperature: 1, topP: 1, maxTokens: o.maxTokens, stopIds: [stop] },
+                rolloutId: rollout,
+                try: 1,
+                seq: 0,
+              })
               .then((r) => ({ rollout, task: `p${p}`, prompt, r, reward: reward(r.ids, stop, o.maxTokens) })),
           );
         }
@@ -157,7 +163,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     learningRate: arg("lr", 3e-3),
     threads: arg("threads", 1),
     seed: arg("seed", 0),
-    log: (l) => process.stderr.write(l + "\n"),
+    log: (l) => process.stderr.write(`${l}\n`),
   });
   const first = r.rewards[0];
   const last = r.rewards[r.rewards.length - 1];

@@ -107,7 +107,18 @@ if (!only || only === "engine") {
 function rolloutTree(k: number): PackedTree {
   const rng = createRng(500 + k);
   const adv = rng.next() * 2 - 1;
-  const t: PackedTree = { rollout: `r${k}`, task: `t${k % tasks}`, harness: "bench", tokens: [], parent: [], position: [], lossMask: [], rolloutLogprobs: [], advantages: [], branch: [] };
+  const t: PackedTree = {
+    rollout: `r${k}`,
+    task: `t${k % tasks}`,
+    harness: "bench",
+    tokens: [],
+    parent: [],
+    position: [],
+    lossMask: [],
+    rolloutLogprobs: [],
+    advantages: [],
+    branch: [],
+  };
   const seg = (prev: number, toks: number[], gen: boolean): number => {
     for (const tok of toks) {
       const i = t.tokens.length;
@@ -139,7 +150,14 @@ const algorithm: TrainingBatch["algorithm"] = {
   correction: { type: "TIS", level: "token", cap: 2 },
   lossAggregation: "token-mean",
 };
-const batchOf = (trees: PackedTree[]): TrainingBatch => ({ formatVersion: 1, step: 0, layout: "tree", algorithm, composition: { pairs: [], harnesses: {} }, trees });
+const batchOf = (trees: PackedTree[]): TrainingBatch => ({
+  formatVersion: 1,
+  step: 0,
+  layout: "tree",
+  algorithm,
+  composition: { pairs: [], harnesses: {} },
+  trees,
+});
 
 if (!only || only === "trainer" || only === "context") {
   const worker = await TrainerWorker.start({ modelDir, outDir: join(root, "out"), threads, microBatchTokens: 8192 });
@@ -157,13 +175,17 @@ if (!only || only === "trainer" || only === "context") {
           last[share ? "on" : "off"] = m;
         }
       }
-      console.log(`\ntrainer: forward_backward, GRPO batch of ${rollouts} tree rows (${tasks} tasks), ${prefixLen}-token shared prefix, 60-token instruction, 3 turns`);
+      console.log(
+        `\ntrainer: forward_backward, GRPO batch of ${rollouts} tree rows (${tasks} tasks), ${prefixLen}-token shared prefix, 60-token instruction, 3 turns`,
+      );
       console.log("| prefix sharing | seconds (median) | tokens through the model | micro-batches | trained tokens | loss |\n|---|---|---|---|---|---|");
       for (const k of ["off", "on"] as const) {
         const m = last[k];
         console.log(`| ${k} | ${median(runs[k]).toFixed(2)} | ${m.tokensProcessed} | ${m.microBatches} | ${m.tokens} | ${m.loss.toFixed(7)} |`);
       }
-      console.log(`prefix sharing: ${(median(runs.off) / median(runs.on)).toFixed(2)}x faster, ${(last.off.tokensProcessed / last.on.tokensProcessed).toFixed(1)}x fewer tokens through the model`);
+      console.log(
+        `prefix sharing: ${(median(runs.off) / median(runs.on)).toFixed(2)}x faster, ${(last.off.tokensProcessed / last.on.tokensProcessed).toFixed(1)}x fewer tokens through the model`,
+      );
     }
     if (!only || only === "context") {
       console.log("\ncontext length: one prompt (engine: prefill + 32 decoded tokens, greedy; trainer: forward_backward of one row, 32 trained tokens)");

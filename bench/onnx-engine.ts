@@ -40,12 +40,18 @@ const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as {
 };
 const prompt = Array.from({ length: 64 }, (_, i) => (i * 7) % 250);
 
-const i64 = (v: number[], dims: number[]) => new ort.Tensor("int64", BigInt64Array.from(v, (x) => BigInt(x)), dims);
+const i64 = (v: number[], dims: number[]) =>
+  new ort.Tensor(
+    "int64",
+    BigInt64Array.from(v, (x) => BigInt(x)),
+    dims,
+  );
 
 async function direct(session: ort.InferenceSession): Promise<number> {
   const feeds: Record<string, ort.Tensor> = {};
   for (let l = 0; l < config.num_hidden_layers; l++) {
-    for (const k of ["key", "value"]) feeds[`past_key_values.${l}.${k}`] = new ort.Tensor("float32", new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
+    for (const k of ["key", "value"])
+      feeds[`past_key_values.${l}.${k}`] = new ort.Tensor("float32", new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
   }
   let ids = prompt;
   let start = 0;
@@ -53,7 +59,10 @@ async function direct(session: ort.InferenceSession): Promise<number> {
   for (let n = 0; n < tokens; n++) {
     feeds.input_ids = i64(ids, [1, ids.length]);
     feeds.attention_mask = i64(new Array(start + ids.length).fill(1), [1, start + ids.length]);
-    feeds.position_ids = i64(ids.map((_, i) => start + i), [1, ids.length]);
+    feeds.position_ids = i64(
+      ids.map((_, i) => start + i),
+      [1, ids.length],
+    );
     const out = await session.run(feeds);
     const lp = out.logprobs;
     const v = lp.dims[2];
@@ -103,4 +112,6 @@ console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize}; prom
 console.log("| run | tokens | seconds (median) | tokens/s |\n|---|---|---|---|");
 const rate = rows.map((r) => r.tokens / median(r.secs));
 rows.forEach((r, i) => console.log(`| ${r.name} | ${r.tokens} | ${median(r.secs).toFixed(3)} | ${rate[i].toFixed(0)} |`));
-console.log(`engine greedy / direct: ${(rate[1] / rate[0]).toFixed(2)}; engine sampling / direct: ${(rate[2] / rate[0]).toFixed(2)}; ${concurrency} in flight / one: ${(rate[3] / rate[2]).toFixed(2)}`);
+console.log(
+  `engine greedy / direct: ${(rate[1] / rate[0]).toFixed(2)}; engine sampling / direct: ${(rate[2] / rate[0]).toFixed(2)}; ${concurrency} in flight / one: ${(rate[3] / rate[2]).toFixed(2)}`,
+);

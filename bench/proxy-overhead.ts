@@ -65,7 +65,16 @@ const request0 = {
   model: "qwen3",
   stream: true,
   stream_options: { include_usage: true },
-  tools: [{ type: "function", function: { name: "write", description: "Write a file.", parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } } } } }],
+  tools: [
+    {
+      type: "function",
+      function: {
+        name: "write",
+        description: "Write a file.",
+        parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } } },
+      },
+    },
+  ],
   messages: [
     { role: "system", content: `You are a coding agent.\n${"Follow the workspace conventions; keep edits small and tested. ".repeat(60)}` },
     { role: "user", content: "Create hello.txt containing hi, then explain what you did." },
@@ -114,14 +123,18 @@ async function serve(): Promise<void> {
 function post(url: string, agent: Agent, payload = body): Promise<{ ms: number; body: string }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
-        else resolve({ ms: performance.now() - t0, body: Buffer.concat(chunks).toString("utf8") });
-      });
-    });
+    const req = request(
+      url,
+      { method: "POST", agent, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
+          else resolve({ ms: performance.now() - t0, body: Buffer.concat(chunks).toString("utf8") });
+        });
+      },
+    );
     req.on("error", reject);
     req.end(payload);
   });
@@ -199,7 +212,11 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 async function main(): Promise<void> {
   const profIndex = process.argv.indexOf("--cpu-prof");
   const prof = profIndex >= 0 ? ["--cpu-prof", "--cpu-prof-dir", process.argv[profIndex + 1]!] : [];
-  const child = spawn(process.execPath, [...prof, ...SEMI_SPACE, "--import", "tsx", fileURLToPath(import.meta.url), "--serve", "--processes", String(PROCESSES)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(
+    process.execPath,
+    [...prof, ...SEMI_SPACE, "--import", "tsx", fileURLToPath(import.meta.url), "--serve", "--processes", String(PROCESSES)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   const info = await new Promise<{ proxy: string; bare: string; bytes: number }>((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (c) => {
@@ -212,15 +229,25 @@ async function main(): Promise<void> {
     console.log(`proxy-overhead: chat SSE answer of ${info.bytes} bytes; proxy = render ${Buffer.byteLength(body)} B request + scripted engine + parse + SSE`);
     // Both servers are long-running: measure them warm (JIT-compiled), not while V8 still compiles their code.
     const t0 = performance.now();
-    for (const [name, base] of [["bare", info.bare], ["proxy", info.proxy]] as const) {
+    for (const [name, base] of [
+      ["bare", info.bare],
+      ["proxy", info.proxy],
+    ] as const) {
       await load(base, 16, WARM_CALLS, `warm-first-${name}`);
       await load(base, 16, WARM_CALLS, `warm-later-${name}`, TURNS);
     }
-    console.log(`warm-up: ${WARM_CALLS} first calls and ${WARM_CALLS} later turns per server (${((performance.now() - t0) / 1000).toFixed(1)} s); each row: ${ROUNDS} rounds, bare then proxy; latencies pooled, throughput ratio the median of the rounds' (range)`);
-    console.log("streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare  server CPU per request: bare  proxy  (client, bare)");
+    console.log(
+      `warm-up: ${WARM_CALLS} first calls and ${WARM_CALLS} later turns per server (${((performance.now() - t0) / 1000).toFixed(1)} s); each row: ${ROUNDS} rounds, bare then proxy; latencies pooled, throughput ratio the median of the rounds' (range)`,
+    );
+    console.log(
+      "streams  requests  bare p50  bare p99  proxy p50  proxy p99  added p50  added p99  throughput proxy/bare  server CPU per request: bare  proxy  (client, bare)",
+    );
     const rows = [...LEVELS.map((l) => ({ ...l, turns: 1 })), ...LEVELS.map((l) => ({ ...l, requests: l.requests * 2, turns: TURNS }))];
     for (const { concurrency, requests, turns } of rows) {
-      if (turns > 1 && concurrency === LEVELS[0]!.concurrency) console.log(`later turns: conversations of ${TURNS} calls, each answer carried back with a ${TOOL_RESULT.length}-character tool result; latency of calls 2–${TURNS}, throughput of all`);
+      if (turns > 1 && concurrency === LEVELS[0]!.concurrency)
+        console.log(
+          `later turns: conversations of ${TURNS} calls, each answer carried back with a ${TOOL_RESULT.length}-character tool result; latency of calls 2–${TURNS}, throughput of all`,
+        );
       const bareLat: number[] = [];
       const proxyLat: number[] = [];
       const ratios: number[] = [];

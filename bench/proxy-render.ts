@@ -31,7 +31,38 @@ const model: ResolvedModel = {
 function makeText(seed: number, chars: number): string {
   let s = seed >>> 0 || 1;
   const rnd = () => ((s = Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32;
-  const words = ["const", "value", "return", "function", "items", "map", "filter", "error", "await", "config", "path", "result", "index", "length", "string", "number", "export", "import", "from", "the", "file", "line", "tokens", "user", "request", "proxy", "model", "async", "if", "else"];
+  const words = [
+    "const",
+    "value",
+    "return",
+    "function",
+    "items",
+    "map",
+    "filter",
+    "error",
+    "await",
+    "config",
+    "path",
+    "result",
+    "index",
+    "length",
+    "string",
+    "number",
+    "export",
+    "import",
+    "from",
+    "the",
+    "file",
+    "line",
+    "tokens",
+    "user",
+    "request",
+    "proxy",
+    "model",
+    "async",
+    "if",
+    "else",
+  ];
   let out = "";
   while (out.length < chars) {
     const n = 3 + Math.floor(rnd() * 9);
@@ -47,7 +78,11 @@ function makeText(seed: number, chars: number): string {
 
 const rt = await loadModelRuntime(model);
 const tools = [
-  { name: "read", description: "Read a file from the workspace.", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+  {
+    name: "read",
+    description: "Read a file from the workspace.",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  },
   { name: "bash", description: "Run a shell command.", parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] } },
 ];
 const templateTools: TemplateTool[] = tools.map((t) => ({ type: "function", function: t }));
@@ -87,7 +122,11 @@ for (let turn = 0; turn < TURNS; turn++) {
   rows.push({ tokens: rendered.ids.length, incMs, fullMs, tokenized: rendered.tokenizedPromptTokens });
 
   // The model's answer: reasoning + a tool call; then the harness appends it and the tool result.
-  const turnSpec = { reasoning: `Part ${turn} next.`, text: `Reading part ${turn}.`, toolCalls: [{ name: "read", arguments: { path: `/w/src/part-${turn}.ts` } }] };
+  const turnSpec = {
+    reasoning: `Part ${turn} next.`,
+    text: `Reading part ${turn}.`,
+    toolCalls: [{ name: "read", arguments: { path: `/w/src/part-${turn}.ts` } }],
+  };
   const raw = renderTurn(turnSpec, rt.format);
   const completion = [...rt.tokenizer.encode(raw), rt.stopIds[0]!];
   const { parsed } = rt.parse(completion);
@@ -112,7 +151,20 @@ for (const [lo, hi] of buckets) {
   if (sel.length === 0) continue;
   const mean = (f: (r: Row) => number) => sel.reduce((s, r) => s + f(r), 0) / sel.length;
   const label = `${lo / 1000}K-${hi === Infinity ? "" : `${hi / 1000}K`}`.padEnd(16);
-  console.log(`${label}  ${String(sel.length).padStart(5)}  ${fmt(mean((r) => r.incMs), 14)}  ${fmt(mean((r) => r.fullMs), 7)}  ${fmt(mean((r) => r.fullMs) / mean((r) => r.incMs), 16)}x  ${fmt(mean((r) => r.tokenized), 15)}`);
+  console.log(
+    `${label}  ${String(sel.length).padStart(5)}  ${fmt(
+      mean((r) => r.incMs),
+      14,
+    )}  ${fmt(
+      mean((r) => r.fullMs),
+      7,
+    )}  ${fmt(mean((r) => r.fullMs) / mean((r) => r.incMs), 16)}x  ${fmt(
+      mean((r) => r.tokenized),
+      15,
+    )}`,
+  );
 }
 const total = (f: (r: Row) => number) => rows.reduce((s, r) => s + f(r), 0);
-console.log(`all calls: incremental ${total((r) => r.incMs).toFixed(0)} ms, full ${total((r) => r.fullMs).toFixed(0)} ms, ratio ${(total((r) => r.fullMs) / total((r) => r.incMs)).toFixed(1)}x`);
+console.log(
+  `all calls: incremental ${total((r) => r.incMs).toFixed(0)} ms, full ${total((r) => r.fullMs).toFixed(0)} ms, ratio ${(total((r) => r.fullMs) / total((r) => r.incMs)).toFixed(1)}x`,
+);

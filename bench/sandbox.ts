@@ -74,7 +74,11 @@ try {
   const spawningMs = row("local, runner's own spawns: create + first exec");
   const bareMs = row("bare bwrap, same mounts");
   const destroyMs = row("local: destroy (not in ratio)");
-  const startAndExec = async (from: LocalSandboxProvider, id: string, role?: "verifier"): Promise<{ ms: number; box: Awaited<ReturnType<typeof provider.create>> }> => {
+  const startAndExec = async (
+    from: LocalSandboxProvider,
+    id: string,
+    role?: "verifier",
+  ): Promise<{ ms: number; box: Awaited<ReturnType<typeof provider.create>> }> => {
     let box: Awaited<ReturnType<typeof provider.create>> | undefined;
     const ms = await timed(async () => {
       box = await from.create({ id, runId: "bench", network: "none", role });
@@ -154,7 +158,11 @@ try {
   const width = Math.max(...rows.map((r) => r.name.length));
   console.log(`${"variant".padEnd(width)}  median ms   min ms   n`);
   for (const r of rows) {
-    console.log(`${r.name.padEnd(width)}  ${median(r.ms).toFixed(1).padStart(9)}  ${Math.min(...r.ms).toFixed(1).padStart(7)}  ${r.ms.length}`);
+    console.log(
+      `${r.name.padEnd(width)}  ${median(r.ms).toFixed(1).padStart(9)}  ${Math.min(...r.ms)
+        .toFixed(1)
+        .padStart(7)}  ${r.ms.length}`,
+    );
   }
   const m = (name: string) => median(rows.find((r) => r.name.startsWith(name))?.ms ?? [NaN]);
   const ratio = m("local: create") / m("bare bwrap");

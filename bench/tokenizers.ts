@@ -30,7 +30,12 @@ function corpus(): string[] {
     }
   };
   for (const d of ["src", "docs", "trainers"]) walk(d);
-  const prose = ["héllo wörld — “quotes” … naïve café", "日本語のテキストと中文混合，한국어 텍스트。", "Ελληνικά Русский текст עברית العربية", "emoji 🎉🚀 e\u0301 tabs\t\tand   spaces\n\n"];
+  const prose = [
+    "héllo wörld — “quotes” … naïve café",
+    "日本語のテキストと中文混合，한국어 텍스트。",
+    "Ελληνικά Русский текст עברית العربية",
+    "emoji 🎉🚀 e\u0301 tabs\t\tand   spaces\n\n",
+  ];
   for (let i = 0; i < 300; i++) texts.push(Array.from({ length: 40 }, (_, j) => prose[(i + j) % prose.length]).join(i % 2 ? " " : "\n"));
   return texts;
 }
@@ -63,10 +68,17 @@ const same = (ids: ArrayLike<number>, i: number) => ids.length === reference[i]!
 const fast = await loadTokenizer({ type: "qwen3" });
 const [fastIds, fastEncode] = timed(() => texts.map((t) => fast.encode(t)));
 const [, fastDecode] = timed(() => reference.map((ids) => fast.decode(ids)));
-rows.push({ name: "byte-level fast path (tiktoken WASM)", encodeMs: fastEncode, decodeMs: fastDecode, differ: fastIds.filter((ids, i) => !same(ids, i)).length });
+rows.push({
+  name: "byte-level fast path (tiktoken WASM)",
+  encodeMs: fastEncode,
+  decodeMs: fastDecode,
+  differ: fastIds.filter((ids, i) => !same(ids, i)).length,
+});
 
 try {
-  const { Tokenizer } = (await import("tokenizers" as string)) as { Tokenizer: { fromString(s: string): { encode(t: string, p: null, o: object): Promise<{ getIds(): number[] }> } } };
+  const { Tokenizer } = (await import("tokenizers" as string)) as {
+    Tokenizer: { fromString(s: string): { encode(t: string, p: null, o: object): Promise<{ getIds(): number[] }> } };
+  };
   const native = Tokenizer.fromString(json);
   const t0 = performance.now();
   const ids: number[][] = [];
@@ -76,7 +88,9 @@ try {
   console.error("skipped: Hugging Face `tokenizers` is not installed (npm i --no-save tokenizers)");
 }
 try {
-  const mod = (await import("@huggingface/tokenizers" as string)) as { Tokenizer: new (j: object, c: object) => { encode(t: string, o: object): number[] | { ids: number[] } } };
+  const mod = (await import("@huggingface/tokenizers" as string)) as {
+    Tokenizer: new (j: object, c: object) => { encode(t: string, o: object): number[] | { ids: number[] } };
+  };
   const js = new mod.Tokenizer(JSON.parse(json), config);
   const [ids, ms] = timed(() => texts.map((t) => js.encode(t, { add_special_tokens: false })).map((e) => (Array.isArray(e) ? e : e.ids)));
   rows.push({ name: "@huggingface/tokenizers (JS)", encodeMs: ms, differ: ids.filter((x, i) => !same(x, i)).length });
@@ -89,5 +103,7 @@ console.log(`tokenizers: ${texts.length} texts, ${(bytes / 1e6).toFixed(2)} MB`)
 console.log(`${"tokenizer".padEnd(46)}  encode MB/s  vs general  decode MB/s  texts with other ids`);
 for (const r of rows) {
   const decode = r.decodeMs === undefined ? "—" : mbps(r.decodeMs);
-  console.log(`${r.name.padEnd(46)}  ${mbps(r.encodeMs).padStart(11)}  ${`${(generalEncode / r.encodeMs).toFixed(2)}x`.padStart(10)}  ${decode.padStart(11)}  ${String(r.differ).padStart(20)}`);
+  console.log(
+    `${r.name.padEnd(46)}  ${mbps(r.encodeMs).padStart(11)}  ${`${(generalEncode / r.encodeMs).toFixed(2)}x`.padStart(10)}  ${decode.padStart(11)}  ${String(r.differ).padStart(20)}`,
+  );
 }

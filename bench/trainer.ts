@@ -29,7 +29,18 @@ function arg(name: string, def: number): number {
 /** An agent rollout: prompt, then `turns` × (completion, tool result), branching with probability `fork`. */
 /** An empty packed tree and a writer of segments: `n` random tokens below `prev` (generated ones trained). */
 function treeWriter(rollout: string, rng: ReturnType<typeof createRng>, vocab: number, adv: number) {
-  const t: PackedTree = { rollout, task: "bench", harness: "bench", tokens: [], parent: [], position: [], lossMask: [], rolloutLogprobs: [], advantages: [], branch: [] };
+  const t: PackedTree = {
+    rollout,
+    task: "bench",
+    harness: "bench",
+    tokens: [],
+    parent: [],
+    position: [],
+    lossMask: [],
+    rolloutLogprobs: [],
+    advantages: [],
+    branch: [],
+  };
   const seg = (prev: number, n: number, gen: boolean): number => {
     for (let k = 0; k < n; k++) {
       const i = t.tokens.length;
@@ -135,15 +146,26 @@ async function benchLong(sizes: number[]): Promise<void> {
         const worker = await TrainerWorker.start({ modelDir, outDir: join(root, `out-${size}-${layout}`), threads, microBatchTokens: 8192 });
         try {
           const idle = peakMiB(worker.pid);
-          const m = await worker.client.forwardBackward({ formatVersion: 1, step: 0, layout, algorithm, composition: { pairs: [], harnesses: {} }, ...(layout === "tree" ? { trees: rows } : { paths: rows }) } as TrainingBatch);
+          const m = await worker.client.forwardBackward({
+            formatVersion: 1,
+            step: 0,
+            layout,
+            algorithm,
+            composition: { pairs: [], harnesses: {} },
+            ...(layout === "tree" ? { trees: rows } : { paths: rows }),
+          } as TrainingBatch);
           out[layout] = { seconds: m.seconds, peak: peakMiB(worker.pid) };
-          console.log(`| ${tree.tokens.length} | ${layout} | ${rows.length} | ${m.tokensProcessed} | ${m.seconds.toFixed(1)} | ${out[layout].peak.toFixed(0)} | ${idle.toFixed(0)} |`);
+          console.log(
+            `| ${tree.tokens.length} | ${layout} | ${rows.length} | ${m.tokensProcessed} | ${m.seconds.toFixed(1)} | ${out[layout].peak.toFixed(0)} | ${idle.toFixed(0)} |`,
+          );
         } finally {
           await worker.stop();
         }
       }
       if (out.paths && out.tree) {
-        console.log(`| ${tree.tokens.length} | tree vs per-path | | | ${(out.paths.seconds / out.tree.seconds).toFixed(2)}x faster | ${(out.paths.peak / out.tree.peak).toFixed(2)}x less | |`);
+        console.log(
+          `| ${tree.tokens.length} | tree vs per-path | | | ${(out.paths.seconds / out.tree.seconds).toFixed(2)}x faster | ${(out.paths.peak / out.tree.peak).toFixed(2)}x less | |`,
+        );
       }
     }
   } finally {
@@ -187,7 +209,9 @@ try {
   await worker.stop();
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize}; ${rollouts} rollouts, ${batch("paths").paths!.length} paths; torch threads ${threads}`);
+console.log(
+  `model: ${info.parameters} parameters, vocab ${info.vocabSize}; ${rollouts} rollouts, ${batch("paths").paths!.length} paths; torch threads ${threads}`,
+);
 console.log("| layout | tokens through the model | trained tokens | seconds (median) | trained tokens/s | loss |");
 console.log("|---|---|---|---|---|---|");
 for (const layout of ["tree", "paths"] as const) {

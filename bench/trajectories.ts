@@ -32,7 +32,6 @@ interface Row {
   exportMs: number;
 }
 
-
 // Collect garbage between timed runs so one run's garbage is not billed to the next.
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
@@ -70,8 +69,14 @@ function measureAll(cases: { label: string; records: CallRecord[] }[], reps: num
   const exp = prepared.map(() => Infinity);
   for (let r = 0; r < reps; r++) {
     prepared.forEach((p, i) => {
-      build[i] = Math.min(build[i], timed(() => analyzeRollouts(p.records, DEFAULT_ALGORITHM.filters)));
-      exp[i] = Math.min(exp[i], timed(() => exportAll(p.analyses)));
+      build[i] = Math.min(
+        build[i],
+        timed(() => analyzeRollouts(p.records, DEFAULT_ALGORITHM.filters)),
+      );
+      exp[i] = Math.min(
+        exp[i],
+        timed(() => exportAll(p.analyses)),
+      );
     });
   }
   return prepared.map((p, i) => {
@@ -97,15 +102,27 @@ function syntheticSet(turns: number, rollouts: number, seed: number): CallRecord
 }
 
 function printTable(rows: Row[]): void {
-  const header = ["rollouts", "calls", "naive tok", "tree tok", "naive/trained", "naive/tree", "build ms", "build Mtok/s", "ns/naive tok", "export ms", "export Mtok/s"];
+  const header = [
+    "rollouts",
+    "calls",
+    "naive tok",
+    "tree tok",
+    "naive/trained",
+    "naive/tree",
+    "build ms",
+    "build Mtok/s",
+    "ns/naive tok",
+    "export ms",
+    "export Mtok/s",
+  ];
   const cells = rows.map((r) => [
     r.label,
     String(r.rollouts),
     String(r.calls),
     String(r.naive),
     String(r.tree),
-    (r.naive / r.trained).toFixed(1) + "x",
-    (r.naive / r.tree).toFixed(1) + "x",
+    `${(r.naive / r.trained).toFixed(1)}x`,
+    `${(r.naive / r.tree).toFixed(1)}x`,
     r.buildMs.toFixed(1),
     (r.naive / r.buildMs / 1000).toFixed(1),
     ((r.buildMs * 1e6) / r.naive).toFixed(1),

@@ -36,7 +36,11 @@ function buildWorkspace(dir: string): ResolvedCheck[] {
         break;
       case 1:
         writeFileSync(join(sub, `t${i}.csv`), ["name,amount", ...Array.from({ length: 50 }, (_, k) => `row${k},${k * i}`)].join("\n"));
-        checks.push(normalizeCheck({ csv: { path: rel(`t${i}.csv`), columns: ["name", "amount"], rowCount: 50, cells: [{ where: { name: "row7" }, column: "amount", equals: 7 * i }] } }));
+        checks.push(
+          normalizeCheck({
+            csv: { path: rel(`t${i}.csv`), columns: ["name", "amount"], rowCount: 50, cells: [{ where: { name: "row7" }, column: "amount", equals: 7 * i }] },
+          }),
+        );
         break;
       case 2:
         writeFileSync(join(sub, `c${i}.yaml`), `service: s${i}\nport: ${8000 + i}\nhosts: [a, b, c]\n`);
@@ -83,15 +87,24 @@ async function benchChecks(): Promise<void> {
       t = performance.now();
       const part = await runChecks(checks, new CheckContext(new DirectoryReader(dir)));
       checkTimes.push(performance.now() - t);
-      if (part.passed !== checks.length) throw new Error(`bench workspace: ${checks.length - part.passed} checks failed: ${part.results.find((x) => !x.pass)?.reason}`);
+      if (part.passed !== checks.length)
+        throw new Error(`bench workspace: ${checks.length - part.passed} checks failed: ${part.results.find((x) => !x.pass)?.reason}`);
     }
     const c = median(checkTimes);
     const f = median(readTimes);
     console.log(`Declarative checks on a ${FILES}-file workspace (median of ${ROUNDS} rounds)`);
     console.log("");
     console.log("  what                               time (ms)    per second");
-    console.log(`  ${checks.length} checks (json/csv/yaml/regex)   ${c.toFixed(1).padStart(9)}   ${Math.round((checks.length / c) * 1000).toString().padStart(8)} checks/s`);
-    console.log(`  plain read + parse of ${FILES} files     ${f.toFixed(1).padStart(9)}   ${Math.round((FILES / f) * 1000).toString().padStart(8)} files/s`);
+    console.log(
+      `  ${checks.length} checks (json/csv/yaml/regex)   ${c.toFixed(1).padStart(9)}   ${Math.round((checks.length / c) * 1000)
+        .toString()
+        .padStart(8)} checks/s`,
+    );
+    console.log(
+      `  plain read + parse of ${FILES} files     ${f.toFixed(1).padStart(9)}   ${Math.round((FILES / f) * 1000)
+        .toString()
+        .padStart(8)} files/s`,
+    );
     console.log("");
     console.log(`  ratio checks / plain read: ${(c / f).toFixed(2)}×   (goal: the checks well under 1 s: ${c < 1000 ? "yes" : "NO"})`);
   } finally {
@@ -101,7 +114,9 @@ async function benchChecks(): Promise<void> {
 
 async function benchShare(): Promise<void> {
   const root = resolve(import.meta.dirname, "../examples/tasks");
-  const families = readdirSync(root).filter((f) => existsSync(join(root, f, "family.yaml"))).sort();
+  const families = readdirSync(root)
+    .filter((f) => existsSync(join(root, f, "family.yaml")))
+    .sort();
   console.log("");
   console.log("Verifier share of rollout wall time (reference solution as the harness; an upper bound)");
   console.log("");
@@ -121,19 +136,28 @@ async function benchShare(): Promise<void> {
       execFileSync(process.execPath, [join(root, fam, "solution.mjs"), ws]);
       const solve = performance.now() - t;
       t = performance.now();
-      const v = await runVerifier(task.verifier, { reader: new DirectoryReader(ws), instruction: task.instruction, hiddenFiles: task.hiddenFiles, judge: judgeFromFunction(async () => answer) });
+      const v = await runVerifier(task.verifier, {
+        reader: new DirectoryReader(ws),
+        instruction: task.instruction,
+        hiddenFiles: task.hiddenFiles,
+        judge: judgeFromFunction(async () => answer),
+      });
       const verify = performance.now() - t;
       if (v.reward !== 1) throw new Error(`${fam}: reference solution scored ${v.reward}`);
       const all = setup + solve + verify;
       totalVerify += verify;
       totalAll += all;
-      console.log(`  ${fam.padEnd(18)} ${setup.toFixed(1).padStart(9)} ${solve.toFixed(1).padStart(10)} ${verify.toFixed(1).padStart(11)} ${`${((verify / all) * 100).toFixed(0)}%`.padStart(14)}`);
+      console.log(
+        `  ${fam.padEnd(18)} ${setup.toFixed(1).padStart(9)} ${solve.toFixed(1).padStart(10)} ${verify.toFixed(1).padStart(11)} ${`${((verify / all) * 100).toFixed(0)}%`.padStart(14)}`,
+      );
     } finally {
       rmSync(ws, { recursive: true, force: true });
     }
   }
   console.log("");
-  console.log(`  all families: verify ${((totalVerify / totalAll) * 100).toFixed(0)}% of setup + solve + verify; families that run commands (tests, scripts) dominate it.`);
+  console.log(
+    `  all families: verify ${((totalVerify / totalAll) * 100).toFixed(0)}% of setup + solve + verify; families that run commands (tests, scripts) dominate it.`,
+  );
 }
 
 await benchChecks();

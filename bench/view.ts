@@ -53,7 +53,26 @@ function writeBigRollout(target: number): { calls: number; tokens: number } {
     history = [...history, ...completion, ...ids(1000)];
     seq++;
   }
-  const result = { id: BIG_ID, step: 1, task: "write-word-yes-000", harness: "claude-code", pair: "write-word-yes-000@claude-code", attempt: 9, category: "productivity", status: "ok", reward: 1, passed: true, tries: 1, durationMs: 3_600_000, phases: {}, calls: seq, harnessExit: { code: 0, signal: null, timedOut: false }, verifier: null, retries: [], finishedAt: new Date().toISOString() };
+  const result = {
+    id: BIG_ID,
+    step: 1,
+    task: "write-word-yes-000",
+    harness: "claude-code",
+    pair: "write-word-yes-000@claude-code",
+    attempt: 9,
+    category: "productivity",
+    status: "ok",
+    reward: 1,
+    passed: true,
+    tries: 1,
+    durationMs: 3_600_000,
+    phases: {},
+    calls: seq,
+    harnessExit: { code: 0, signal: null, timedOut: false },
+    verifier: null,
+    retries: [],
+    finishedAt: new Date().toISOString(),
+  };
   appendFileSync(join(dir, "rollouts.jsonl"), `${JSON.stringify(result)}\n`);
   return { calls: seq, tokens };
 }
@@ -87,9 +106,14 @@ async function main() {
   const fixture = reuse ? { rollouts: readFileSync(join(dir, "rollouts.jsonl"), "utf8").trim().split("\n").slice(1) } : writeRunFixture(dir, { steps, tasks });
   const big = reuse ? { calls: 0, tokens: 0 } : writeBigRollout(BIG_MB * 1e6);
   const callsMb = statSync(join(dir, "calls.jsonl")).size / 1e6;
-  console.log(`generated ${dir} in ${ms(t0)}: ${fixture.rollouts.length + 1} rollouts, calls.jsonl ${callsMb.toFixed(0)} MB, rollouts.jsonl ${(statSync(join(dir, "rollouts.jsonl")).size / 1e6).toFixed(1)} MB; big rollout: ${big.calls} calls, ${(big.tokens / 1e6).toFixed(1)} M tokens`);
+  console.log(
+    `generated ${dir} in ${ms(t0)}: ${fixture.rollouts.length + 1} rollouts, calls.jsonl ${callsMb.toFixed(0)} MB, rollouts.jsonl ${(statSync(join(dir, "rollouts.jsonl")).size / 1e6).toFixed(1)} MB; big rollout: ${big.calls} calls, ${(big.tokens / 1e6).toFixed(1)} M tokens`,
+  );
 
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"] });
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     page.setDefaultTimeout(600_000);
@@ -148,7 +172,7 @@ async function main() {
     view = await startViewServer({ runDirs: [dir] });
     t0 = mark();
     await page.goto(`${view.url}#/rollout/${BIG_ID}`);
-    await page.waitForSelector("#rollout [data-card=\"reward\"]", { timeout: 600_000 });
+    await page.waitForSelector('#rollout [data-card="reward"]', { timeout: 600_000 });
     rows.push([`big rollout (${callsMb.toFixed(0)} MB calls.jsonl, cold): first paint (summary, verdicts, call count)`, ms(t0)]);
     await page.waitForSelector("#tokens .tok", { timeout: 600_000 });
     rows.push(["big rollout: call tree and token view painted (all its calls parsed, prefix tree built)", ms(t0)]);

@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Installs everything reins needs on a fresh Debian 12 machine (as root): Debian packages (chromium
-# drives the run viewer's browser tests; gcc builds the local sandboxes' two small C programs,
-# src/runtime/sandbox/local/native.ts),
-# npm packages, the real agent harnesses, the scale path's Python environment, the sandbox image. Idempotent: fast when done before.
+# Installs what reins needs on a fresh Debian 12 machine (as root), in two lanes:
+#   bash scripts/setup.sh        the quickstart's lane: bubblewrap and socat (local sandboxes), gcc
+#                                (their two small C programs, src/runtime/sandbox/local/native.ts),
+#                                Debian's torch and onnx (the CPU trainer), and the npm packages.
+#   bash scripts/setup.sh --all  everything the test suite uses besides: the real agent harnesses,
+#                                the scale path's and the metrics' Python environments, podman and
+#                                the sandbox image, chromium (the viewer's browser tests), the test
+#                                cluster. `npm test` runs this first.
+# Idempotent: fast when done before. Every REINS_* switch is in docs/setup.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(${REINS_APT_PACKAGES:-bubblewrap socat gcc libc6-dev openssl curl python3-torch python3-onnx libopenblas0-pthread python3-venv podman runc catatonit busybox-static chromium})
+lane=quickstart
+case "${1:-}" in
+  "") ;;
+  --all) lane=all ;;
+  *) echo "setup: unknown argument '$1'; use no argument (the quickstart's lane) or --all (everything the tests use)" >&2; exit 1 ;;
+esac
+
+QUICKSTART_APT="bubblewrap socat gcc libc6-dev python3-torch python3-onnx libopenblas0-pthread"
+ALL_APT="$QUICKSTART_APT openssl curl python3-venv podman runc catatonit busybox-static chromium"
+if [ "$lane" = all ]; then default_apt="$ALL_APT"; else default_apt="$QUICKSTART_APT"; fi
+APT_PACKAGES=(${REINS_APT_PACKAGES:-$default_apt})
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -26,6 +41,11 @@ fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
   npm ci --no-audit --no-fund >&2
+fi
+
+if [ "$lane" = quickstart ]; then
+  echo "setup: done (the quickstart's lane; \`bash scripts/setup.sh --all\` or \`npm test\` installs the rest)" >&2
+  exit 0
 fi
 
 if [ "${REINS_SKIP_REAL_HARNESSES:-0}" != "1" ] && [ -x scripts/install-harnesses.sh ]; then

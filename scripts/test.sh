@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The test command: typecheck, layering, schemas up to date, then the whole suite.
+# The test command (`npm test`, what CI runs): the set-up's --all lane (idempotent; installs what the
+# quickstart's lane left out), then typecheck, layering, lint and format, schemas up to date, and the
+# whole suite. REINS_SKIP_SETUP=1 skips the set-up step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-output
 status=0
+if [ "${REINS_SKIP_SETUP:-0}" != "1" ]; then
+  echo "== set-up (scripts/setup.sh --all)" >&2
+  bash scripts/setup.sh --all || exit 1
+fi
 echo "== typecheck" >&2
 npx tsc -p . --noEmit || status=1
 echo "== layering (.dependency-cruiser.cjs)" >&2
 npx depcruise src --config .dependency-cruiser.cjs || status=1
+echo "== lint and format (biome.jsonc)" >&2
+npx biome check --error-on-warnings || status=1
 echo "== schemas are the generated ones" >&2
 node bin/reins.js schema --out schemas --check || status=1
 echo "== tests" >&2

@@ -89,7 +89,12 @@ function leftoverFiles(root: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(root)) {
     if (!name.startsWith("reins-")) continue;
-    if (SHARED_ROOTS.has(name)) out.push(...readdirSync(join(root, name)).filter((n) => !n.startsWith(".")).map((n) => `${name}/${n}`));
+    if (SHARED_ROOTS.has(name))
+      out.push(
+        ...readdirSync(join(root, name))
+          .filter((n) => !n.startsWith("."))
+          .map((n) => `${name}/${n}`),
+      );
     else out.push(name);
   }
   return out;
@@ -123,7 +128,9 @@ export default function setup(): () => Promise<void> {
     if (problems.length > 0) {
       // vitest reports a teardown error but keeps its exit status: set it.
       process.exitCode = 1;
-      throw new Error(`The suite left things behind (removed now):\n  ${problems.join("\n  ")}\nEach test removes what it makes (test/temp.ts), and every process dies with its parent.`);
+      throw new Error(
+        `The suite left things behind (removed now):\n  ${problems.join("\n  ")}\nEach test removes what it makes (test/temp.ts), and every process dies with its parent.`,
+      );
     }
   };
 }

@@ -48,10 +48,13 @@ export function renderFailure(error: unknown, opts: FailureOptions): RenderedFai
 export function expectedFailure(error: unknown): ReinsError | undefined {
   if (isReinsError(error)) return error;
   // A full disk or quota (a write without a path: a descriptor's) is the machine's state, not a bug.
-  const full = error instanceof Error && ["ENOSPC", "EDQUOT"].includes(String((error as NodeJS.ErrnoException).code)) ? (error as NodeJS.ErrnoException) : undefined;
-  if (full) return new ReinsError("DiskFull", `Cannot ${full.path ? `write ${full.path}` : "write"}: ${describeErrno(full)}.`, CODES.DiskFull, { cause: error });
+  const full =
+    error instanceof Error && ["ENOSPC", "EDQUOT"].includes(String((error as NodeJS.ErrnoException).code)) ? (error as NodeJS.ErrnoException) : undefined;
+  if (full)
+    return new ReinsError("DiskFull", `Cannot ${full.path ? `write ${full.path}` : "write"}: ${describeErrno(full)}.`, CODES.DiskFull, { cause: error });
   const sys = systemError(error);
-  if (sys) return new ReinsError("FileSystemError", `Cannot ${verbOf(sys.syscall)} ${sys.path}: ${describeErrno(sys)}.`, CODES.FileSystemError, { cause: error });
+  if (sys)
+    return new ReinsError("FileSystemError", `Cannot ${verbOf(sys.syscall)} ${sys.path}: ${describeErrno(sys)}.`, CODES.FileSystemError, { cause: error });
   return undefined;
 }
 
@@ -109,7 +112,16 @@ function describeErrno(e: { code?: string; message: string }): string {
   return (e.code && ERRNO_WORDS[e.code]) ?? e.message;
 }
 
-const VERBS: Record<string, string> = { mkdir: "create", scandir: "list", opendir: "list", stat: "read", lstat: "read", unlink: "remove", rmdir: "remove", rm: "remove" };
+const VERBS: Record<string, string> = {
+  mkdir: "create",
+  scandir: "list",
+  opendir: "list",
+  stat: "read",
+  lstat: "read",
+  unlink: "remove",
+  rmdir: "remove",
+  rm: "remove",
+};
 
 function verbOf(syscall: string): string {
   return VERBS[syscall] ?? syscall;

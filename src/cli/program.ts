@@ -23,9 +23,25 @@ export async function runProgram(program: Command, argv: readonly string[] = pro
   process.on("uncaughtException", stop);
   process.on("unhandledRejection", stop);
   try {
+    refuseUnknownCommand(program, argv);
     await program.parseAsync([...argv]);
   } catch (err) {
     if (err instanceof CommanderError) process.exitCode = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     else process.exitCode = reportFailure(err, argv);
   }
+}
+
+/**
+ * `reins nosuch --help` is an unknown command, not a request for the program's help (commander
+ * answers a help flag before it looks at the command's name): exit 2 with the commands' names.
+ */
+function refuseUnknownCommand(program: Command, argv: readonly string[]): void {
+  const first = argv.slice(2).find((a) => !a.startsWith("-"));
+  if (first === undefined || first === "help") return;
+  const names = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+  if (names.includes(first)) return;
+  program.error(`error: unknown command '${first}'; the commands are ${names.join(", ")} (reins --help says what each does)`, {
+    exitCode: EXIT.usage,
+    code: "commander.unknownCommand",
+  });
 }

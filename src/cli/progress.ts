@@ -238,7 +238,8 @@ export class Progress {
       if (p.scored > 0) extra.push(`pass ${((p.passed / p.scored) * 100).toFixed(0)}%`);
     }
     const tail = extra.length > 0 ? ` (${extra.join(", ")})` : "";
-    if (ended) return p.total === 1 ? `${p.label}: done in ${duration(elapsed)}` : `${p.label}: ${p.done}/${p.total} ${p.unit} in ${duration(elapsed)}${pace}${tail}`;
+    if (ended)
+      return p.total === 1 ? `${p.label}: done in ${duration(elapsed)}` : `${p.label}: ${p.done}/${p.total} ${p.unit} in ${duration(elapsed)}${pace}${tail}`;
     const eta = rate === null ? "ETA –" : `ETA ${duration((p.total - p.done) / rate)}`;
     const bar = this.tty ? `${barOf(p.done, p.total)} ` : "";
     return `${p.label}: ${bar}${p.done}/${p.total} ${p.unit}${pace}, ${eta}, ${duration(elapsed)} elapsed${tail}`;

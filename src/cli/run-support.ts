@@ -41,7 +41,11 @@ export function planFor(command: "run" | "eval", paths: string[], opts: RunCliOp
   // A resumed directory holds the kind of run this command makes, or it is refused before anything runs.
   if (plan && opts.resume) checkRunKind(opts.resume, runKindOf(command, plan), plan.seeds);
   if (plan && command === "run" && plan.kind !== "Experiment") {
-    throw new ReinsError("NotAnExperiment", `${plan.name} is an Evaluation; reins run trains an Experiment.`, `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`);
+    throw new ReinsError(
+      "NotAnExperiment",
+      `${plan.name} is an Evaluation; reins run trains an Experiment.`,
+      `Run it with: reins eval ${paths.join(" ") || `--resume ${opts.resume}`}`,
+    );
   }
   return plan;
 }
@@ -73,14 +77,23 @@ function compiledPlanFor(command: "run" | "eval", paths: string[], opts: RunCliO
   const seeds = opts.seeds === undefined ? undefined : parseSeeds(opts.seeds);
   if (seeds && "error" in seeds) return usage(seeds.error);
   if (paths.length === 0) {
-    if (!opts.resume) return usage(`give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`);
-    if (seeds) return usage(`--seeds plans the specs' seeds anew; ${opts.resume} runs the seeds it was started with (give the specs too to check they are the same)`);
+    if (!opts.resume)
+      return usage(
+        `give spec files, a plan file, or --resume DIR\n  usage: reins ${command} SPECS... | reins ${command} plan.json | reins ${command} --resume DIR`,
+      );
+    if (seeds)
+      return usage(`--seeds plans the specs' seeds anew; ${opts.resume} runs the seeds it was started with (give the specs too to check they are the same)`);
     return readRunPlan(opts.resume);
   }
   const planFile = isPlanFile(paths);
   if (planFile && opts.target) return usage(`--target chooses among specs; the plan file ${paths[0]} has one target (${opts.target} was given)`);
-  if (planFile && seeds) return usage(`--seeds plans the specs' seeds; the plan file ${paths[0]} runs as it was planned (plan the seeds into it: reins plan SPECS --seeds 1,2,3 --out FILE)`);
-  const planned = planFile ? readPlanFile(paths[0]!) : planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...(seeds ? { seeds: seeds.seeds } : {}), ...projectRootOf(opts) });
+  if (planFile && seeds)
+    return usage(
+      `--seeds plans the specs' seeds; the plan file ${paths[0]} runs as it was planned (plan the seeds into it: reins plan SPECS --seeds 1,2,3 --out FILE)`,
+    );
+  const planned = planFile
+    ? readPlanFile(paths[0]!)
+    : planSpecs(paths, { ...(opts.target ? { target: opts.target } : {}), ...(seeds ? { seeds: seeds.seeds } : {}), ...projectRootOf(opts) });
   if (!planned.value) throw new DiagnosticsError(planned.diagnostics);
   if (!opts.json) reportDiagnostics(planned.diagnostics, false);
   return planned.value;

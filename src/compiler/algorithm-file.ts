@@ -25,7 +25,12 @@ export function loadAlgorithm(path: string, opts: Omit<LoadOptions, "builtins"> 
   if (found.length > 1) {
     const second = found[1]!.doc;
     diagnostics.push(
-      makeDiagnostic("AlgorithmAmbiguous", positionAt(second.source, ["metadata", "name"]), `The file has ${found.length} Algorithm documents (${found.map((e) => e.doc.name).join(", ")}); one is read.`, CODES.AlgorithmAmbiguous),
+      makeDiagnostic(
+        "AlgorithmAmbiguous",
+        positionAt(second.source, ["metadata", "name"]),
+        `The file has ${found.length} Algorithm documents (${found.map((e) => e.doc.name).join(", ")}); one is read.`,
+        CODES.AlgorithmAmbiguous,
+      ),
     );
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }

@@ -25,7 +25,7 @@ export { CALL_CLASSES, DIALECTS, DEFAULT_BAD_STEP_POLICY } from "./contract/plan
 export { CODES, type Code, type DiagnosticCode } from "./contract/codes.js";
 export { ReinsError, isReinsError, makeProblem, failWith, succeed, type Outcome, type Problem } from "./contract/problem.js";
 export { diffPlans, type PlanDiff } from "./plan/diff.js";
-export { hashPlan } from "./plan/build.js";
+export { hashPlan } from "./plan/hash.js";
 export { planForSeed, relocatedPolicy } from "./plan/seeds.js";
 export { generateJsonSchemas, serializeSchema } from "./schema/json-schema.js";
 export { NAME_PATTERN } from "./schema/common.js";
@@ -78,7 +78,12 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
   if (chosen.length > 1) {
     const second = chosen[1]!;
     diagnostics.push(
-      makeDiagnostic("AmbiguousPlanTarget", positionAt(second.source, ["metadata", "name"]), `Several Experiments/Evaluations were found (${chosen.map((t) => t.name).join(", ")}).`, "Choose one with --target NAME."),
+      makeDiagnostic(
+        "AmbiguousPlanTarget",
+        positionAt(second.source, ["metadata", "name"]),
+        `Several Experiments/Evaluations were found (${chosen.map((t) => t.name).join(", ")}).`,
+        "Choose one with --target NAME.",
+      ),
     );
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }
@@ -86,7 +91,12 @@ export function compilePlan(paths: readonly string[], opts: CompileOptions = {})
     diagnostics.push(...buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, env: settled.env }).diagnostics);
     return { value: undefined, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
   }
-  const plan = buildPlan(r.value.world, chosen[0]!, { cwd: settled.cwd, env: settled.env, sources: r.value.loaded.sources, ...(opts.seeds ? { seeds: opts.seeds } : {}) });
+  const plan = buildPlan(r.value.world, chosen[0]!, {
+    cwd: settled.cwd,
+    env: settled.env,
+    sources: r.value.loaded.sources,
+    ...(opts.seeds ? { seeds: opts.seeds } : {}),
+  });
   diagnostics.push(...plan.diagnostics);
   return { value: hasErrors(diagnostics) ? undefined : plan.value, diagnostics: sortDiagnostics(dedupe(diagnostics)) };
 }
@@ -99,8 +109,20 @@ export function compileSynthesis(paths: readonly string[], opts: CompileOptions 
   const chosen = opts.target ? all.filter((d) => d.name === opts.target) : all;
   if (chosen.length !== 1) {
     const file = paths[0] ?? ".";
-    const message = chosen.length === 0 ? (opts.target ? `No Synthesis named "${opts.target}".` : "There is no Synthesis document.") : `Several Syntheses were found (${chosen.map((d) => d.name).join(", ")}).`;
-    diagnostics.push(makeDiagnostic("NoSynthesisTarget", chosen[1] ? positionAt(chosen[1].source, ["metadata", "name"]) : { file, line: 1, column: 1 }, message, CODES.NoSynthesisTarget));
+    const message =
+      chosen.length === 0
+        ? opts.target
+          ? `No Synthesis named "${opts.target}".`
+          : "There is no Synthesis document."
+        : `Several Syntheses were found (${chosen.map((d) => d.name).join(", ")}).`;
+    diagnostics.push(
+      makeDiagnostic(
+        "NoSynthesisTarget",
+        chosen[1] ? positionAt(chosen[1].source, ["metadata", "name"]) : { file, line: 1, column: 1 },
+        message,
+        CODES.NoSynthesisTarget,
+      ),
+    );
     return { value: undefined, diagnostics: sortDiagnostics(diagnostics) };
   }
   const resolved = resolveSynthesis(chosen[0]!, r.value.world.models);
@@ -182,4 +204,11 @@ function dedupe(ds: Diagnostic[]): Diagnostic[] {
 // What kind of file a path names ("a directory", "a FIFO"), for refusals that say why.
 export { describeType } from "./source/project.js";
 // Chat templates rendered on a work budget (compile-time check and the runtime renderer share it).
-export { CHAT_TEMPLATE_LIMITS, ChatTemplateTooMuchWork, chatTemplateWorkProblem, parseChatTemplate, renderChatTemplate, type ChatTemplateLimits } from "./resolve/chat-template-render.js";
+export {
+  CHAT_TEMPLATE_LIMITS,
+  ChatTemplateTooMuchWork,
+  chatTemplateWorkProblem,
+  parseChatTemplate,
+  renderChatTemplate,
+  type ChatTemplateLimits,
+} from "./resolve/chat-template-render.js";

@@ -79,7 +79,7 @@ export function loadSpecs(paths: readonly string[], opts: LoadOptions & { cwd: s
       diagnostics.push(...typed.diagnostics);
       if (!typed.value) continue;
       documents.push(typed.value);
-      const imports: string[] = (typed.value.kind === "Experiment" || typed.value.kind === "Evaluation") ? typed.value.doc.spec.imports ?? [] : [];
+      const imports: string[] = typed.value.kind === "Experiment" || typed.value.kind === "Evaluation" ? (typed.value.doc.spec.imports ?? []) : [];
       imports.forEach((imp, i) => {
         const at = pick(positionAt(src, ["spec", "imports", i]));
         const refuse = (code: "OutsideProject" | "FileNotFound" | "FileUnreadable" | "NotRegularFile", message: string, hint: string = CODES[code]) =>
@@ -112,7 +112,15 @@ function projectOf(paths: readonly string[], opts: LoadOptions & { cwd: string }
   const at = { file: opts.projectRoot ?? paths[0] ?? ".", line: 1, column: 1 };
   const dir = opts.projectRoot !== undefined ? resolve(opts.cwd, opts.projectRoot) : commonProjectDir(paths, opts.cwd);
   if (dir === undefined) {
-    return { ok: false, diagnostic: makeDiagnostic("NoProjectRoot", at, "The spec files given share no directory but /, so there is no project to read from.", CODES.NoProjectRoot) };
+    return {
+      ok: false,
+      diagnostic: makeDiagnostic(
+        "NoProjectRoot",
+        at,
+        "The spec files given share no directory but /, so there is no project to read from.",
+        CODES.NoProjectRoot,
+      ),
+    };
   }
   const root = projectRootAt(dir);
   if (!root.ok) return { ok: false, diagnostic: makeDiagnostic("NoProjectRoot", at, `The project root ${root.why}.`, CODES.NoProjectRoot) };

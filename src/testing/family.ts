@@ -162,7 +162,8 @@ export function familyChecks(location: FamilyLocation, opts: FamilyCheckOptions 
         assert.match(schema, /schemas\/v1alpha1\/any\.schema\.json$/, `the modeline of ${file} names another schema`);
         assert.ok(schema.includes("://") || existsSync(schema), `the modeline of ${file} points at ${schema}, which does not exist`);
         assert.ok(tasks.length >= min, `${file} expands into ${tasks.length} task(s); at least ${min} expected`);
-        if (opts.maxTasks !== undefined) assert.ok(tasks.length <= opts.maxTasks, `${file} expands into ${tasks.length} tasks; at most ${opts.maxTasks} expected`);
+        if (opts.maxTasks !== undefined)
+          assert.ok(tasks.length <= opts.maxTasks, `${file} expands into ${tasks.length} tasks; at most ${opts.maxTasks} expected`);
       },
     },
     ...tasks.map((task) => ({
@@ -186,7 +187,10 @@ export function familyChecks(location: FamilyLocation, opts: FamilyCheckOptions 
             assert.equal(r.status, "ok", why);
             assert.ok(r.reward !== null && r.reward < 1, `the mistake scores 1.0: ${why}`);
             assert.equal(r.passed, false, why);
-            const reasons = [...(r.parts.checks?.results ?? []).filter((c) => !c.pass), ...(r.parts.script && r.parts.script.score < 1 ? [r.parts.script] : [])];
+            const reasons = [
+              ...(r.parts.checks?.results ?? []).filter((c) => !c.pass),
+              ...(r.parts.script && r.parts.script.score < 1 ? [r.parts.script] : []),
+            ];
             assert.ok(reasons.length > 0, `no check or script says why: ${why}`);
           }
         }

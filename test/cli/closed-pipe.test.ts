@@ -2,10 +2,10 @@
  * A reader that stops early (`reins render … | head -c 100`) closes reins's stdout mid-write: reins
  * stops quietly with exit 0, never "internal error (a bug): write EPIPE" and exit 70.
  */
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { spawnReins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const REINS = resolve(import.meta.dirname, "../..");
@@ -28,10 +28,10 @@ function bigFamily(): string {
       "    instruction: Write the number {{n}} into answer.txt, and nothing else, then stop.",
       "    workspace:",
       "      files:",
-      "        - {path: README.md, content: \"Task {{n}}: write the number into answer.txt.\"}",
+      '        - {path: README.md, content: "Task {{n}}: write the number into answer.txt."}',
       "    verifier:",
       "      checks:",
-      "        - fileEquals: {path: answer.txt, content: \"number {{n}}\"}",
+      '        - fileEquals: {path: answer.txt, content: "number {{n}}"}',
       "",
     ].join("\n"),
   );
@@ -40,11 +40,11 @@ function bigFamily(): string {
 
 function renderIntoClosedPipe(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ["bin/reins.js", ...args], { cwd: REINS, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawnReins(args, { cwd: REINS, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
     // The first chunk arrives, then the reader goes away while reins still has most of it to write.
-    child.stdout.once("data", () => child.stdout.destroy());
+    child.stdout!.once("data", () => child.stdout!.destroy());
     child.on("error", fail);
     child.on("close", (code) => done({ code, stderr }));
   });
@@ -54,9 +54,13 @@ describe("a closed stdout", () => {
   it.each([
     ["render", ["render"]],
     ["render --json", ["render", "--json"]],
-  ])("%s stops quietly when the reader goes away", async (_name, args) => {
-    const r = await renderIntoClosedPipe([...args, bigFamily()]);
-    expect(r.stderr).not.toMatch(/internal error|EPIPE/);
-    expect(r.code).toBe(0);
-  }, 60_000);
+  ])(
+    "%s stops quietly when the reader goes away",
+    async (_name, args) => {
+      const r = await renderIntoClosedPipe([...args, bigFamily()]);
+      expect(r.stderr).not.toMatch(/internal error|EPIPE/);
+      expect(r.code).toBe(0);
+    },
+    60_000,
+  );
 });

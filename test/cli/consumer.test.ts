@@ -43,10 +43,20 @@ async function sh(cwd: string, cmd: string, args: string[]): Promise<{ code: num
 function consumerLockfile(tarball: string): object {
   const lock = JSON.parse(readFileSync(join(REINS, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
   const pkg = JSON.parse(readFileSync(join(REINS, "package.json"), "utf8"));
-  const integrity = `sha512-${createHash("sha512").update(readFileSync(join(project, tarball))).digest("base64")}`;
+  const integrity = `sha512-${createHash("sha512")
+    .update(readFileSync(join(project, tarball)))
+    .digest("base64")}`;
   const packages: Record<string, unknown> = {
     "": { name: "my-tasks", dependencies: { reins: `file:${tarball}` } },
-    "node_modules/reins": { version: pkg.version, resolved: `file:${tarball}`, integrity, license: pkg.license, dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines },
+    "node_modules/reins": {
+      version: pkg.version,
+      resolved: `file:${tarball}`,
+      integrity,
+      license: pkg.license,
+      dependencies: pkg.dependencies,
+      bin: pkg.bin,
+      engines: pkg.engines,
+    },
   };
   for (const [path, entry] of Object.entries(lock.packages)) if (path !== "" && !entry.dev && !entry.devOptional) packages[path] = entry;
   return { name: "my-tasks", lockfileVersion: 3, requires: true, packages };
@@ -76,7 +86,15 @@ describe("reins installed into another project", () => {
   it("ships what it runs from, and not its tests", async () => {
     const listed = await sh(project, "tar", ["-tzf", tarball]);
     const files = listed.stdout.split("\n").filter(Boolean);
-    for (const f of ["package/bin/reins.js", "package/src/cli/main.ts", "package/src/testing/entry.mjs", "package/schemas/v1alpha1/any.schema.json", "package/specs/harnesses/reins-agent.yaml", "package/trainers/torch/worker.py", "package/examples/tasks/evaluation.yaml"]) {
+    for (const f of [
+      "package/bin/reins.js",
+      "package/src/cli/main.ts",
+      "package/src/testing/entry.mjs",
+      "package/schemas/v1alpha1/any.schema.json",
+      "package/specs/harnesses/reins-agent.yaml",
+      "package/trainers/torch/worker.py",
+      "package/examples/tasks/evaluation.yaml",
+    ]) {
       expect(files).toContain(f);
     }
     expect(files.filter((f) => f.startsWith("package/test/") || f.startsWith("package/bench/") || f.includes("node_modules"))).toEqual([]);
@@ -125,7 +143,8 @@ describe("reins installed into another project", () => {
   });
 
   it("the library entry points load: reins and reins/testing", async () => {
-    const script = 'const r = await import("reins"); const t = await import("reins/testing"); console.log(typeof r.compiler.compilePlan, typeof r.runtime.runEvaluation, typeof t.describeFamily, typeof t.familyChecks);';
+    const script =
+      'const r = await import("reins"); const t = await import("reins/testing"); console.log(typeof r.compiler.compilePlan, typeof r.runtime.runEvaluation, typeof t.describeFamily, typeof t.familyChecks);';
     const r = await sh(project, process.execPath, ["--input-type=module", "-e", script]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("function function function function");

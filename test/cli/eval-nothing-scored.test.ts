@@ -4,10 +4,10 @@
  * or CI step that runs it cannot mistake a broken setup for a score of 0. One rollout scored is enough
  * for exit 0 (a low score is a result, not a failure).
  */
-import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 function evaluation(verifier: string): string {
@@ -41,12 +41,7 @@ function evalOf(verifier: string) {
   const dir = tempDir("reins-unscored-");
   const file = join(dir, "eval.yaml");
   writeFileSync(file, evaluation(verifier));
-  const r = spawnSync(process.execPath, ["bin/reins.js", "eval", file, "--out", join(dir, "run"), "--json", "--quiet"], {
-    encoding: "utf8",
-    timeout: 180_000,
-    env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" },
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return reins(["eval", file, "--out", join(dir, "run"), "--json", "--quiet"], { timeout: 180_000, env: { REINS_DEBUG: "" } });
 }
 
 describe("reins eval when no rollout got a reward", () => {

@@ -64,7 +64,10 @@ describe("an expected failure", () => {
       [new LoopError("EngineReloadFailed", "The engine could not load the new weights v3.", "Fix the cause first."), "EngineReloadFailed"],
       [new TokenizerLoadError("tokenizer file models/t.json does not exist", "TokenizerNotFound"), "TokenizerNotFound"],
       [new ChatTemplateError("the chat template does not parse", "ChatTemplateInvalid"), "ChatTemplateInvalid"],
-      [new ModelLoadError("StopTokenUnknown", 'stop token "<|end|>" is not in the vocabulary', "List stop tokens as the tokenizer spells them."), "StopTokenUnknown"],
+      [
+        new ModelLoadError("StopTokenUnknown", 'stop token "<|end|>" is not in the vocabulary', "List stop tokens as the tokenizer spells them."),
+        "StopTokenUnknown",
+      ],
     ];
     for (const [err, code] of errors) {
       expect(err).toBeInstanceOf(ReinsError);
@@ -81,7 +84,9 @@ describe("an expected failure", () => {
     expect(JSON.parse(out.stdout)).toEqual({
       ok: false,
       problems: [{ code: "PlanChanged", message: "The specs changed since the run started.", hint: CODES.PlanChanged }],
-      diagnostics: [{ code: "PlanChanged", severity: "error", message: "The specs changed since the run started.", hint: CODES.PlanChanged, file: "", line: 0, column: 0 }],
+      diagnostics: [
+        { code: "PlanChanged", severity: "error", message: "The specs changed since the run started.", hint: CODES.PlanChanged, file: "", line: 0, column: 0 },
+      ],
     });
   });
 
@@ -94,14 +99,21 @@ describe("an expected failure", () => {
   });
 
   it("of the operating system on a named file is FileSystemError, not a bug", () => {
-    const err = Object.assign(new Error("EACCES: permission denied, open '/data/runs/x/events.jsonl'"), { code: "EACCES", syscall: "open", path: "/data/runs/x/events.jsonl" });
+    const err = Object.assign(new Error("EACCES: permission denied, open '/data/runs/x/events.jsonl'"), {
+      code: "EACCES",
+      syscall: "open",
+      path: "/data/runs/x/events.jsonl",
+    });
     const out = renderFailure(err, plain);
     expect(out.exitCode).toBe(1);
     expect(out.stderr).toContain("error[FileSystemError]: Cannot open /data/runs/x/events.jsonl: permission denied.");
   });
 
   it("of a full disk or quota is DiskFull with its hint, also from a write that names no file (a descriptor's), not a bug", () => {
-    for (const [code, words] of [["ENOSPC", "no space left on the device"], ["EDQUOT", "disk quota exceeded"]] as const) {
+    for (const [code, words] of [
+      ["ENOSPC", "no space left on the device"],
+      ["EDQUOT", "disk quota exceeded"],
+    ] as const) {
       const err = Object.assign(new Error(`${code}: ${words}, write`), { code, syscall: "write" });
       err.stack = `Error: ${err.message}\n    at writeSync (node:fs:939:3)`;
       const out = renderFailure(err, plain);

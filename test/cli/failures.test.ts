@@ -3,23 +3,19 @@
  * and a hint — never a stack trace — and the exit code is 1; with --json, stdout is
  * `{ok: false, problems, diagnostics}`.
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCode } from "../../src/compiler/contract/codes.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
+import { scriptedModelYaml } from "../specs.js";
 
 const STACK_LINE = /^\s+at .+/m;
 const SPEC = "test/fixtures/valid/contract.yaml";
 
 function reins(args: string[]) {
-  const r = spawnSync(process.execPath, ["bin/reins.js", ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" },
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { timeout: 60_000, env: { REINS_DEBUG: "" } });
 }
 
 /** Runs the command as a person would, then with --json, and checks both. */
@@ -70,10 +66,7 @@ beforeAll(() => {
   writeFileSync(at("random.bin"), Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) % 251)));
   writeFileSync(at("random.bin.json"), readFileSync(at("random.bin")));
   mkdirSync(at("a-directory"));
-  writeFileSync(
-    at("model.yaml"),
-    ["apiVersion: reins/v1alpha1", "kind: Model", "metadata:", "  name: tiny", "spec:", "  tokenizer: {type: qwen3}", "  engine:", "    type: scripted", "    script:", "      - text: hello there", ""].join("\n"),
-  );
+  writeFileSync(at("model.yaml"), scriptedModelYaml({ texts: ["hello there"] }));
 }, 60_000);
 
 type Case = [what: string, args: () => string[], code: string];
@@ -99,7 +92,11 @@ cases("a run directory whose plan.json is damaged", [
 
 cases("a resumed run whose records are damaged", [
   ["a null line in rollouts.jsonl: RunCorrupt", () => ["eval", "--resume", runWith("null-rollout", { "rollouts.jsonl": "null\n" })], "RunCorrupt"],
-  ["a line that is not an object in calls.jsonl: RunCorrupt", () => ["eval", "--resume", runWith("number-call", { "rollouts.jsonl": "", "calls.jsonl": '{"rollout": "r1"}\n42\n' })], "RunCorrupt"],
+  [
+    "a line that is not an object in calls.jsonl: RunCorrupt",
+    () => ["eval", "--resume", runWith("number-call", { "rollouts.jsonl": "", "calls.jsonl": '{"rollout": "r1"}\n42\n' })],
+    "RunCorrupt",
+  ],
 ]);
 
 cases("input files that are missing or not what they should be", [

@@ -28,7 +28,7 @@ describe("progress on stderr", () => {
     expect(lines.length).toBeLessThanOrEqual(100 / 5 + 2);
     expect(lines.length).toBeGreaterThanOrEqual(100 / 5);
     expect(lines[0]).toBe("[   0s] step 1/3 rollouts: 1/1000 rollouts, 10.0 rollouts/s, ETA 1m40s, 0.1s elapsed (pass 100%)");
-    expect(lines[1]).toMatch(/^\[   5s\] step 1\/3 rollouts: 51\/1000 rollouts, 10\.0 rollouts\/s, ETA 1m35s, 5\.1s elapsed \(pass \d+%\)$/);
+    expect(lines[1]).toMatch(/^\[ {3}5s\] step 1\/3 rollouts: 51\/1000 rollouts, 10\.0 rollouts\/s, ETA 1m35s, 5\.1s elapsed \(pass \d+%\)$/);
     expect(lines.at(-1)).toBe("[ 100s] step 1/3 rollouts: 1000/1000 rollouts in 1m40s, 10.0 rollouts/s (pass 25%)");
     expect(text()).not.toContain("\r");
   });
@@ -69,7 +69,11 @@ describe("progress on stderr", () => {
     progress.onEvent({ type: "progress", phase: "sft", label: "SFT", unit: "steps", total: 4, done: 1 });
     expect(written.at(-1)).toBe("\r\x1b[2K[   1s] SFT: █████░░░░░░░░░░░░░░░ 1/4 steps, 2.0 steps/s, ETA 1.5s, 0.5s elapsed");
     progress.say("SFT step 1/4: loss 6.1");
-    expect(written.slice(-3)).toEqual(["\r\x1b[2K", "[   1s] SFT step 1/4: loss 6.1\n", "\r\x1b[2K[   1s] SFT: █████░░░░░░░░░░░░░░░ 1/4 steps, 2.0 steps/s, ETA 1.5s, 0.5s elapsed"]);
+    expect(written.slice(-3)).toEqual([
+      "\r\x1b[2K",
+      "[   1s] SFT step 1/4: loss 6.1\n",
+      "\r\x1b[2K[   1s] SFT: █████░░░░░░░░░░░░░░░ 1/4 steps, 2.0 steps/s, ETA 1.5s, 0.5s elapsed",
+    ]);
     tick(1500);
     progress.onEvent({ type: "progress", phase: "sft", label: "SFT", unit: "steps", total: 4, done: 4 });
     expect(text().endsWith("\r\x1b[2K[   2s] SFT: 4/4 steps in 2.0s, 2.0 steps/s\n")).toBe(true);
@@ -82,7 +86,9 @@ describe("progress on stderr", () => {
       log.tick(1000);
       log.progress.tick();
     }
-    expect(log.text()).toBe("[   5s] step 1/2 training: 0/1 mini-batches, ETA –, 5.0s elapsed\n[  10s] step 1/2 training: 0/1 mini-batches, ETA –, 10s elapsed\n");
+    expect(log.text()).toBe(
+      "[   5s] step 1/2 training: 0/1 mini-batches, ETA –, 5.0s elapsed\n[  10s] step 1/2 training: 0/1 mini-batches, ETA –, 10s elapsed\n",
+    );
     const term = harness(true);
     term.progress.onEvent({ type: "progress", phase: "training", label: "step 1/2 training", unit: "mini-batches", total: 1, done: 0 });
     term.tick(3000);

@@ -3,19 +3,17 @@
  * exactly that file's rollouts; an edited plan file is refused; `--resume` runs only the plan the
  * run started with.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { reins as launch } from "../reins-cli.js";
 
-const BIN = resolve(import.meta.dirname, "../../bin/reins.js");
 const dir = mkdtempSync(join(tmpdir(), "reins-reviewed-plan-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function reins(...args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: dir, encoding: "utf8", timeout: 120_000, env: { ...process.env, NO_COLOR: "1" } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { cwd: dir, timeout: 120_000 });
 }
 
 function specs(attempts: number): string {

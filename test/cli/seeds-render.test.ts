@@ -27,7 +27,9 @@ describe("renderSeeds", () => {
     const text = renderSeeds(plan, summarizeSeeds([run(1, 0.25, 0.5), run(2, 0.25, 0.3), run(3, 0.2, 0.6)], { runDir: "runs/q", planHash: "h" }));
     const lines = text.trimEnd().split("\n");
     expect(lines[0]).toBe("quickstart: 3 seeds");
-    expect(lines[1]).toBe("  seed 1: held-out 25.0% → 50.0% (+25.0 points, +3.0 standard errors; 64 rollouts each), 10 training steps in 301 s — runs/q/seed-1");
+    expect(lines[1]).toBe(
+      "  seed 1: held-out 25.0% → 50.0% (+25.0 points, +3.0 standard errors; 64 rollouts each), 10 training steps in 301 s — runs/q/seed-1",
+    );
     expect(lines[4]).toBe("held-out gain over 3 seeds: +23.3 points (sd 17.6, 95% CI [-20.3, +67.0]); 2 of 3 seeds above 3 standard errors");
     expect(lines[5]).toBe("run directory: runs/q");
   });

@@ -82,7 +82,9 @@ describe("loadAlgorithm", () => {
   it("names a file without exactly one Algorithm, and bad YAML, as such; relative paths come from the caller's cwd", () => {
     const none = write("apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t}\nspec: {instruction: x, verifier: {checks: [{fileExists: a}]}}\n");
     expect(codes(loadAlgorithm("algo.yaml", { cwd: none.dir, env: {} }).diagnostics)).toEqual([["AlgorithmNotFound", 1]]);
-    const two = write("apiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: a}\nspec: {type: GRPO}\n---\napiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: b}\nspec: {type: PPO}\n");
+    const two = write(
+      "apiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: a}\nspec: {type: GRPO}\n---\napiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: b}\nspec: {type: PPO}\n",
+    );
     expect(codes(loadAlgorithm(two.file, { env: {} }).diagnostics)).toEqual([["AlgorithmAmbiguous", 8]]);
     const syntax = write("kind: [\n");
     expect(codes(loadAlgorithm(syntax.file, { env: {} }).diagnostics)[0]?.[0]).toBe("YamlSyntax");
@@ -124,13 +126,17 @@ spec: {instruction: x, verifier: {checks: [{fileExists: a}]}}
     b.call(h, b.tokens(10), { error: { kind: "engine", message: "500" } });
     const next = [...h, ...b.call(h, b.tokens(12)), ...b.tokens(20)];
     b.call(next, b.tokens(4));
-    const calls = write(b.records.map((r) => JSON.stringify(r)).join("\n") + "\n", "calls.jsonl");
+    const calls = write(`${b.records.map((r) => JSON.stringify(r)).join("\n")}\n`, "calls.jsonl");
     const keep = write("apiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: keep}\nspec:\n  type: GRPO\n  filters: {dropDeadLeaves: false}\n");
     const bad = write("apiVersion: reins/v1alpha1\nkind: Algorithm\nmetadata: {name: bad}\nspec:\n  type: GRPO\n  filters: {dropDeadLeaf: false}\n");
     const run = async (algorithm?: string) => {
       let stdout = "";
       let stderr = "";
-      const code = await runTrajectories(calls.file, { json: true, ...(algorithm ? { algorithm } : {}) }, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } });
+      const code = await runTrajectories(
+        calls.file,
+        { json: true, ...(algorithm ? { algorithm } : {}) },
+        { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } },
+      );
       return { code, out: stdout ? JSON.parse(stdout) : undefined, stderr };
     };
     const byDefault = await run();

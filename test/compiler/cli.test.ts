@@ -1,17 +1,12 @@
 /** The CLI as a user meets it: exit codes, JSON on stdout, diagnostics on stderr, no stack traces. */
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 function reins(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ["bin/reins.js", ...args], {
-    encoding: "utf8",
-    timeout: 30_000,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-  });
-  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { timeout: 30_000, env });
 }
 
 describe("reins CLI", () => {

@@ -30,7 +30,13 @@ describe("matrix expansion (GitHub Actions semantics)", () => {
     const { cells } = expandMatrix({
       fruit: ["apple", "pear"],
       animal: ["cat", "dog"],
-      include: [{ color: "green" }, { color: "pink", animal: "cat" }, { fruit: "apple", shape: "circle" }, { fruit: "banana" }, { fruit: "banana", animal: "cat" }],
+      include: [
+        { color: "green" },
+        { color: "pink", animal: "cat" },
+        { fruit: "apple", shape: "circle" },
+        { fruit: "banana" },
+        { fruit: "banana", animal: "cat" },
+      ],
     });
     // The example from the GitHub Actions documentation.
     expect(cells).toEqual([
@@ -74,19 +80,25 @@ describe("matrix include/exclude keys", () => {
     expect(tasks).toEqual([]);
     expect(diagnostics.map((d) => [d.code, d.line, d.column])).toEqual([["UnknownMatrixKey", 11, 20]]);
     expect(diagnostics[0]!.message).toContain('Did you mean "tone"?');
-    const fixed = tasksOf(family(`  parameters:\n    - {name: who}\n    - {name: tone, default: plain}\n  matrix:\n    who: [ada, bob]\n    include:\n      - {who: ada, tone: warm}\n  template:\n    instruction: "{{tone}} {{who}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`));
+    const fixed = tasksOf(
+      family(
+        `  parameters:\n    - {name: who}\n    - {name: tone, default: plain}\n  matrix:\n    who: [ada, bob]\n    include:\n      - {who: ada, tone: warm}\n  template:\n    instruction: "{{tone}} {{who}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+      ),
+    );
     expect(fixed.tasks.map((t) => t.instruction).sort()).toEqual(["plain bob", "warm ada"]);
   });
 
   it("an exclude entry that matches no cell is a warning", () => {
-    const { tasks, diagnostics } = tasksOf(family(`  matrix:
+    const { tasks, diagnostics } = tasksOf(
+      family(`  matrix:
     who: [ada, bob]
     exclude:
       - {who: cy}
   template:
     instruction: "{{who}}"
     verifier: {checks: [{fileExists: f.txt}]}
-`));
+`),
+    );
     expect(tasks.length).toBe(2);
     expect(diagnostics.map((d) => [d.code, d.severity, d.line])).toEqual([["MatrixEntryUnused", "warning", 8]]);
     expect(expandMatrix({ who: ["ada", "bob"], exclude: [{ who: "ada" }, { who: "cy" }] }).unusedExcludes).toEqual([1]);
@@ -113,7 +125,8 @@ describe("TaskFamily expansion", () => {
   });
 
   it("is deterministic, and seeded generation depends on the seed", () => {
-    const spec = (seed: number) => `  generate:\n    count: 5\n    seed: ${seed}\n    values:\n      - {name: n, int: {min: 1, max: 1000}}\n      - {name: who, pick: [ada, bob, cy]}\n      - {name: label, template: "{{who}}-{{n}}"}\n  template:\n    instruction: "Count to {{n}} for {{label}}"\n    verifier: {checks: [{fileExists: out.txt}]}\n`;
+    const spec = (seed: number) =>
+      `  generate:\n    count: 5\n    seed: ${seed}\n    values:\n      - {name: n, int: {min: 1, max: 1000}}\n      - {name: who, pick: [ada, bob, cy]}\n      - {name: label, template: "{{who}}-{{n}}"}\n  template:\n    instruction: "Count to {{n}} for {{label}}"\n    verifier: {checks: [{fileExists: out.txt}]}\n`;
     const a = tasksOf(family(spec(1))).tasks.map((t) => `${t.name}|${t.instruction}`);
     const b = tasksOf(family(spec(1))).tasks.map((t) => `${t.name}|${t.instruction}`);
     const c = tasksOf(family(spec(2))).tasks.map((t) => `${t.name}|${t.instruction}`);
@@ -124,7 +137,9 @@ describe("TaskFamily expansion", () => {
   });
 
   it("never renders parameter values again (no template injection)", () => {
-    const file = family(`  matrix:\n    evil: ["{{constructor.constructor}}", "{{#each this}}x{{/each}}", "{{lookup this 'a'}}"]\n  template:\n    instruction: "Do {{evil}}"\n    workspace: {files: [{path: "f.txt", content: "{{evil}}"}]}\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const file = family(
+      `  matrix:\n    evil: ["{{constructor.constructor}}", "{{#each this}}x{{/each}}", "{{lookup this 'a'}}"]\n  template:\n    instruction: "Do {{evil}}"\n    workspace: {files: [{path: "f.txt", content: "{{evil}}"}]}\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+    );
     const { tasks, diagnostics } = tasksOf(file);
     expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(tasks.map((t) => t.instruction).sort()).toEqual(["Do {{#each this}}x{{/each}}", "Do {{constructor.constructor}}", "Do {{lookup this 'a'}}"]);
@@ -132,7 +147,9 @@ describe("TaskFamily expansion", () => {
   });
 
   it("blocks prototype access from templates", () => {
-    const file = family(`  matrix:\n    who: [ada]\n  template:\n    instruction: "{{who.constructor.name}} {{__proto__}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const file = family(
+      `  matrix:\n    who: [ada]\n  template:\n    instruction: "{{who.constructor.name}} {{__proto__}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+    );
     const { tasks, diagnostics } = tasksOf(file);
     // Either refused with a template diagnostic, or rendered without reaching Object internals.
     if (tasks.length > 0) expect(tasks[0]!.instruction).not.toContain("String");
@@ -140,7 +157,9 @@ describe("TaskFamily expansion", () => {
   });
 
   it("checks parameter types and names the matrix cell in the diagnostic", () => {
-    const file = family(`  parameters:\n    - {name: n, type: integer}\n  matrix:\n    n: [1, two]\n  template:\n    instruction: "{{n}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const file = family(
+      `  parameters:\n    - {name: n, type: integer}\n  matrix:\n    n: [1, two]\n  template:\n    instruction: "{{n}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+    );
     const { diagnostics } = tasksOf(file);
     const d = diagnostics.find((x) => x.code === "InvalidParameter");
     expect(d?.message).toContain('"n"');
@@ -148,7 +167,9 @@ describe("TaskFamily expansion", () => {
   });
 
   it("reports a rendered task that fails validation at the template position, with the cell", () => {
-    const file = family(`  matrix:\n    t: ["60", "soon"]\n  template:\n    instruction: "x"\n    workspace: {files: [{path: "{{t}}.txt", content: "x"}, {path: "soon.txt", content: "y"}]}\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const file = family(
+      `  matrix:\n    t: ["60", "soon"]\n  template:\n    instruction: "x"\n    workspace: {files: [{path: "{{t}}.txt", content: "x"}, {path: "soon.txt", content: "y"}]}\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+    );
     const { diagnostics, tasks } = tasksOf(file);
     expect(tasks.length).toBe(1);
     const d = diagnostics.find((x) => x.code === "DuplicateWorkspacePath");
@@ -168,7 +189,9 @@ describe("TaskFamily expansion", () => {
 
 describe("typed parameters in templates", () => {
   it("a string that is exactly one parameter keeps the parameter's type", () => {
-    const file = family(`  matrix:\n    t: [30, 60]\n  template:\n    instruction: "Finish in {{t}} seconds"\n    timeoutSeconds: "{{t}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`);
+    const file = family(
+      `  matrix:\n    t: [30, 60]\n  template:\n    instruction: "Finish in {{t}} seconds"\n    timeoutSeconds: "{{t}}"\n    verifier: {checks: [{fileExists: f.txt}]}\n`,
+    );
     const { tasks, diagnostics } = tasksOf(file);
     expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(tasks.map((t) => t.timeoutSeconds).sort()).toEqual([30, 60]);

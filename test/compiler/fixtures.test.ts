@@ -53,7 +53,10 @@ describe("valid fixtures", () => {
   it("the shipped library and the examples validate", () => {
     for (const dir of ["specs", "examples"]) {
       const r = validateSpecs([dir], { env: {} });
-      expect(r.diagnostics.filter((d) => d.severity === "error"), dir).toEqual([]);
+      expect(
+        r.diagnostics.filter((d) => d.severity === "error"),
+        dir,
+      ).toEqual([]);
     }
   });
 });

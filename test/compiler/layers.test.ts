@@ -56,7 +56,8 @@ describe("compiler boundaries", () => {
     for (const file of [...sources("src"), ...sources("bench")]) {
       if (file.endsWith(join("contract", "vocabulary.ts"))) continue;
       const text = readFileSync(file, "utf8");
-      if (/["']main["']\s*,\s*["']subagent["']\s*,\s*["']compaction["']|["']compaction["']\s*,\s*["']subagent["']\s*,\s*["']title["']/.test(text)) spelled.push(`${file}: call classes`);
+      if (/["']main["']\s*,\s*["']subagent["']\s*,\s*["']compaction["']|["']compaction["']\s*,\s*["']subagent["']\s*,\s*["']title["']/.test(text))
+        spelled.push(`${file}: call classes`);
       if (/["']anthropic-messages["']\s*,\s*["']openai-chat["']/.test(text)) spelled.push(`${file}: dialects`);
     }
     expect(spelled).toEqual([]);

@@ -107,4 +107,3 @@ describe("paths in the plan", () => {
     expect(r.value!.key).toBe("k");
   });
 });
-

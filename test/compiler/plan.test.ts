@@ -171,7 +171,7 @@ ${tasks(["a", "b", "c", "d", "e", "f"], "{set: mix}")}${tasks(["held"], "{}")}`)
 
   it("gives every harness its share of the run's groups: never a whole group ahead, under two behind", () => {
     let random = 7;
-    const next = () => ((random = (random * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const next = () => (random = (random * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let trial = 0; trial < 300; trial++) {
       const weights = Array.from({ length: 1 + Math.floor(next() * 6) }, () => 0.05 + next() * 5);
       const perStep = 1 + Math.floor(next() * 7);

@@ -43,12 +43,20 @@ describe("warm pools and admission of kubernetes sandboxes", () => {
     const r = compile("    provider: kubernetes\n    warmPool: 4\n    kubernetes: {useSandboxClaims: true, createsPerSecond: 2.5}\n");
     expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(r.value!.sandbox.kubernetes).toMatchObject({ useSandboxClaims: true, maxStarting: 128, startTimeoutSeconds: 300, createsPerSecond: 2.5 });
-    expect(providerOptionsFor(r.value!.sandbox).kubernetes).toMatchObject({ useSandboxClaims: true, warmPool: 4, maxStarting: 128, readyTimeoutMs: 300_000, createsPerSecond: 2.5 });
+    expect(providerOptionsFor(r.value!.sandbox).kubernetes).toMatchObject({
+      useSandboxClaims: true,
+      warmPool: 4,
+      maxStarting: 128,
+      readyTimeoutMs: 300_000,
+      createsPerSecond: 2.5,
+    });
   });
 
   it("are not part of the plan hash", () => {
     const base = compile("    provider: kubernetes\n    kubernetes: {useSandboxClaims: true}\n").value!;
-    const paced = compile("    provider: kubernetes\n    kubernetes: {useSandboxClaims: true, maxStarting: 8, createsPerSecond: 5, createBurst: 10, startTimeoutSeconds: 60}\n").value!;
+    const paced = compile(
+      "    provider: kubernetes\n    kubernetes: {useSandboxClaims: true, maxStarting: 8, createsPerSecond: 5, createBurst: 10, startTimeoutSeconds: 60}\n",
+    ).value!;
     expect(paced.hash).toBe(base.hash);
     const warm = compile("    provider: kubernetes\n    warmPool: 2\n    kubernetes: {useSandboxClaims: true}\n").value!;
     expect(warm.hash).not.toBe(base.hash);

@@ -3,12 +3,12 @@
  * env an Evaluation adds to a harness) is never substituted by the compiler, so plan.json and the run
  * directory hold the reference; the runtime reads the value when it launches the harness.
  */
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const KEY = "sk-live-7f3a9c2e51d84b06";
@@ -94,9 +94,9 @@ describe("secrets in harness env and homeFiles", () => {
     const dir = tempDir("reins-secrets-");
     const file = specs(dir);
     const out = join(dir, "run");
-    const env = { ...process.env, NO_COLOR: "1", MY_API_KEY: KEY, DB_PASS: PASS, REINS_TEST_WHO: "ada" };
-    const r = spawnSync(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 120_000, env });
-    expect(r.status, r.stderr).toBe(0);
+    const env = { MY_API_KEY: KEY, DB_PASS: PASS, REINS_TEST_WHO: "ada" };
+    const r = reins(["eval", file, "--out", out, "--json", "--quiet"], { timeout: 120_000, env });
+    expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary.infraFailures).toBe(0);
     expect(summary.meanReward).toBe(1);
@@ -112,9 +112,8 @@ describe("secrets in harness env and homeFiles", () => {
 
     // The same plan without a variable in reins's environment stops before any rollout (the
     // ReinsError's code, HarnessVariableUnset, is checked in test/harness/launch-secrets.test.ts).
-    const { DB_PASS: _unset, ...without } = env;
-    const missing = spawnSync(process.execPath, ["bin/reins.js", "eval", file, "--out", join(dir, "run2"), "--quiet"], { encoding: "utf8", timeout: 60_000, env: without });
-    expect(missing.status).not.toBe(0);
+    const missing = reins(["eval", file, "--out", join(dir, "run2"), "--quiet"], { timeout: 60_000, env: { ...env, DB_PASS: undefined } });
+    expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain("needs ${DB_PASS} from reins's environment");
     const events = join(dir, "run2", "events.jsonl");
     expect(existsSync(events) ? readFileSync(events, "utf8") : "").not.toContain("rollout-started");

@@ -19,8 +19,9 @@ function compiled(file: string, seeds?: number[]): Plan {
 function spec(seedLine: string, engineSeed: number): string {
   const dir = tempDir("reins-seeds-plan-");
   const file = experiment(dir);
-  editSpec(file, [[/\n  seed: \d+\n?/, `\n  ${seedLine}\n`]]);
-  editSpec(join(dir, "spec", "model.yaml"), [[/    seed: \d+/, `    seed: ${engineSeed}`]]);
+  editSpec(file, [[/\n {2}seed: \d+\n?/, `\n  ${seedLine}\n`]]);
+  // The shipped Model leaves the engine's seed to the Experiment; these tests give it one of its own.
+  editSpec(join(dir, "spec", "model.yaml"), [[/ {4}threads: 2\n/, `    threads: 2\n    seed: ${engineSeed}\n`]]);
   return file;
 }
 
@@ -44,7 +45,7 @@ describe("multi-seed plans", () => {
     const file = spec("seeds: [3, 5]", 7);
     const multi = compiled(file);
     editSpec(file, [[/seeds: \[3, 5\]/, "seed: 5"]]);
-    editSpec(join(file, "..", "model.yaml"), [[/    seed: 7/, "    seed: 5"]]);
+    editSpec(join(file, "..", "model.yaml"), [[/ {4}seed: 7/, "    seed: 5"]]);
     const single = compiled(file);
     const five = planForSeed(multi, 5);
     expect(five.seeds).toBeUndefined();
@@ -77,6 +78,18 @@ describe("multi-seed plans", () => {
     expect(multi.seeds).toEqual([4, 9]);
     expect(multi.seed).toBe(4);
     expect(multi.hash).not.toBe(single.hash);
+  });
+
+  it("the Experiment's seed is the onnx engine's: the Model need not repeat it", () => {
+    const file = spec("seed: 5", 7);
+    const given = compiled(file);
+    expect(given.model!.engine.type === "onnx" && given.model!.engine.seed).toBe(5);
+    editSpec(join(file, "..", "model.yaml"), [[/ {4}seed: 7/, "    seed: 0"]]);
+    expect(compiled(file).hash).toBe(given.hash);
+    // Without a seed of its own the Experiment leaves the Model's.
+    const none = compiled(spec("", 7));
+    expect(none.seed).toBe(0);
+    expect(none.model!.engine.type === "onnx" && none.model!.engine.seed).toBe(7);
   });
 
   it("moves the policy directory (model and tokenizer) and hashes the plan again", () => {

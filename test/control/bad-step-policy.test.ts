@@ -28,7 +28,10 @@ describe("bad steps", () => {
   });
 
   it("finds the numbers JSON would silently write as null", () => {
-    expect(findNonFinite({ loss: 0.5, kl: null, correction: { weightMax: Infinity, type: "TIS" }, gradNorm: NaN })).toEqual(["correction.weightMax", "gradNorm"]);
+    expect(findNonFinite({ loss: 0.5, kl: null, correction: { weightMax: Infinity, type: "TIS" }, gradNorm: NaN })).toEqual([
+      "correction.weightMax",
+      "gradNorm",
+    ]);
     expect(findNonFinite({ loss: -1, entropy: 0 })).toEqual([]);
   });
 
@@ -42,7 +45,7 @@ describe("bad steps", () => {
       { type: "step-skipped", phase: "sft", step: 2, code: "NonFiniteGradient", reason: "", version: "v0", consecutive: 1, maxSkips: 3 },
       { type: "step-skipped", phase: "step", step: 4, code: "NonFiniteGradient", reason: "", version: "v1", consecutive: 2, maxSkips: 3 },
     ];
-    writeFileSync(join(dir, "events.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    writeFileSync(join(dir, "events.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
     const state = readLoopState({ dir } as RunStore);
     expect([...state.trainedSteps]).toEqual([1]);
     expect([...state.skippedSteps].sort()).toEqual([0, 2, 4]);

@@ -6,11 +6,11 @@
  * the real worker with its save_weights patched to truncate the second version it publishes, before
  * answering (so there is no race with the engine's reload), once.
  */
-import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { STACK_TRACE, editSpec, events, experiment, jsonl } from "./helpers.js";
 
 function truncatingPython(dir: string, marker: string): string {
@@ -54,21 +54,23 @@ describe("reins run when the engine cannot load the new weights", () => {
     // Without held-out evaluations; zero-variance groups kept and an entropy bonus, so the first
     // step changes the weights (a new version) even when the short SFT leaves every reward at 0.
     editSpec(file, [
-      [/  heldOut:\n    - labels: \{[^}]*\}\n/, ""],
-      [/    learningRate: ([^\n]+)\n/, "    learningRate: $1\n    entropyCoef: 0.01\n"],
+      [/ {2}heldOut:\n {4}- labels: \{[^}]*\}\n/, ""],
+      [/ {4}learningRate: ([^\n]+)\n/, "    learningRate: $1\n    entropyCoef: 0.01\n"],
       [/dropZeroVariance: true/, "dropZeroVariance: false"],
-      [/  trainer: \{name: torch-cpu\}/, `  trainer: {type: torch, mode: local, device: cpu, python: ${truncatingPython(join(dir, "spec"), marker)}}`],
+      [/ {2}trainer: \{name: torch-cpu\}/, `  trainer: {type: torch, mode: local, device: cpu, python: ${truncatingPython(join(dir, "spec"), marker)}}`],
     ]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out], { encoding: "utf8", timeout: 300_000 });
-    expect(r.status, r.stderr).toBe(1);
+    const r = reins(["run", file, "--out", out], { timeout: 300_000 });
+    expect(r.code, r.stderr).toBe(1);
     expect(existsSync(marker), "the wrapper truncated a published model.onnx").toBe(true);
     const bad = readFileSync(marker, "utf8").trim();
     const sft = events(out).find((e) => e.type === "checkpoint" && e.phase === "sft");
     expect(sft, "SFT published its weights").toBeTruthy();
     expect(bad).not.toBe(sft.version);
 
-    expect(r.stderr).toMatch(new RegExp(`error\\[EngineReloadFailed\\]: The engine could not load the new weights ${bad}: onnxruntime could not load .*model\\.onnx`));
+    expect(r.stderr).toMatch(
+      new RegExp(`error\\[EngineReloadFailed\\]: The engine could not load the new weights ${bad}: onnxruntime could not load .*model\\.onnx`),
+    );
     expect(r.stderr).toContain(`The previous weights ${sft.version} keep serving; nothing was checkpointed for this step.`);
     expect(r.stderr).toContain(`The unloadable directory was moved to ${join(out, "trainer", "weights", bad)}.unloadable-1`);
     expect(r.stderr).toContain(`--resume ${out}`);
@@ -86,8 +88,8 @@ describe("reins run when the engine cannot load the new weights", () => {
 
     // The cause is gone (the wrapper damages one version only), so the resumed run exports step 1's
     // weights again, loads them and completes.
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", out, "--json", "--quiet"], { encoding: "utf8", timeout: 300_000 });
-    expect(resumed.status, resumed.stderr).toBe(0);
+    const resumed = reins(["run", "--resume", out, "--json", "--quiet"], { timeout: 300_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).steps).toBe(3);
     expect(events(out).filter((e) => e.type === "checkpoint" && e.phase === "step").length).toBe(3);
   }, 300_000);

@@ -6,12 +6,12 @@
  * printed summary of the same run (resumed with nothing left to do) shows the fidelity table.
  * The trainer's per-token logprobs and the workspace diffs it keeps reach the run viewer.
  */
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startViewServer } from "../../src/runtime/index.js";
 import { analyzeRollout, packTree } from "../../src/runtime/trajectories/index.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
@@ -20,14 +20,14 @@ describe("reins run reports fidelity per harness", () => {
     const dir = tempDir("reins-fidelity-run-");
     const file = experiment(dir);
     editSpec(file, [
-      [/  steps: 3\n/, "  steps: 1\n"],
-      [/  sft: \{[^}]*\}/, "  sft: {steps: 1, learningRate: 3e-3, batchSize: 4}"],
+      [/ {2}steps: 3\n/, "  steps: 1\n"],
+      [/ {2}sft: \{[^}]*\}/, "  sft: {steps: 1, learningRate: 3e-3, batchSize: 4}"],
       // Every rollout's tokens in the step's batch, whatever the rewards.
       [/advantage: \{[^}]*\}/, "advantage: {normalizeStd: true, dropZeroVariance: false, positiveOnly: false}"],
     ]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const printed = JSON.parse(r.stdout);
     const written = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
     expect(printed.fidelity).toEqual(written.fidelity);
@@ -51,10 +51,12 @@ describe("reins run reports fidelity per harness", () => {
 
     await checkTrainerSide(out, checks.find((c) => c.phase === "step").checked);
 
-    const again = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", out, "--quiet"], { encoding: "utf8", timeout: 300_000 });
-    expect(again.status, again.stderr).toBe(0);
+    const again = reins(["run", "--resume", out, "--quiet"], { timeout: 300_000 });
+    expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/Fidelity\nharness +calls +prompt stored/);
-    expect(again.stdout).toMatch(new RegExp(`reins-agent +${f.calls} +${f.storedPromptTokens} +${f.freshPromptTokens} +${f.prefixBreaks} +0 of ${f.checkedTrainedTokens} `));
+    expect(again.stdout).toMatch(
+      new RegExp(`reins-agent +${f.calls} +${f.storedPromptTokens} +${f.freshPromptTokens} +${f.prefixBreaks} +0 of ${f.checkedTrainedTokens} `),
+    );
   }, 900_000);
 });
 
@@ -66,7 +68,10 @@ describe("reins run reports fidelity per harness", () => {
 async function checkTrainerSide(out: string, trainedInStep: number): Promise<void> {
   const files = readdirSync(join(out, "trainer-logprobs"));
   expect(files).toHaveLength(1);
-  const rows = readFileSync(join(out, "trainer-logprobs", files[0]), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rollout: string; optimizerSteps: number; logprobs: number[] });
+  const rows = readFileSync(join(out, "trainer-logprobs", files[0]), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { rollout: string; optimizerSteps: number; logprobs: number[] });
   expect(rows.reduce((s, r) => s + r.logprobs.length, 0)).toBe(trainedInStep);
   const plan = JSON.parse(readFileSync(join(out, "plan.json"), "utf8"));
   const calls = jsonl(out, "calls.jsonl");
@@ -75,15 +80,24 @@ async function checkTrainerSide(out: string, trainedInStep: number): Promise<voi
   expect(new Set(rows.map((r) => r.optimizerSteps)).size).toBe(plan.algorithm.miniBatches);
   const gap = { first: [0, 0], later: [0, 0] };
   for (const row of rows) {
-    const a = analyzeRollout(row.rollout, calls.filter((c) => c.rolloutId === row.rollout), plan.algorithm.filters);
+    const a = analyzeRollout(
+      row.rollout,
+      calls.filter((c) => c.rolloutId === row.rollout),
+      plan.algorithm.filters,
+    );
     const packed = packTree(a.tree, a.filter, { rollout: row.rollout, task: "", harness: "" }, 0);
     const sampled = packed.rolloutLogprobs.filter((_, i) => packed.lossMask[i] === 1);
     expect(row.logprobs.length).toBe(sampled.length);
     const g = row.optimizerSteps === first ? gap.first : gap.later;
-    row.logprobs.forEach((x, i) => ((g[0] += Math.abs(x - sampled[i])), (g[1] += 1)));
+    row.logprobs.forEach((x, i) => {
+      g[0] += Math.abs(x - sampled[i]);
+      g[1] += 1;
+    });
   }
   const [atSampling, afterUpdates] = [gap.first[0] / gap.first[1], gap.later[0] / gap.later[1]];
-  console.info(`trainer vs sampler, mean |log ratio|: ${atSampling.toFixed(5)} at the sampling weights (${gap.first[1]} tokens), ${afterUpdates.toFixed(5)} after the step's earlier mini-batches (${gap.later[1]} tokens)`);
+  console.info(
+    `trainer vs sampler, mean |log ratio|: ${atSampling.toFixed(5)} at the sampling weights (${gap.first[1]} tokens), ${afterUpdates.toFixed(5)} after the step's earlier mini-batches (${gap.later[1]} tokens)`,
+  );
   // The engine (onnx) and the trainer (torch) agree on the same weights up to float rounding.
   expect(atSampling).toBeLessThan(1e-4);
   const ids = jsonl(out, "rollouts.jsonl").map((r) => r.id as string);

@@ -8,7 +8,7 @@ import { tempDir } from "../temp.js";
 
 /** The quickstart's eval.attempts: each held-out task's attempts through a harness without heldOutAttempts. */
 function quickstartAttempts(): number {
-  return Number(/  eval: \{[^}]*attempts: (\d+)/.exec(readFileSync("examples/quickstart/experiment.yaml", "utf8"))![1]);
+  return Number(/ {2}eval: \{[^}]*attempts: (\d+)/.exec(readFileSync("examples/quickstart/experiment.yaml", "utf8"))![1]);
 }
 
 function plan(harnesses: string) {
@@ -16,7 +16,7 @@ function plan(harnesses: string) {
   cpSync("examples/quickstart/family.yaml", join(dir, "family.yaml"));
   // The copy's policy lives beside it: a Model's files must be inside the project.
   writeFileSync(join(dir, "model.yaml"), readFileSync("examples/quickstart/model.yaml", "utf8").replace(/\.\.\/\.\.\/\.reins\/quickstart\/policy/g, "policy"));
-  const text = readFileSync("examples/quickstart/experiment.yaml", "utf8").replace(/  harnesses:\n(    .*\n)+/, `  harnesses:\n${harnesses}`);
+  const text = readFileSync("examples/quickstart/experiment.yaml", "utf8").replace(/ {2}harnesses:\n( {4}.*\n)+/, `  harnesses:\n${harnesses}`);
   writeFileSync(join(dir, "experiment.yaml"), text);
   const r = compilePlan([join(dir, "experiment.yaml")], { env: {}, cwd: dir });
   expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);

@@ -4,12 +4,12 @@
  * sampled once, every call recorded once, every step trained once — and reports held-out results
  * per harness.
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
 import { skipHarness, skipNote } from "../harness/scenario.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, jsonl, runKilledAfterFirstStep } from "./helpers.js";
 
 /** The quickstart family cut to 3 phrasings × 2 words (6 tasks: 4 for training, 2 held out). */
@@ -26,10 +26,10 @@ const SMALL_MATRIX = `  matrix:
 
 function mixedExperiment(dir: string): string {
   const file = experiment(dir);
-  editSpec(join(dir, "spec", "family.yaml"), [[/  matrix:\n(    .*\n|      .*\n)+/, SMALL_MATRIX]]);
+  editSpec(join(dir, "spec", "family.yaml"), [[/ {2}matrix:\n( {4}.*\n| {6}.*\n)+/, SMALL_MATRIX]]);
   editSpec(file, [
     [
-      /  harnesses:\n    - name: reins-agent\n/,
+      / {2}harnesses:\n {4}- name: reins-agent\n/,
       `  harnesses:
     - name: claude-code
       systemPrompt: Do the task with the Write tool, then reply done.
@@ -38,8 +38,8 @@ function mixedExperiment(dir: string): string {
     - name: reins-agent
 `,
     ],
-    [/  tasksPerStep: \d+\n/, "  tasksPerStep: 4\n"],
-    [/  steps: 3\n/, "  steps: 2\n"],
+    [/ {2}tasksPerStep: \d+\n/, "  tasksPerStep: 4\n"],
+    [/ {2}steps: 3\n/, "  steps: 2\n"],
   ]);
   return file;
 }
@@ -52,18 +52,23 @@ describe.skipIf(skipHarness("claude-code"))(`reins run with Claude Code in the m
     const tmp = join(dir, "tmp");
     mkdirSync(tmp);
     await runKilledAfterFirstStep(file, runDir, tmp);
-    const before = jsonl(runDir, "rollouts.jsonl").map((r) => r.id).filter((id: string) => !id.startsWith("sft-"));
+    const before = jsonl(runDir, "rollouts.jsonl")
+      .map((r) => r.id)
+      .filter((id: string) => !id.startsWith("sft-"));
     expect(before.length).toBeGreaterThan(0);
 
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", runDir, "--json", "--quiet"], { encoding: "utf8", timeout: 900_000 });
-    expect(resumed.status, resumed.stderr).toBe(0);
+    const resumed = reins(["run", "--resume", runDir, "--json", "--quiet"], { timeout: 900_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
     const out = JSON.parse(resumed.stdout);
     expect(out.steps).toBe(2);
 
     const plan = JSON.parse(readFileSync(join(runDir, "plan.json"), "utf8"));
     const planned = plan.steps.flatMap((s: any) => s.rollouts.map((r: any) => r.id)).sort();
     const results = jsonl(runDir, "rollouts.jsonl");
-    const ids = results.map((r) => r.id).filter((id: string) => !id.startsWith("sft-")).sort();
+    const ids = results
+      .map((r) => r.id)
+      .filter((id: string) => !id.startsWith("sft-"))
+      .sort();
     expect(ids).toEqual(planned); // every planned rollout, each once
     const all = results.map((r) => r.id);
     expect(new Set(all).size).toBe(all.length); // the SFT replays too
@@ -75,7 +80,9 @@ describe.skipIf(skipHarness("claude-code"))(`reins run with Claude Code in the m
     const calls = jsonl(runDir, "calls.jsonl");
     const keys = calls.map((c) => `${c.rolloutId}/${c.try}/${c.seq}`);
     expect(new Set(keys).size).toBe(keys.length); // no call recorded twice
-    const trained = events(runDir).filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
+    const trained = events(runDir)
+      .filter((e) => e.type === "checkpoint" && e.phase === "step")
+      .map((e) => e.step);
     expect(new Set(trained).size).toBe(trained.length);
     expect(trained).toHaveLength(2);
     expect(events(runDir).filter((e) => e.type === "checkpoint" && e.phase === "sft")).toHaveLength(1);

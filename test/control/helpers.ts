@@ -1,7 +1,7 @@
 /** Helpers for the control-loop tests: a tiny copy of the quickstart experiment, the run's records. */
-import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { spawnReins } from "../reins-cli.js";
 
 export function experiment(dir: string): string {
   mkdirSync(join(dir, "spec"), { recursive: true });
@@ -11,11 +11,11 @@ export function experiment(dir: string): string {
     readFileSync("examples/quickstart/model.yaml", "utf8").replace(/\.\.\/\.\.\/\.reins\/quickstart\/policy/g, "policy"),
   );
   const text = readFileSync("examples/quickstart/experiment.yaml", "utf8")
-    .replace(/  steps: \d+\n/, "  steps: 3\n")
-    .replace(/  tasksPerStep: \d+\n/, "  tasksPerStep: 2\n")
-    .replace(/    groupSize: \d+\n/, "    groupSize: 2\n")
-    .replace(/  sft: \{[^}]*\}/, "  sft: {steps: 3, learningRate: 3e-3, batchSize: 4}")
-    .replace(/  eval: \{[^}]*\}/, "  eval: {everySteps: 0, attempts: 1}");
+    .replace(/ {2}steps: \d+\n/, "  steps: 3\n")
+    .replace(/ {2}tasksPerStep: \d+\n/, "  tasksPerStep: 2\n")
+    .replace(/ {4}groupSize: \d+\n/, "    groupSize: 2\n")
+    .replace(/ {2}sft: \{[^}]*\}/, "  sft: {steps: 3, learningRate: 3e-3, batchSize: 4}")
+    .replace(/ {2}eval: \{[^}]*\}/, "  eval: {everySteps: 0, attempts: 1}");
   const file = join(dir, "spec", "experiment.yaml");
   writeFileSync(file, text);
   return file;
@@ -23,13 +23,16 @@ export function experiment(dir: string): string {
 
 export function events(runDir: string): any[] {
   if (!existsSync(join(runDir, "events.jsonl"))) return [];
-  return readFileSync(join(runDir, "events.jsonl"), "utf8").split("\n").filter(Boolean).flatMap((l) => {
-    try {
-      return [JSON.parse(l)];
-    } catch {
-      return [];
-    }
-  });
+  return readFileSync(join(runDir, "events.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** Rewrite a spec file in place: each [pattern, replacement], each pattern must match. */
@@ -45,7 +48,10 @@ export function editSpec(file: string, edits: [RegExp, string][]): void {
 /** The lines of a run's JSONL file (calls.jsonl, rollouts.jsonl, metrics.jsonl); [] when absent. */
 export function jsonl(runDir: string, name: string): any[] {
   if (!existsSync(join(runDir, name))) return [];
-  return readFileSync(join(runDir, name), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(join(runDir, name), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** A Python stack trace or a Node one in a command's stderr. */
@@ -57,7 +63,7 @@ export const STACK_TRACE = /Traceback \(most recent call last\)|\n\s+at .+:\d+:\
  * clean up stays there).
  */
 export async function runKilledAfterFirstStep(file: string, runDir: string, tmp: string): Promise<void> {
-  const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", runDir, "--quiet"], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
+  const child = spawnReins(["run", file, "--out", runDir, "--quiet"], { stdio: "ignore", env: { TMPDIR: tmp } });
   await new Promise<void>((resolve, reject) => {
     const timer = setInterval(() => {
       if (events(runDir).some((e) => e.type === "checkpoint" && e.phase === "step")) {

@@ -51,14 +51,20 @@ describe("infra-failed rollouts and group statistics", () => {
     expect(groups[0]!.std).toBeCloseTo(Math.sqrt(1 / 3), 12);
     expect(advantages.has("d")).toBe(false);
     // A fake zero for "d" would have moved the mean to 0.5 and every advantage with it.
-    const biased = computeGroupAdvantages([...[...table].map(([rollout, e]) => ({ rollout, ...e })), { rollout: "d", task: "t", harness: "h", reward: 0, step: 0 }], GRPO);
+    const biased = computeGroupAdvantages(
+      [...[...table].map(([rollout, e]) => ({ rollout, ...e })), { rollout: "d", task: "t", harness: "h", reward: 0, step: 0 }],
+      GRPO,
+    );
     expect(biased.groups[0]!.mean).toBe(0.5);
     expect(biased.advantages.get("a")).not.toBeCloseTo(advantages.get("a")!, 3);
   });
 
   it("a group left with one scored rollout is zero-variance, not a comparison with infrastructure", () => {
     const table = rewardTable([result("x", "ok", 1), result("y", "infra-failed", null, 3)], 0);
-    const { groups, advantages } = computeGroupAdvantages([...table].map(([rollout, e]) => ({ rollout, ...e })), GRPO);
+    const { groups, advantages } = computeGroupAdvantages(
+      [...table].map(([rollout, e]) => ({ rollout, ...e })),
+      GRPO,
+    );
     expect(groups[0]).toMatchObject({ rollouts: ["x"], zeroVariance: true, dropped: true });
     expect(advantages.size).toBe(0);
   });

@@ -5,11 +5,11 @@
  * the weights serving at that step. The same run honours the Trainer's checkpointDir (relative:
  * under the run directory) and weightsFormat (onnx only: no safetensors are written).
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
 const JUDGED = `apiVersion: reins/v1alpha1
@@ -50,17 +50,17 @@ describe("reins run with rubric verifiers", () => {
     const file = experiment(dir);
     writeFileSync(join(dir, "spec", "judged.yaml"), JUDGED);
     editSpec(file, [
-      [/  imports: \[family.yaml, model.yaml\]/, "  imports: [model.yaml, judged.yaml]"],
-      [/  tasks:\n    - .*\n/, "  tasks: [{name: graded}, {name: self-graded}]\n"],
-      [/  heldOut:\n    - .*\n/, ""],
-      [/  algorithm:\n(?: {4}.*\n)+/, "  algorithm: {type: GRPO, groupSize: 2}\n"],
-      [/  sft: \{[^}]*\}\n/, ""],
-      [/  steps: 3\n/, "  steps: 1\n"],
-      [/  trainer: \{name: torch-cpu\}\n/, "  trainer: {checkpointDir: ckpts, weightsFormat: [onnx]}\n"],
+      [/ {2}imports: \[family.yaml, model.yaml\]/, "  imports: [model.yaml, judged.yaml]"],
+      [/ {2}tasks:\n {4}- .*\n/, "  tasks: [{name: graded}, {name: self-graded}]\n"],
+      [/ {2}heldOut:\n {4}- .*\n/, ""],
+      [/ {2}algorithm:\n(?: {4}.*\n)+/, "  algorithm: {type: GRPO, groupSize: 2}\n"],
+      [/ {2}sft: \{[^}]*\}\n/, ""],
+      [/ {2}steps: 3\n/, "  steps: 1\n"],
+      [/ {2}trainer: \{name: torch-cpu\}\n/, "  trainer: {checkpointDir: ckpts, weightsFormat: [onnx]}\n"],
     ]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const rollouts = jsonl(out, "rollouts.jsonl");
     const graded = rollouts.filter((x) => x.task === "graded");
     const self = rollouts.filter((x) => x.task === "self-graded");
@@ -70,7 +70,10 @@ describe("reins run with rubric verifiers", () => {
       expect(x.reward).toBeCloseTo(0.75, 12);
       const rubric = x.verifier.parts.rubric;
       expect(rubric.judge).toBe("verdict");
-      expect(rubric.items.map((i: { id: string; score: number }) => [i.id, i.score])).toEqual([["A", 1], ["B", 0]]);
+      expect(rubric.items.map((i: { id: string; score: number }) => [i.id, i.score])).toEqual([
+        ["A", 1],
+        ["B", 0],
+      ]);
       expect(rubric.calls[0].record).toMatchObject({ model: "verdict", weightsVersion: "scripted" });
     }
     for (const x of self) {

@@ -22,8 +22,11 @@ describe("the RL learning rate", () => {
     expect(plan.sft?.optimizerState).toBe("reset");
     expect(plan.sft?.adamBetas).toEqual([0.9, 0.999]);
     editSpec(file, [
-      [/    warmupSteps: \d+\n/, "    warmupSteps: 6\n"],
-      [/  sft: \{steps: 3, learningRate: 3e-3, batchSize: 4\}/, "  sft: {steps: 3, learningRate: 3e-3, batchSize: 4, optimizerState: keep, adamBetas: [0.9, 0.95]}"],
+      [/ {4}warmupSteps: \d+\n/, "    warmupSteps: 6\n"],
+      [
+        / {2}sft: \{steps: 3, learningRate: 3e-3, batchSize: 4\}/,
+        "  sft: {steps: 3, learningRate: 3e-3, batchSize: 4, optimizerState: keep, adamBetas: [0.9, 0.95]}",
+      ],
     ]);
     const edited = compilePlan([file], { env: {} }).value!;
     expect(edited.algorithm?.warmupSteps).toBe(6);

@@ -4,7 +4,6 @@
  * (worker: local); GPU and multi-node settings (device, gpus, nodes; image in mode local) and a weightsFormat
  * the run's engine cannot load (onnx in process; safetensors for a vllm or sglang server) are refused before anything runs, with a permanent code and a hint.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -13,6 +12,7 @@ import { resolveTrainer } from "../../src/compiler/resolve/defaults.js";
 import { localTrainer } from "../../src/runtime/control/local-trainer.js";
 import { LoopError } from "../../src/runtime/control/loop-error.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, experiment, jsonl } from "./helpers.js";
 
 function refusal(t: Partial<ResolvedTrainer>, engineType = "onnx"): LoopError {
@@ -54,7 +54,10 @@ describe("the local trainer of reins run", () => {
     // mode: kubernetes on CPU: the worker in the Job's pod (worker: cluster, the default), or here (worker: local).
     expect(localTrainer(resolveTrainer({ mode: "kubernetes" }), "/runs/r1", "onnx").inCluster).toBe(true);
     expect(localTrainer(resolveTrainer({ mode: "kubernetes", worker: "local" }), "/runs/r1", "onnx").inCluster).toBe(false);
-    expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1", "onnx")).toMatchObject({ checkpointRoot: "/data/ckpts/r1", weightsFormat: ["onnx"] });
+    expect(localTrainer(resolveTrainer({ checkpointDir: "/data/ckpts", weightsFormat: ["onnx"] }), "/runs/r1", "onnx")).toMatchObject({
+      checkpointRoot: "/data/ckpts/r1",
+      weightsFormat: ["onnx"],
+    });
   });
 
   it("through a vllm or sglang server, needs safetensors (what the server reloads), not onnx", () => {
@@ -70,10 +73,10 @@ describe("the local trainer of reins run", () => {
   it("reins run stops at the start with error[TrainerModeUnsupported]: no policy, no worker, no rollout", () => {
     const dir = tempDir("reins-run-trainer-");
     const file = experiment(dir);
-    editSpec(file, [[/  trainer: \{name: torch-cpu\}\n/, "  trainer: {name: torch-gpu}\n"]]);
+    editSpec(file, [[/ {2}trainer: \{name: torch-cpu\}\n/, "  trainer: {name: torch-gpu}\n"]]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out], { encoding: "utf8", timeout: 120_000 });
-    expect(r.status).toBe(1);
+    const r = reins(["run", file, "--out", out], { timeout: 120_000 });
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain("error[TrainerModeUnsupported]");
     expect(r.stderr).toContain("mode: kubernetes with worker: cluster, device: cuda, gpus: 8;");
     expect(r.stderr).toContain("reins plan --json");

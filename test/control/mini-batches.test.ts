@@ -5,7 +5,14 @@ import type { TrainingBatch } from "../../src/runtime/trajectories/batch.js";
 
 function batchOf(n: number): TrainingBatch {
   const trees = Array.from({ length: n }, (_, i) => ({ rollout: `r${i}` })) as unknown as NonNullable<TrainingBatch["trees"]>;
-  return { formatVersion: 1, step: 3, layout: "tree", trees, algorithm: {} as TrainingBatch["algorithm"], composition: { pairs: [], harnesses: {} } } as unknown as TrainingBatch;
+  return {
+    formatVersion: 1,
+    step: 3,
+    layout: "tree",
+    trees,
+    algorithm: {} as TrainingBatch["algorithm"],
+    composition: { pairs: [], harnesses: {} },
+  } as unknown as TrainingBatch;
 }
 
 const ids = (b: TrainingBatch) => (b.trees ?? []).map((t) => (t as unknown as { rollout: string }).rollout);

@@ -3,11 +3,11 @@
  * (here no rollout can pass). The run does not call the trainer for it (which would refuse an empty
  * batch), says why, checkpoints the weights it sampled with, and a resumed run samples nothing again.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, jsonl, STACK_TRACE } from "./helpers.js";
 
 describe("a step with nothing to train", () => {
@@ -15,14 +15,14 @@ describe("a step with nothing to train", () => {
     const dir = tempDir("reins-nothing-to-train-");
     const file = experiment(dir);
     editSpec(file, [
-      [/  steps: 3\n/, "  steps: 2\n"],
-      [/  sft: \{[^}]*\}\n/, ""],
+      [/ {2}steps: 3\n/, "  steps: 2\n"],
+      [/ {2}sft: \{[^}]*\}\n/, ""],
     ]);
     // No answer can pass: every group of the step has the same reward, 0.
     editSpec(join(dir, "spec", "family.yaml"), [[/content: "\{\{word\}\}"/, 'content: "{{word}} and never this"']]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(STACK_TRACE);
     expect(r.stderr).toMatch(/nothing to train \(\d+ dropped ZeroVariance\) → weights \S+/);
     expect(JSON.parse(r.stdout).steps).toBe(2);
@@ -37,8 +37,8 @@ describe("a step with nothing to train", () => {
     expect(existsSync(join(out, "trainer-logprobs")) ? readdirSync(join(out, "trainer-logprobs")) : []).toEqual([]);
     const rollouts = jsonl(out, "rollouts.jsonl").length;
 
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(resumed.status, resumed.stderr).toBe(0);
+    const resumed = reins(["run", "--resume", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
     expect(jsonl(out, "rollouts.jsonl").length).toBe(rollouts);
     expect(jsonl(out, "metrics.jsonl").length).toBe(2);
   }, 300_000);

@@ -7,10 +7,10 @@
  * every reward would be 0 and the critic would learn nothing: this copy of the family gives half
  * credit for leaving a workspace file in place (returns of 0.5 or 1).
  */
-import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
 describe("reins run with PPO", () => {
@@ -18,18 +18,18 @@ describe("reins run with PPO", () => {
     const dir = tempDir("reins-ppo-loop-");
     const file = experiment(dir);
     editSpec(file, [
-      [/  heldOut:\n    - .*\n/, ""],
-      [/  algorithm:\n(?: {4}.*\n)+/, "  algorithm: {name: ppo}\n"],
-      [/  sft: \{[^}]*\}\n/, ""],
-      [/  steps: 3\n/, "  steps: 2\n"],
+      [/ {2}heldOut:\n {4}- .*\n/, ""],
+      [/ {2}algorithm:\n(?: {4}.*\n)+/, "  algorithm: {name: ppo}\n"],
+      [/ {2}sft: \{[^}]*\}\n/, ""],
+      [/ {2}steps: 3\n/, "  steps: 2\n"],
     ]);
     editSpec(join(dir, "spec", "family.yaml"), [
-      [/    instruction: (.*)\n/, '    instruction: $1\n    workspace: {files: [{path: notes.md, content: "keep me\\n"}]}\n'],
-      [/      checks:\n(\s+- fileEquals: .*\n)/, "      checks:\n$1        - fileExists: notes.md\n"],
+      [/ {4}instruction: (.*)\n/, '    instruction: $1\n    workspace: {files: [{path: notes.md, content: "keep me\\n"}]}\n'],
+      [/ {6}checks:\n(\s+- fileEquals: .*\n)/, "      checks:\n$1        - fileExists: notes.md\n"],
     ]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const outcome = JSON.parse(r.stdout);
     expect(outcome.steps).toBe(2);
     const metrics = jsonl(out, "metrics.jsonl");

@@ -5,9 +5,9 @@
  * rollout, later turns spliced from the stored completion ids — and every trained batch matches
  * the engine-sampled ids: 0 mismatched, as with one process.
  */
-import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
@@ -16,14 +16,14 @@ describe("reins run with two proxy processes", () => {
     const dir = tempDir("reins-proxy-processes-");
     const file = experiment(dir);
     editSpec(file, [
-      [/  steps: 3\n/, "  steps: 1\n"],
-      [/  sft: \{[^}]*\}/, "  sft: {steps: 1, learningRate: 3e-3, batchSize: 4}"],
+      [/ {2}steps: 3\n/, "  steps: 1\n"],
+      [/ {2}sft: \{[^}]*\}/, "  sft: {steps: 1, learningRate: 3e-3, batchSize: 4}"],
       [/advantage: \{[^}]*\}/, "advantage: {normalizeStd: true, dropZeroVariance: false, positiveOnly: false}"],
     ]);
-    editSpec(join(dir, "spec", "model.yaml"), [[/\n  engine:\n/, "\n  proxy: {processes: 2}\n  engine:\n"]]);
+    editSpec(join(dir, "spec", "model.yaml"), [[/\n {2}engine:\n/, "\n  proxy: {processes: 2}\n  engine:\n"]]);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const f = JSON.parse(r.stdout).fidelity.byHarness["reins-agent"];
     const checks = events(out).filter((e) => e.type === "trained-tokens");
     expect(checks.map((c) => c.phase).sort()).toEqual(["sft", "step"]);
@@ -37,7 +37,10 @@ describe("reins run with two proxy processes", () => {
     expect(f.templateMismatches).toBe(0);
     // Every rollout's calls came back (seq 0..n-1, none missing), and later turns were spliced.
     for (const ro of rollouts) {
-      const mine = calls.filter((c) => c.rolloutId === ro.id).map((c) => c.seq as number).sort((a, b) => a - b);
+      const mine = calls
+        .filter((c) => c.rolloutId === ro.id)
+        .map((c) => c.seq as number)
+        .sort((a, b) => a - b);
       expect(mine.length, ro.id).toBeGreaterThan(0);
       expect(mine, ro.id).toEqual(mine.map((_, i) => i));
     }

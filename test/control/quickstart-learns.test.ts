@@ -9,12 +9,12 @@
  * learning rate (0.1 without warm-up: the weights move, and what SFT taught is lost) and shows the
  * same check does not pass. The multi-seed summary, its `--json` and `reins view`'s seeds table agree.
  */
-import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startViewServer } from "../../src/runtime/index.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec } from "./helpers.js";
 
 const SEEDS = [1, 2, 3];
@@ -28,8 +28,8 @@ function quickstartCopy(dir: string, edits: [RegExp, string][] = []): string {
   writeFileSync(join(dir, "spec", "model.yaml"), model);
   const file = join(dir, "spec", "experiment.yaml");
   editSpec(file, [
-    [/  steps: \d+\n/, `  steps: ${STEPS}\n`],
-    [/  eval: \{everySteps: 0, attempts: \d+\}/, `  eval: {everySteps: 0, attempts: ${ATTEMPTS}}`],
+    [/ {2}steps: \d+\n/, `  steps: ${STEPS}\n`],
+    [/ {2}eval: \{everySteps: 0, attempts: \d+\}/, `  eval: {everySteps: 0, attempts: ${ATTEMPTS}}`],
     ...edits,
   ]);
   return file;
@@ -45,11 +45,8 @@ interface SeedRow {
 function runSeeds(seeds: readonly number[], edits: [RegExp, string][] = []): { out: string; res: any; rows: SeedRow[] } {
   const dir = tempDir("reins-quickstart-learns-");
   const out = join(dir, "run");
-  const r = spawnSync(process.execPath, ["bin/reins.js", "run", quickstartCopy(dir, edits), "--seeds", seeds.join(","), "--out", out, "--json", "--quiet"], {
-    encoding: "utf8",
-    timeout: 3_000_000,
-  });
-  expect(r.status, r.stderr).toBe(0);
+  const r = reins(["run", quickstartCopy(dir, edits), "--seeds", seeds.join(","), "--out", out, "--json", "--quiet"], { timeout: 3_000_000 });
+  expect(r.code, r.stderr).toBe(0);
   const res = JSON.parse(r.stdout);
   return { out, res, rows: res.seeds as SeedRow[] };
 }
@@ -93,7 +90,9 @@ describe("the quickstart", () => {
       const api = (await (await fetch(`${view.url}api/seeds`)).json()) as { runs: { pending: number[]; summary: { seeds: SeedRow[] } }[] };
       expect(api.runs).toHaveLength(1);
       expect(api.runs[0]!.pending).toEqual([]);
-      expect(api.runs[0]!.summary.seeds.map((s) => [s.seed, s.heldOut.before, s.heldOut.after])).toEqual(rows.map((s) => [s.seed, s.heldOut.before, s.heldOut.after]));
+      expect(api.runs[0]!.summary.seeds.map((s) => [s.seed, s.heldOut.before, s.heldOut.after])).toEqual(
+        rows.map((s) => [s.seed, s.heldOut.before, s.heldOut.after]),
+      );
     } finally {
       await view.close();
     }
@@ -106,10 +105,10 @@ describe("the quickstart", () => {
     const { rows } = runSeeds(
       [SEEDS[0]!],
       [
-        [/    learningRate: [^\n]+\n/, "    learningRate: 0.1\n"],
-        [/    warmupSteps: \d+\n/, "    warmupSteps: 0\n"],
-        [/  steps: \d+\n/, "  steps: 1\n"],
-        [/  sft: \{steps: \d+, targetLoss: [^,]+,/, "  sft: {steps: 50,"],
+        [/ {4}learningRate: [^\n]+\n/, "    learningRate: 0.1\n"],
+        [/ {4}warmupSteps: \d+\n/, "    warmupSteps: 0\n"],
+        [/ {2}steps: \d+\n/, "  steps: 1\n"],
+        [/ {2}sft: \{steps: \d+, targetLoss: [^,]+,/, "  sft: {steps: 50,"],
       ],
     );
     const { gain, se, text } = pooledGain(rows);

@@ -6,7 +6,7 @@ import type { ScriptedTurn } from "../../src/compiler/contract/plan.js";
 import { ReferenceToolError, referenceTurnsFor } from "../../src/runtime/control/reference-tools.js";
 import { loadHarnessSpec } from "../harness/harness-spec.js";
 
-const CONTENT = "it's \"done\"\n$(rm -rf /)";
+const CONTENT = 'it\'s "done"\n$(rm -rf /)';
 const turns: ScriptedTurn[] = [
   { reasoning: "write it", toolCalls: [{ name: "write_file", arguments: { path: "answer.txt", content: CONTENT } }] },
   { toolCalls: [{ name: "run_command", arguments: { command: "wc -l data.txt > count.txt" } }] },

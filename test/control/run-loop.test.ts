@@ -4,16 +4,20 @@
  * same run killed with SIGKILL during training and resumed reaches the same bookkeeping: every
  * step trained once, every rollout sampled once, one weights version per step.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { trainerRoot } from "../../src/runtime/training/trainer-process.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, runKilledAfterFirstStep } from "./helpers.js";
 
 function results(runDir: string): any[] {
-  return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(join(runDir, "rollouts.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** Commands of live (not zombie) processes whose command line mentions `text`. */
@@ -32,7 +36,8 @@ function livingWith(text: string): string[] {
 
 /** The optimizer's step count in a trainer checkpoint. */
 function optimizerSteps(checkpoint: string): number {
-  const script = "import sys\nfrom trainers.torch import checkpoint_io\ns = checkpoint_io.read(sys.argv[1])['optimizer']['state']\nprint(int(max(float(x['step']) for x in s.values())))";
+  const script =
+    "import sys\nfrom trainers.torch import checkpoint_io\ns = checkpoint_io.read(sys.argv[1])['optimizer']['state']\nprint(int(max(float(x['step']) for x in s.values())))";
   const env = { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" };
   return Number(execFileSync("/usr/bin/python3", ["-c", script, checkpoint], { encoding: "utf8", cwd: trainerRoot(), env }).trim());
 }
@@ -45,12 +50,12 @@ describe("reins run", () => {
     // (positiveOnly) and publish new weights (a step whose groups all pass or all fail has nothing
     // to train and keeps its weights version).
     editSpec(file, [
-      [/    groupSize: 2\n/, "    groupSize: 4\n"],
-      [/  sft: \{[^}]*\}/, "  sft: {steps: 80, learningRate: 3e-3, batchSize: 8}"],
+      [/ {4}groupSize: 2\n/, "    groupSize: 4\n"],
+      [/ {2}sft: \{[^}]*\}/, "  sft: {steps: 80, learningRate: 3e-3, batchSize: 8}"],
     ]);
     const a = join(dir, "a");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", a, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", a, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.steps).toBe(3);
     const trainedSteps = out.metrics.map((m: any) => m.trainedRollouts > 0);
@@ -63,12 +68,16 @@ describe("reins run", () => {
     const trainedA = evA.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step);
     expect(trainedA.length).toBe(3);
     // Off-policy lag is explicit: every call records the weights version that produced it.
-    const calls = readFileSync(join(a, "calls.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const calls = readFileSync(join(a, "calls.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const sampled = calls.filter((c) => !String(c.rolloutId).startsWith("sft-"));
     expect(sampled.length).toBeGreaterThan(0);
     expect(sampled.every((c) => typeof c.weightsVersion === "string" && c.weightsVersion.length > 0)).toBe(true);
     const versionsByStep = new Map<number, Set<string>>();
-    for (const res of results(a)) if (res.step >= 0 && res.weightsVersion) (versionsByStep.get(res.step) ?? versionsByStep.set(res.step, new Set()).get(res.step)!).add(res.weightsVersion);
+    for (const res of results(a))
+      if (res.step >= 0 && res.weightsVersion) (versionsByStep.get(res.step) ?? versionsByStep.set(res.step, new Set()).get(res.step)!).add(res.weightsVersion);
     for (const v of versionsByStep.values()) expect(v.size).toBe(1);
     // RL starts Adam afresh after SFT (sft.optimizerState: reset, the default): the RL checkpoints'
     // optimizer counts only RL's optimizer steps (one per mini-batch: the quickstart's 4, or fewer
@@ -89,8 +98,8 @@ describe("reins run", () => {
     const deadline = Date.now() + 5_000;
     while (livingWith(b).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
     expect(livingWith(b)).toEqual([]);
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(resumed.status, resumed.stderr).toBe(0);
+    const resumed = reins(["run", "--resume", b, "--json", "--quiet"], { timeout: 600_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
     const outB = JSON.parse(resumed.stdout);
     expect(outB.steps).toBe(3);
     const evB = events(b);
@@ -109,37 +118,63 @@ describe("reins run", () => {
     expect(trainedB.sort()).toEqual(trainedA.sort()); // each step trained (checkpointed) exactly once
     expect(adamSteps(evB)).toEqual(stepsA); // resumed from step 1's checkpoint: Adam's state kept, not reset again
     expect(evB.filter((e) => e.type === "checkpoint" && e.phase === "sft").length).toBe(1);
-    const idsA = results(a).map((x) => x.id).sort();
-    const idsB = results(b).map((x) => x.id).sort();
+    const idsA = results(a)
+      .map((x) => x.id)
+      .sort();
+    const idsB = results(b)
+      .map((x) => x.id)
+      .sort();
     expect(idsB).toEqual(idsA); // the same rollouts, each once
     expect(new Set(idsB).size).toBe(idsB.length);
 
     // A step's metrics are recorded before its commit, the checkpoint event; a run killed between
     // the two (here: b's events cut right before its last step's checkpoint) redoes that step's
     // training on resume, from the checkpoint before, and reports every step once.
-    const at = (ev: any[], type: string, step: number) => ev.findIndex((e) => e.type === type && e.step === step && (type !== "checkpoint" || e.phase === "step"));
+    const at = (ev: any[], type: string, step: number) =>
+      ev.findIndex((e) => e.type === type && e.step === step && (type !== "checkpoint" || e.phase === "step"));
     for (const step of trainedA) expect(at(evA, "step-metrics", step)).toBeLessThan(at(evA, "checkpoint", step));
     const lastStep = Math.max(...trainedB);
     const lines = readFileSync(join(b, "events.jsonl"), "utf8").split("\n").filter(Boolean);
-    writeFileSync(join(b, "events.jsonl"), lines.slice(0, at(lines.map((l) => JSON.parse(l)), "checkpoint", lastStep)).join("\n") + "\n");
-    const redone = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", b, "--json"], { encoding: "utf8", timeout: 600_000 });
-    expect(redone.status, redone.stderr).toBe(0);
+    writeFileSync(
+      join(b, "events.jsonl"),
+      `${lines
+        .slice(
+          0,
+          at(
+            lines.map((l) => JSON.parse(l)),
+            "checkpoint",
+            lastStep,
+          ),
+        )
+        .join("\n")}\n`,
+    );
+    const redone = reins(["run", "--resume", b, "--json"], { timeout: 600_000 });
+    expect(redone.code, redone.stderr).toBe(0);
     expect(redone.stderr).toContain(`resumed from the checkpoint of step ${Math.max(...trainedB.filter((s) => s !== lastStep))}`);
     const outC = JSON.parse(redone.stdout);
     expect(outC.steps).toBe(3);
     expect(outC.metrics.map((m: any) => m.step)).toEqual([...trainedA].sort((x, y) => x - y));
     const evC = events(b);
     expect(outC.versions).toEqual(served(evC));
-    expect(evC.filter((e) => e.type === "checkpoint" && e.phase === "step").map((e) => e.step).sort()).toEqual(trainedA.sort());
-    expect(results(b).map((x) => x.id).sort()).toEqual(idsA); // no rollout sampled again
+    expect(
+      evC
+        .filter((e) => e.type === "checkpoint" && e.phase === "step")
+        .map((e) => e.step)
+        .sort(),
+    ).toEqual(trainedA.sort());
+    expect(
+      results(b)
+        .map((x) => x.id)
+        .sort(),
+    ).toEqual(idsA); // no rollout sampled again
 
     // A checkpoint the worker cannot restore: the resumed run fails with a clear error, and its
     // worker does not outlive it.
     const last = evA.filter((e) => e.type === "checkpoint").at(-1)!;
     for (const f of readdirSync(last.path)) rmSync(join(last.path, f), { recursive: true, force: true });
     writeFileSync(join(last.path, "state.pt"), "not a checkpoint");
-    const broken = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", a, "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(broken.status).not.toBe(0);
+    const broken = reins(["run", "--resume", a, "--quiet"], { timeout: 600_000 });
+    expect(broken.code).not.toBe(0);
     expect(broken.stderr).toMatch(/error\[\w+\]/);
     expect(broken.stderr).not.toMatch(/\n\s+at /);
     expect(livingWith(a)).toEqual([]);

@@ -4,10 +4,10 @@
  * once exited 0 at its first word on the closed stderr, leaving its sandboxes behind, and the
  * supervisor read that as success.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { spawnReins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { events, experiment } from "./helpers.js";
 
@@ -24,10 +24,10 @@ describe("a run stopped by its supervisor", () => {
     const runDir = join(dir, "run");
     const tmp = join(dir, "tmp");
     mkdirSync(tmp);
-    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", runDir, "--json"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TMPDIR: tmp } });
+    const child = spawnReins(["run", file, "--out", runDir, "--json"], { stdio: ["ignore", "pipe", "pipe"], env: { TMPDIR: tmp } });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on("exit", (code, signal) => res({ code, signal })));
-    child.stdout.resume();
-    child.stderr.resume();
+    child.stdout!.resume();
+    child.stderr!.resume();
     // Wait for rollouts in flight (sandboxes exist), then do what spawnSync's timeout does.
     const started = await new Promise<boolean>((res) => {
       const timer = setInterval(() => {
@@ -42,8 +42,8 @@ describe("a run stopped by its supervisor", () => {
       });
     });
     expect(started, "the run ended before any rollout started").toBe(true);
-    child.stdout.destroy();
-    child.stderr.destroy();
+    child.stdout!.destroy();
+    child.stderr!.destroy();
     child.kill("SIGTERM");
     const { code, signal } = await exited;
     expect({ code, signal }).toEqual({ code: 130, signal: null });

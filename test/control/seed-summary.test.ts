@@ -53,7 +53,10 @@ function run(seed: number, before: number, after: number, n = 100): SeedRunSumma
 
 describe("summarizeSeeds", () => {
   it("reports each seed and the mean, sd, range and t interval of the gain", () => {
-    const s = summarizeSeeds([run(1, 0.1, 0.4), run(2, 0.2, 0.3), run(3, 0.1, 0.2), run(4, 0.3, 0.6), run(5, 0.2, 0.2)], { runDir: "/runs/x", planHash: "sha256:all" });
+    const s = summarizeSeeds([run(1, 0.1, 0.4), run(2, 0.2, 0.3), run(3, 0.1, 0.2), run(4, 0.3, 0.6), run(5, 0.2, 0.2)], {
+      runDir: "/runs/x",
+      planHash: "sha256:all",
+    });
     expect(s.seeds.map((x) => x.seed)).toEqual([1, 2, 3, 4, 5]);
     expect(s.seeds[0]).toMatchObject({ seed: 1, runDir: "/runs/x/seed-1", steps: 3, seconds: 11, heldOut: { before: 0.1, after: 0.4, n: 100 } });
     expect(s.seeds[0]!.heldOut.gain).toBeCloseTo(0.3, 12);
@@ -86,7 +89,11 @@ describe("summarizeSeeds", () => {
   });
 
   it("leaves out seeds without both evaluations", () => {
-    const noAfter: SeedRunSummary = { ...run(2, 0.1, 0.1), heldOut: { before: 0.1, after: null, byHarness: {} }, evaluations: [{ passRate: 0.1, rollouts: 100 }] };
+    const noAfter: SeedRunSummary = {
+      ...run(2, 0.1, 0.1),
+      heldOut: { before: 0.1, after: null, byHarness: {} },
+      evaluations: [{ passRate: 0.1, rollouts: 100 }],
+    };
     const s = summarizeSeeds([run(1, 0.1, 0.3), noAfter], { runDir: "/r", planHash: "h" });
     expect(s.seeds[1]!.heldOut).toEqual({ before: 0.1, after: null, gain: null, n: 100, gainStdErrors: null });
     expect(s.heldOut.n).toBe(1);

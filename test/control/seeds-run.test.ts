@@ -5,12 +5,12 @@
  * corpus), the spread over the seeds in summary.json, and `--resume` running only the seed that
  * has not finished. A malformed --seeds is a usage error.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, STACK_TRACE } from "./helpers.js";
 
 const json = (file: string) => JSON.parse(readFileSync(file, "utf8"));
@@ -20,12 +20,15 @@ function tinyExperiment(dir: string): string {
   const file = experiment(dir);
   const plan = compilePlan([file], { env: {} }).value!;
   const held = plan.heldOutTasks.slice(0, 2);
-  const training = plan.tasks.map((t) => t.name).filter((n) => !plan.heldOutTasks.includes(n)).slice(0, 2);
+  const training = plan.tasks
+    .map((t) => t.name)
+    .filter((n) => !plan.heldOutTasks.includes(n))
+    .slice(0, 2);
   editSpec(file, [
-    [/  tasks:\n    - labels: \{[^}]*\}\n/, `  tasks: [${training.map((n) => `{name: ${n}}`).join(", ")}]\n`],
-    [/  heldOut:\n    - labels: \{[^}]*\}\n/, `  heldOut: [${held.map((n) => `{name: ${n}}`).join(", ")}]\n`],
-    [/  steps: 3\n/, "  steps: 1\n"],
-    [/  eval: \{[^}]*\}/, "  eval: {everySteps: 0, attempts: 2}"],
+    [/ {2}tasks:\n {4}- labels: \{[^}]*\}\n/, `  tasks: [${training.map((n) => `{name: ${n}}`).join(", ")}]\n`],
+    [/ {2}heldOut:\n {4}- labels: \{[^}]*\}\n/, `  heldOut: [${held.map((n) => `{name: ${n}}`).join(", ")}]\n`],
+    [/ {2}steps: 3\n/, "  steps: 1\n"],
+    [/ {2}eval: \{[^}]*\}/, "  eval: {everySteps: 0, attempts: 2}"],
   ]);
   return file;
 }
@@ -34,8 +37,8 @@ describe("reins run --seeds", () => {
   it("refuses a malformed seed list as a usage error", () => {
     const file = experiment(tempDir("reins-seeds-usage-"));
     for (const seeds of ["1,two", "1,1"]) {
-      const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--seeds", seeds], { encoding: "utf8" });
-      expect(r.status, seeds).toBe(2);
+      const r = reins(["run", file, "--seeds", seeds]);
+      expect(r.code, seeds).toBe(2);
       expect(r.stderr).toContain("--seeds takes a comma-separated list of distinct integers");
       expect(r.stderr).not.toMatch(STACK_TRACE);
     }
@@ -45,8 +48,8 @@ describe("reins run --seeds", () => {
     const dir = tempDir("reins-seeds-run-");
     const file = tinyExperiment(dir);
     const out = join(dir, "out");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--seeds", "1,2", "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--seeds", "1,2", "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout);
     expect(json(join(out, "summary.json"))).toEqual(s);
     expect(s.runDir).toBe(out);
@@ -79,7 +82,12 @@ describe("reins run --seeds", () => {
     // The aggregate is what the seeds' own summaries say.
     const gains = summaries.map((x) => x.heldOut.after - x.heldOut.before);
     summaries.forEach((x, i) => {
-      expect(s.seeds[i]).toMatchObject({ runDir: join(out, `seed-${i + 1}`), steps: x.steps, seconds: x.seconds, heldOut: { before: x.heldOut.before, after: x.heldOut.after, n: x.evaluations[0].rollouts } });
+      expect(s.seeds[i]).toMatchObject({
+        runDir: join(out, `seed-${i + 1}`),
+        steps: x.steps,
+        seconds: x.seconds,
+        heldOut: { before: x.heldOut.before, after: x.heldOut.after, n: x.evaluations[0].rollouts },
+      });
       expect(s.seeds[i].heldOut.gain).toBeCloseTo(gains[i]!, 12);
     });
     const mean = (gains[0]! + gains[1]!) / 2;
@@ -94,8 +102,8 @@ describe("reins run --seeds", () => {
     // --resume: the finished seed is skipped, the one without its summary runs (resumes) again.
     rmSync(join(out, "seed-2", "summary.json"));
     const before = events(join(out, "seed-1")).length;
-    const resumed = spawnSync(process.execPath, ["bin/reins.js", "run", "--resume", out, "--json"], { encoding: "utf8", timeout: 600_000 });
-    expect(resumed.status, resumed.stderr).toBe(0);
+    const resumed = reins(["run", "--resume", out, "--json"], { timeout: 600_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain("seed 1 (1 of 2): finished before; skipped");
     expect(resumed.stderr).toContain("seed 2 (2 of 2): resuming");
     expect(events(join(out, "seed-1")).length).toBe(before);

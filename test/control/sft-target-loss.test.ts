@@ -3,11 +3,11 @@
  * steps, falls below the target (`steps` is then the most it runs), so every seed starts RL from the
  * same fit. The window itself, the plan field, and a real run that stops early and says so.
  */
-import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { compilePlan } from "../../src/compiler/index.js";
 import { createLossWindow, reachedTargetLoss, SFT_LOSS_WINDOW } from "../../src/runtime/control/sft-stop.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment } from "./helpers.js";
 
 describe("sft.targetLoss", () => {
@@ -26,7 +26,7 @@ describe("sft.targetLoss", () => {
     const file = experiment(tempDir("reins-target-loss-"));
     const plain = compilePlan([file], { env: {} }).value!;
     expect(plain.sft?.targetLoss).toBeUndefined();
-    editSpec(file, [[/  sft: \{steps: 3,/, "  sft: {steps: 3, targetLoss: 0.03,"]]);
+    editSpec(file, [[/ {2}sft: \{steps: 3,/, "  sft: {steps: 3, targetLoss: 0.03,"]]);
     const target = compilePlan([file], { env: {} }).value!;
     expect(target.sft?.targetLoss).toBe(0.03);
     expect(target.hash).not.toBe(plain.hash);
@@ -43,13 +43,13 @@ describe("sft.targetLoss", () => {
     const file = experiment(dir);
     // A loss far above any SFT loss: SFT stops as soon as the window is full, after 10 of at most 40 steps.
     editSpec(file, [
-      [/  heldOut:\n    - .*\n/, ""],
-      [/  sft: \{[^}]*\}/, "  sft: {steps: 40, targetLoss: 100, learningRate: 3e-3, batchSize: 4}"],
-      [/  steps: 3\n/, "  steps: 1\n"],
+      [/ {2}heldOut:\n {4}- .*\n/, ""],
+      [/ {2}sft: \{[^}]*\}/, "  sft: {steps: 40, targetLoss: 100, learningRate: 3e-3, batchSize: 4}"],
+      [/ {2}steps: 3\n/, "  steps: 1\n"],
     ]);
     const out = `${dir}/run`;
-    const r = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["run", file, "--out", out, "--json"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/below sft\.targetLoss 100: stopping after 10 of at most 40 steps/);
     const sft = events(out).find((e) => e.type === "sft");
     expect(sft).toMatchObject({ steps: 10, targetLoss: 100 });

@@ -4,12 +4,12 @@
  * and `always` runs it anyway. Three real runs: A trains a fresh policy (SFT runs), B starts from
  * A's last weights (SFT skipped), C starts from them with `when: always` (SFT runs).
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { decideSft } from "../../src/runtime/control/sft.js";
 import { tempDir } from "../executor/helpers.js";
+import { reins } from "../reins-cli.js";
 import { editSpec, events, experiment, jsonl } from "./helpers.js";
 
 const SFT = { steps: 2, learningRate: 3e-3, batchSize: 4, adamBetas: [0.9, 0.999] as [number, number], optimizerState: "reset" as const };
@@ -37,17 +37,23 @@ describe("sft.when", () => {
     const dir = tempDir("reins-sft-when-");
     const file = experiment(dir);
     editSpec(file, [
-      [/  heldOut:\n    - .*\n/, ""],
-      [/  sft: \{[^}]*\}/, `  sft: {steps: ${SFT.steps}, learningRate: ${SFT.learningRate}, batchSize: ${SFT.batchSize}}`],
-      [/  steps: 3\n/, "  steps: 1\n"],
-      [/  tasksPerStep: 2\n/, "  tasksPerStep: 1\n"],
+      [/ {2}heldOut:\n {4}- .*\n/, ""],
+      [/ {2}sft: \{[^}]*\}/, `  sft: {steps: ${SFT.steps}, learningRate: ${SFT.learningRate}, batchSize: ${SFT.batchSize}}`],
+      [/ {2}steps: 3\n/, "  steps: 1\n"],
+      [/ {2}tasksPerStep: 2\n/, "  tasksPerStep: 1\n"],
     ]);
     const run = (spec: string, out: string) => {
       // The project holds the specs and the runs: B and C name the tokenizer of A's weights, in A's run directory.
-      const r = spawnSync(process.execPath, ["bin/reins.js", "run", spec, "--out", out, "--json", "--quiet", "--project-root", dir], { encoding: "utf8", timeout: 600_000 });
-      expect(r.status, r.stderr).toBe(0);
-      const last = events(out).filter((e) => e.type === "checkpoint").pop();
-      return { outcome: JSON.parse(r.stdout), weightsDir: last.weightsDir as string, trained: JSON.parse(readFileSync(join(last.weightsDir, "trained.json"), "utf8")) };
+      const r = reins(["run", spec, "--out", out, "--json", "--quiet", "--project-root", dir], { timeout: 600_000 });
+      expect(r.code, r.stderr).toBe(0);
+      const last = events(out)
+        .filter((e) => e.type === "checkpoint")
+        .pop();
+      return {
+        outcome: JSON.parse(r.stdout),
+        weightsDir: last.weightsDir as string,
+        trained: JSON.parse(readFileSync(join(last.weightsDir, "trained.json"), "utf8")),
+      };
     };
     const sftRollouts = (out: string) => jsonl(out, "rollouts.jsonl").filter((x) => String(x.id).startsWith("sft-"));
 
@@ -66,7 +72,7 @@ describe("sft.when", () => {
           .replace("path: policy/tokenizer.json", `path: ${join(a.weightsDir, "tokenizer.json")}`)
           .replace("modelPath: policy", `modelPath: ${a.weightsDir}`),
       );
-      writeFileSync(join(spec, "experiment.yaml"), readFileSync(file, "utf8").replace(/  sft: \{([^}]*)\}/, `  sft: {$1${when}}`));
+      writeFileSync(join(spec, "experiment.yaml"), readFileSync(file, "utf8").replace(/ {2}sft: \{([^}]*)\}/, `  sft: {$1${when}}`));
       return join(spec, "experiment.yaml");
     };
     const version = readFileSync(join(a.weightsDir, "READY"), "utf8").trim();

@@ -11,13 +11,30 @@ import type { RunStore } from "../../src/runtime/store/run-store.js";
 import { buildMetricSeries } from "../../src/runtime/view/overview.js";
 import { tempDir } from "../temp.js";
 
-const metrics = (step: number, loss: number) => ({ type: "step-metrics", step, trainingStep: step + 1, meanReward: 0.5, rollouts: 4, version: `v${step}`, loss });
+const metrics = (step: number, loss: number) => ({
+  type: "step-metrics",
+  step,
+  trainingStep: step + 1,
+  meanReward: 0.5,
+  rollouts: 4,
+  version: `v${step}`,
+  loss,
+});
 const checkpoint = (step: number) => ({ type: "checkpoint", phase: "step", step, path: `ckpt-${step}`, version: `w${step}`, weightsDir: `w${step}` });
-const skipped = (step: number) => ({ type: "step-skipped", phase: "step", step, code: "NonFiniteLoss", reason: "", version: "w0", consecutive: 1, maxSkips: 3 });
+const skipped = (step: number) => ({
+  type: "step-skipped",
+  phase: "step",
+  step,
+  code: "NonFiniteLoss",
+  reason: "",
+  version: "w0",
+  consecutive: 1,
+  maxSkips: 3,
+});
 
 function stateOf(lines: object[]) {
   const dir = tempDir("reins-step-commit-");
-  writeFileSync(join(dir, "events.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  writeFileSync(join(dir, "events.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
   return readLoopState({ dir } as RunStore);
 }
 
@@ -45,7 +62,10 @@ describe("a training step's commit", () => {
   it("a redone step counts once, with the metrics of the try that committed", () => {
     const state = stateOf([metrics(0, 0.4), checkpoint(0), metrics(1, 0.3), metrics(1, 0.25), checkpoint(1)]);
     expect([...state.trainedSteps]).toEqual([0, 1]);
-    expect(state.metrics.map((m) => [m.step, m.loss])).toEqual([[0, 0.4], [1, 0.25]]);
+    expect(state.metrics.map((m) => [m.step, m.loss])).toEqual([
+      [0, 0.4],
+      [1, 0.25],
+    ]);
   });
 
   it("SFT's summary is read back once its checkpoint is recorded, so a resumed run reports it", () => {
@@ -57,6 +77,10 @@ describe("a training step's commit", () => {
 
   it("the viewer's metric series show a redone step once, with its last line", () => {
     const series = buildMetricSeries([metrics(0, 0.4), metrics(1, 0.3), metrics(1, 0.25), metrics(2, 0.2)]);
-    expect(series.loss).toEqual([{ step: 0, value: 0.4 }, { step: 1, value: 0.25 }, { step: 2, value: 0.2 }]);
+    expect(series.loss).toEqual([
+      { step: 0, value: 0.4 },
+      { step: 1, value: 0.25 },
+      { step: 2, value: 0.2 },
+    ]);
   });
 });

@@ -2,11 +2,11 @@
  * A trainer worker that dies in the middle of a run is detected and reported in plain words; the
  * run stops (exit 1) instead of going on with garbage, and says how to resume.
  */
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../executor/helpers.js";
+import { spawnReins } from "../reins-cli.js";
 import { events, experiment } from "./helpers.js";
 
 function workerPids(marker: string): number[] {
@@ -27,9 +27,9 @@ describe("reins run with a dying trainer", () => {
     const dir = tempDir("reins-trainer-death-");
     const file = experiment(dir);
     const out = join(dir, "run");
-    const child = spawn(process.execPath, ["bin/reins.js", "run", file, "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawnReins(["run", file, "--out", out], { stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
-    child.stderr.on("data", (d) => (stderr += d));
+    child.stderr!.on("data", (d) => (stderr += d));
     const code = await new Promise<number | null>((resolve) => {
       const timer = setInterval(() => {
         if (events(out).some((e) => e.type === "checkpoint")) {

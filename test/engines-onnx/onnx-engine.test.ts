@@ -26,7 +26,9 @@ function engineFor(m: TinyModel, seed = 5): OnnxEngine {
   return new OnnxEngine({ type: "onnx", modelPath: m.dir, threads: 1, seed });
 }
 
-function request(over: Partial<GenerateRequest> & { maxTokens?: number; temperature?: number; topP?: number; stopIds?: number[]; seed?: number } = {}): GenerateRequest {
+function request(
+  over: Partial<GenerateRequest> & { maxTokens?: number; temperature?: number; topP?: number; stopIds?: number[]; seed?: number } = {},
+): GenerateRequest {
   return {
     promptIds: over.promptIds ?? [257, 117, 115, 101, 114, 10, 104, 105, 258, 10, 257, 97, 10],
     sampling: {

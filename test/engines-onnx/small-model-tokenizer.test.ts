@@ -36,7 +36,7 @@ describe("the small model's tokenizer", () => {
   it("round-trips any text and keeps the chat and tool markers as single tokens", async () => {
     const tok = await loadTokenizer({ type: "file", path: join(model.dir, "tokenizer.json") });
     for (const [marker, id] of Object.entries(model.specialTokens)) expect(tok.tokenId(marker)).toBe(id);
-    const text = "<|im_start|>user\nRead ünïcode 数据 & emoji 🙂<|im_end|>\n<tool_call>{\"name\": \"read\"}</tool_call>";
+    const text = '<|im_start|>user\nRead ünïcode 数据 & emoji 🙂<|im_end|>\n<tool_call>{"name": "read"}</tool_call>';
     const ids = tok.encode(text);
     expect(tok.decode(ids)).toBe(text);
     for (const marker of ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]) expect(ids).toContain(model.specialTokens[marker]);
@@ -48,7 +48,10 @@ describe("the small model's tokenizer", () => {
   it("learns BPE merges from a corpus and still round-trips", async () => {
     const dir = tempDir("reins-corpus-");
     const corpus = join(dir, "corpus.txt");
-    writeFileSync(corpus, "Read the file notes.md and write the summary to summary.md.\n".repeat(50) + "<tool_call>{\"name\": \"read_file\"}</tool_call>\n".repeat(20));
+    writeFileSync(
+      corpus,
+      "Read the file notes.md and write the summary to summary.md.\n".repeat(50) + '<tool_call>{"name": "read_file"}</tool_call>\n'.repeat(20),
+    );
     const bpe = makeTinyModel(5, dir, ["--corpus", corpus, "--merges", "60", "--no-onnx"]);
     expect(bpe.vocabSize).toBeGreaterThan(model.vocabSize);
     const tok = await loadTokenizer({ type: "file", path: join(bpe.dir, "tokenizer.json") });
@@ -91,7 +94,12 @@ describe("the small model's tokenizer", () => {
     const rendered = new Template(rt.tokenizer.chatTemplate!).render({
       messages: [
         { role: "user", content: "q" },
-        { role: "assistant", content: turn.text, reasoning_content: turn.reasoning, tool_calls: [{ type: "function", function: { name: "read", arguments: { path: "a.md" } } }] },
+        {
+          role: "assistant",
+          content: turn.text,
+          reasoning_content: turn.reasoning,
+          tool_calls: [{ type: "function", function: { name: "read", arguments: { path: "a.md" } } }],
+        },
       ],
     });
     expect(rendered).toBe(`<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n${raw}<|im_end|>\n`);

@@ -2,22 +2,14 @@
  * What a researcher sees when the Model's engine does not match its server: `reins eval` stops
  * before any rollout with `error[Code]`, the message and a hint, exit 1, no stack trace.
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir, writeSpecs } from "../executor/helpers.js";
+import { reinsAsync } from "../reins-cli.js";
 import { evaluationWithEngine as evaluation, readFixture, startReplay, type Replay } from "./replay.js";
 
-
-function reinsEval(file: string, out: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--quiet"], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function reinsEval(file: string, out: string) {
+  return reinsAsync(["eval", file, "--out", out, "--quiet"]);
 }
 
 let replay: Replay | undefined;

@@ -24,7 +24,8 @@ async function sampledIds(): Promise<number[][]> {
   const model = scriptedModel(TURNS);
   const engine = await createEngine(model.engine, { model, runtime: await loadModelRuntime(model) });
   const out: number[][] = [];
-  for (let seq = 0; seq < TURNS.length; seq++) out.push((await engine.generate({ promptIds: [1], sampling: { temperature: 1, topP: 1, maxTokens: 512, stopIds: [] }, rolloutId: "x", try: 1, seq })).ids);
+  for (let seq = 0; seq < TURNS.length; seq++)
+    out.push((await engine.generate({ promptIds: [1], sampling: { temperature: 1, topP: 1, maxTokens: 512, stopIds: [] }, rolloutId: "x", try: 1, seq })).ids);
   return out;
 }
 
@@ -44,7 +45,15 @@ describe("reins eval through a vllm engine (replayed vLLM 0.32.0)", () => {
       const ids = turns[Math.min(call++, turns.length - 1)]!;
       const logprobs = ids.map((_, i) => -0.125 * (i + 1));
       const last = ids[ids.length - 1]!;
-      const choice = { index: 0, text: "", logprobs: { text_offset: ids.map(() => 0), token_logprobs: logprobs, tokens: ids.map((id) => `token_id:${id}`), top_logprobs: [] }, finish_reason: "stop", stop_reason: last, token_ids: ids, prompt_token_ids: body.prompt };
+      const choice = {
+        index: 0,
+        text: "",
+        logprobs: { text_offset: ids.map(() => 0), token_logprobs: logprobs, tokens: ids.map((id) => `token_id:${id}`), top_logprobs: [] },
+        finish_reason: "stop",
+        stop_reason: last,
+        token_ids: ids,
+        prompt_token_ids: body.prompt,
+      };
       return body.stream ? { sse: [{ choices: [choice] }, "[DONE]"] } : { json: { ...fx.completion.response, choices: [choice] } };
     };
     const dir = tempDir();
@@ -60,9 +69,18 @@ describe("reins eval through a vllm engine (replayed vLLM 0.32.0)", () => {
     expect(outcome.engine).toEqual({ type: "vllm", server: "vllm", version: "0.32.0", logprobsMode: "raw" });
     expect(outcome.passAt["1"]).toBe(1);
     const manifest = JSON.parse(readFileSync(join(store.dir, "manifest.json"), "utf8"));
-    expect(manifest.engine).toMatchObject({ server: "vllm", version: "0.32.0", logprobsMode: "raw", logprobsModeFrom: "server", routes: { reload: "/collective_rpc" } });
+    expect(manifest.engine).toMatchObject({
+      server: "vllm",
+      version: "0.32.0",
+      logprobsMode: "raw",
+      logprobsModeFrom: "server",
+      routes: { reload: "/collective_rpc" },
+    });
     expect(manifest.planHash).toBe(plan.hash);
-    const calls = readFileSync(join(store.dir, "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const calls = readFileSync(join(store.dir, "calls.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(calls.map((c) => c.completionIds)).toEqual(turns);
     expect(calls.map((c) => c.completionLogprobs)).toEqual(turns.map((ids) => ids.map((_, i) => -0.125 * (i + 1))));
     expect(calls.map((c) => c.weightsVersion)).toEqual(["tiny/qwen3_hd32", "tiny/qwen3_hd32"]);

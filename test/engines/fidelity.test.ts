@@ -46,7 +46,8 @@ describe("checkSamplingFidelity", () => {
     const verdict = checkSamplingFidelity(probe("vllm", "raw", "default"), { temperature: 0.7, topP: 0.9 });
     expect(verdict).toEqual({
       ok: false,
-      message: "vllm returns raw logprobs (its default), before temperature and top-p, but the Model samples with temperature 0.7 and topP 0.9: the logprobs would not be those of the tokens' sampling distribution.",
+      message:
+        "vllm returns raw logprobs (its default), before temperature and top-p, but the Model samples with temperature 0.7 and topP 0.9: the logprobs would not be those of the tokens' sampling distribution.",
       hint: expect.stringMatching(/--logprobs-mode processed_logprobs/),
     });
     const err = (() => {
@@ -64,8 +65,14 @@ describe("checkSamplingFidelity", () => {
 
   it("training also needs a reload route: a vLLM without dev routes is refused before any rollout, with the flag that adds them", () => {
     const noRoutes = probe("vllm", "raw", "server");
-    expect(() => requireTrainable(noRoutes, { temperature: 1, topP: 1 })).toThrow(expect.objectContaining({ code: "EngineNotTrainable", hint: expect.stringMatching(/VLLM_SERVER_DEV_MODE=1/) }));
-    expect(() => requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 1, topP: 1 })).not.toThrow();
-    expect(() => requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 0.6, topP: 1 })).toThrow(expect.objectContaining({ code: "SamplingUnfaithful" }));
+    expect(() => requireTrainable(noRoutes, { temperature: 1, topP: 1 })).toThrow(
+      expect.objectContaining({ code: "EngineNotTrainable", hint: expect.stringMatching(/VLLM_SERVER_DEV_MODE=1/) }),
+    );
+    expect(() =>
+      requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 1, topP: 1 }),
+    ).not.toThrow();
+    expect(() => requireTrainable({ ...noRoutes, routes: { generate: "/v1/completions", reload: "/collective_rpc" } }, { temperature: 0.6, topP: 1 })).toThrow(
+      expect.objectContaining({ code: "SamplingUnfaithful" }),
+    );
   });
 });

@@ -13,7 +13,13 @@ import { posts, readFixture, startReplay, type Replay } from "./replay.js";
 const fx = readFixture("llama.cpp/llama.cpp-b6527-documented.json");
 const noCtx = {} as EngineContext;
 const spec = (url: string): ResolvedEngine => ({ type: "llama-cpp", baseUrl: url });
-const req = (over: Partial<GenerateRequest["sampling"]> = {}): GenerateRequest => ({ promptIds: [1, 2, 3], sampling: { temperature: 1, topP: 1, maxTokens: 8, stopIds: [151645], ...over }, rolloutId: "r", try: 1, seq: 0 });
+const req = (over: Partial<GenerateRequest["sampling"]> = {}): GenerateRequest => ({
+  promptIds: [1, 2, 3],
+  sampling: { temperature: 1, topP: 1, maxTokens: 8, stopIds: [151645], ...over },
+  rolloutId: "r",
+  try: 1,
+  seq: 0,
+});
 
 let replay: Replay | undefined;
 afterEach(async () => {
@@ -31,7 +37,15 @@ describe("llama-cpp engine (replayed llama-server)", () => {
   it("probes /props: llama.cpp, its build, post-sampling logprobs, its context", async () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
-    expect(engine.info!()).toEqual({ type: "llama-cpp", server: "llama.cpp", version: "b6527-7c0e9d8a", logprobsMode: "processed", logprobsModeFrom: "default", routes: { generate: "/completion" }, maxModelLen: 4096 });
+    expect(engine.info!()).toEqual({
+      type: "llama-cpp",
+      server: "llama.cpp",
+      version: "b6527-7c0e9d8a",
+      logprobsMode: "processed",
+      logprobsModeFrom: "default",
+      routes: { generate: "/completion" },
+      maxModelLen: 4096,
+    });
   });
 
   it("overrides every default sampler and asks for post-sampling probabilities; logprobs are their logs", async () => {

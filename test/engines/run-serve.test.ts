@@ -8,12 +8,12 @@
  * (nothing can stop it then), and `reins run --resume` stops it before starting its own, so no
  * stale server is left behind or talked to.
  */
-import { spawn } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { events, jsonl } from "../control/helpers.js";
 import { describe, expect, it } from "vitest";
 import { stopStaleServer } from "../../src/runtime/control/served-model.js";
+import { reinsAsync, type ReinsAsyncOptions } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { pidAlive } from "../suite-hygiene.js";
 
@@ -70,17 +70,8 @@ function copyExample(dir: string, body: string): string {
   return join(dir, "examples", "engines", "experiment.yaml");
 }
 
-function reins(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stderr = "";
-    child.stdout!.resume();
-    child.stderr!.on("data", (d: Buffer) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on("close", (code, signal) => resolve({ code, signal, stderr }));
-  });
+function reins(args: string[], onStderr?: ReinsAsyncOptions["onStderr"]) {
+  return reinsAsync(args, { onStderr });
 }
 
 function serverPid(run: string): number {

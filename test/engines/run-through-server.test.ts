@@ -11,12 +11,12 @@
  * The same path through an sglang engine (a stand-in of SGLang 0.5's documented protocol): the
  * weights by /update_weights_from_disk, each call labelled by the server's weight_version.
  */
-import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ensureInitialPolicy } from "../../src/runtime/control/policy.js";
 import { events, jsonl } from "../control/helpers.js";
+import { reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { posts, readFixture, startReplay, type Replay } from "./replay.js";
 
@@ -36,7 +36,7 @@ function copyExample(dir: string, baseUrl: string, edit: (model: string) => stri
     cpSync(join("examples", f), join(dir, "examples", f));
   }
   const modelFile = join(dir, "examples", "engines", "model.yaml");
-  const model = readFileSync(modelFile, "utf8").replace(/    serve:\n      modelPath: .*\n      dtype: .*\n/, `    baseUrl: ${baseUrl}/v1\n`);
+  const model = readFileSync(modelFile, "utf8").replace(/ {4}serve:\n {6}modelPath: .*\n {6}dtype: .*\n/, `    baseUrl: ${baseUrl}/v1\n`);
   if (!model.includes("baseUrl")) throw new Error("model.yaml changed: no serve block to replace");
   writeFileSync(modelFile, edit(model));
   return join(dir, "examples", "engines", "experiment.yaml");
@@ -51,7 +51,15 @@ async function standIn(root: string, probe: Record<string, unknown> = fx.probe):
     if (path === "/v1/completions") {
       const ids = [40, 41, 42, body.stop_token_ids[0]];
       const logprobs = ids.map(() => -0.5 * (reloads + 1));
-      const choice = { index: 0, text: "", logprobs: { text_offset: ids.map(() => 0), token_logprobs: logprobs, tokens: ids.map((id: number) => `token_id:${id}`), top_logprobs: [] }, finish_reason: "stop", stop_reason: null, token_ids: ids, prompt_token_ids: body.prompt };
+      const choice = {
+        index: 0,
+        text: "",
+        logprobs: { text_offset: ids.map(() => 0), token_logprobs: logprobs, tokens: ids.map((id: number) => `token_id:${id}`), top_logprobs: [] },
+        finish_reason: "stop",
+        stop_reason: null,
+        token_ids: ids,
+        prompt_token_ids: body.prompt,
+      };
       return body.stream ? { sse: [{ choices: [choice] }, "[DONE]"] } : { json: { ...fx.completion.response, choices: [choice] } };
     }
     if (path === "/collective_rpc") reloads++;
@@ -65,15 +73,8 @@ function editExperiment(file: string, edit: (text: string) => string): void {
   writeFileSync(file, edit(readFileSync(file, "utf8")));
 }
 
-function reinsRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", "run", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function reinsRun(args: string[]) {
+  return reinsAsync(["run", ...args]);
 }
 
 /** A project copy with the initial policy made, as a server you run would serve it. */
@@ -97,7 +98,11 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
     expect(summary.steps).toBe(2);
     // The project's policy ties its logits head: on vLLM's CPU build an in-place reload leaves it stale.
     expect(out.stderr).toContain("warning: the policy's logits head is tied to its embeddings");
-    expect(JSON.parse(readFileSync(join(run, "manifest.json"), "utf8")).engine).toMatchObject({ server: "vllm", routes: { reload: "/collective_rpc" }, modelPath: policy });
+    expect(JSON.parse(readFileSync(join(run, "manifest.json"), "utf8")).engine).toMatchObject({
+      server: "vllm",
+      routes: { reload: "/collective_rpc" },
+      modelPath: policy,
+    });
 
     // Reloads: the initial policy before any rollout, then step 1's and step 2's weights.
     const checkpoints = events(run).filter((e) => e.type === "checkpoint");
@@ -167,7 +172,9 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
   it("refuses a server without reload routes (no VLLM_SERVER_DEV_MODE): error[EngineNotTrainable] with the way to get them", async () => {
     const { dir, policy } = await project();
     const { "/server_info?config_format=json": _, ...plain } = fx.probe;
-    const paths = Object.fromEntries(Object.entries(fx.probe["/openapi.json"].paths).filter(([p]) => ["/v1/completions", "/v1/models", "/version", "/health"].includes(p)));
+    const paths = Object.fromEntries(
+      Object.entries(fx.probe["/openapi.json"].paths).filter(([p]) => ["/v1/completions", "/v1/models", "/version", "/health"].includes(p)),
+    );
     const r = (replay = await standIn(policy, { ...plain, "/openapi.json": { paths } }));
     const file = copyExample(dir, r.url);
     const out = await reinsRun([file, "--project-root", dir, "--out", join(dir, "run")]);
@@ -204,12 +211,26 @@ describe("reins run through a vLLM server you run (replayed vLLM 0.32.0)", () =>
 
 /** An SGLang 0.5 stand-in serving `root`: /generate answers with the weight_version of the last /update_weights_from_disk. */
 async function sglangStandIn(root: string): Promise<Replay> {
-  const r = await startReplay({ ...sg.probe, "/v1/models": { ...sg.probe["/v1/models"], data: [{ ...sg.probe["/v1/models"].data[0], root }] }, "/get_model_info": { ...sg.probe["/get_model_info"], model_path: root } });
+  const r = await startReplay({
+    ...sg.probe,
+    "/v1/models": { ...sg.probe["/v1/models"], data: [{ ...sg.probe["/v1/models"].data[0], root }] },
+    "/get_model_info": { ...sg.probe["/get_model_info"], model_path: root },
+  });
   let version = "default";
   r.answer = (path, body) => {
     if (path === "/generate") {
       const ids = [40, 41, 42, body.sampling_params.stop_token_ids[0]];
-      const out = { text: "", output_ids: ids, meta_info: { ...sg.completion.response.meta_info, finish_reason: { type: "stop", matched: ids[3] }, weight_version: version, completion_tokens: ids.length, output_token_logprobs: ids.map((id) => [-0.25, id, null]) } };
+      const out = {
+        text: "",
+        output_ids: ids,
+        meta_info: {
+          ...sg.completion.response.meta_info,
+          finish_reason: { type: "stop", matched: ids[3] },
+          weight_version: version,
+          completion_tokens: ids.length,
+          output_token_logprobs: ids.map((id) => [-0.25, id, null]),
+        },
+      };
       return body.stream ? { sse: [out, "[DONE]"] } : { json: out };
     }
     if (path === "/update_weights_from_disk") {
@@ -235,9 +256,11 @@ describe("reins run through an SGLang server you run (stand-in of SGLang 0.5's d
     const checkpoints = events(run).filter((e) => e.type === "checkpoint");
     const initial = readFileSync(join(policy, "READY"), "utf8").trim();
     const versions = [initial, ...checkpoints.map((c) => c.version as string)];
-    expect(posts(r).filter((p) => p.path === "/update_weights_from_disk").map((p) => p.body)).toEqual(
-      [policy, ...checkpoints.map((c) => c.weightsDir as string)].map((model_path, i) => ({ model_path, weight_version: versions[i] })),
-    );
+    expect(
+      posts(r)
+        .filter((p) => p.path === "/update_weights_from_disk")
+        .map((p) => p.body),
+    ).toEqual([policy, ...checkpoints.map((c) => c.weightsDir as string)].map((model_path, i) => ({ model_path, weight_version: versions[i] })));
     const stepOf = new Map(jsonl(run, "rollouts.jsonl").map((x: { id: string; step: number }) => [x.id, x.step]));
     const calls = jsonl(run, "calls.jsonl");
     expect(calls.length).toBeGreaterThanOrEqual(8);

@@ -12,8 +12,19 @@ import { posts, readFixture, startReplay, type Replay } from "./replay.js";
 
 const fx = readFixture("sglang/sglang-0.5-documented.json");
 const noCtx = {} as EngineContext;
-const spec = (url: string, over: Partial<Extract<ResolvedEngine, { type: "sglang" }>> = {}): ResolvedEngine => ({ type: "sglang", baseUrl: url, model: "Qwen/Qwen3-0.6B", ...over });
-const req = (over: Partial<GenerateRequest["sampling"]> = {}): GenerateRequest => ({ promptIds: [1, 2, 3], sampling: { temperature: 1, topP: 1, maxTokens: 3, stopIds: [151645], ...over }, rolloutId: "r", try: 1, seq: 0 });
+const spec = (url: string, over: Partial<Extract<ResolvedEngine, { type: "sglang" }>> = {}): ResolvedEngine => ({
+  type: "sglang",
+  baseUrl: url,
+  model: "Qwen/Qwen3-0.6B",
+  ...over,
+});
+const req = (over: Partial<GenerateRequest["sampling"]> = {}): GenerateRequest => ({
+  promptIds: [1, 2, 3],
+  sampling: { temperature: 1, topP: 1, maxTokens: 3, stopIds: [151645], ...over },
+  rolloutId: "r",
+  try: 1,
+  seq: 0,
+});
 const IDS = [151, 9, 151645];
 const LPS = [-0.6931471824645996, -1.3862943649291992, -0.10536051541566849];
 
@@ -47,7 +58,13 @@ describe("sglang engine (replayed SGLang 0.5)", () => {
       version: "0.5.5",
       logprobsMode: "temperature",
       logprobsModeFrom: "default",
-      routes: { generate: "/generate", reload: "/update_weights_from_disk", pause: "/pause_generation", resume: "/continue_generation", resetCache: "/flush_cache" },
+      routes: {
+        generate: "/generate",
+        reload: "/update_weights_from_disk",
+        pause: "/pause_generation",
+        resume: "/continue_generation",
+        resetCache: "/flush_cache",
+      },
       maxModelLen: 40960,
       modelPath: "Qwen/Qwen3-0.6B",
     });
@@ -98,13 +115,21 @@ describe("sglang engine (replayed SGLang 0.5)", () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
     r.answer = () => ({ json: fx.abort });
-    await expect(engine.generate(req())).rejects.toMatchObject({ code: "EngineFailed", message: expect.stringMatching(/aborted the call: .*updating weights/) });
-    r.answer = () => ({ json: { ...fx.completion.response, meta_info: { ...fx.completion.response.meta_info, output_token_logprobs: [[-0.5, "151", null]] } } });
+    await expect(engine.generate(req())).rejects.toMatchObject({
+      code: "EngineFailed",
+      message: expect.stringMatching(/aborted the call: .*updating weights/),
+    });
+    r.answer = () => ({
+      json: { ...fx.completion.response, meta_info: { ...fx.completion.response.meta_info, output_token_logprobs: [[-0.5, "151", null]] } },
+    });
     await expect(engine.generate(req())).rejects.toMatchObject({ code: "EngineBadResponse" });
   });
 
   it("a vLLM server where the spec says sglang is refused", async () => {
     replay = await startReplay(readFixture("vllm/vllm-0.32.0.json").probe);
-    await expect(createEngine(spec(replay.url), noCtx)).rejects.toMatchObject({ code: "EngineMismatch", message: expect.stringMatching(/engine is sglang, but a vllm server answers there/) });
+    await expect(createEngine(spec(replay.url), noCtx)).rejects.toMatchObject({
+      code: "EngineMismatch",
+      message: expect.stringMatching(/engine is sglang, but a vllm server answers there/),
+    });
   });
 });

@@ -7,11 +7,11 @@
  * Needs the scale environment (bash scripts/install-python.sh); REINS_SKIP_SCALE_PYTHON=1 skips
  * it. vLLM takes 1–3 minutes to start on a loaded 2-core machine: the timeouts are generous.
  */
-import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultServePython, startVllmServer } from "../../src/runtime/engines/vllm-server.js";
+import { reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const SKIP = process.env.REINS_SKIP_SCALE_PYTHON === "1";
@@ -26,15 +26,8 @@ function copyProject(dir: string): string {
   return join(dir, "examples", "engines", "evaluation.yaml");
 }
 
-function reinsEval(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", "eval", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function reinsEval(args: string[]) {
+  return reinsAsync(["eval", ...args]);
 }
 
 /** Processes whose process group is `pgid` (the server and the engine core it started). */
@@ -61,7 +54,8 @@ interface Call {
 
 describe.skipIf(SKIP)(`reins eval with the policy served by a real vLLM that reins starts${NOTE}`, () => {
   it("exit 0, the engine block, no server left; the recorded ids and logprobs are what the server sampled", async () => {
-    if (!existsSync(defaultServePython())) throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
+    if (!existsSync(defaultServePython()))
+      throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
     const dir = tempDir();
     const file = copyProject(dir);
     const run = join(dir, "run");
@@ -83,7 +77,10 @@ describe.skipIf(SKIP)(`reins eval with the policy served by a real vLLM that rei
     expect(groupMembers(server.pid)).toEqual([]);
     expect(readFileSync(join(run, "vllm-server.log"), "utf8")).toContain("Application startup complete");
 
-    const calls = readFileSync(join(run, "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Call);
+    const calls = readFileSync(join(run, "calls.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Call);
     expect(calls.length).toBeGreaterThanOrEqual(3);
     expect(calls.every((c) => c.completionIds.length > 0 && c.completionIds.length === c.completionLogprobs.length)).toBe(true);
 

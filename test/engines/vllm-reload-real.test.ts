@@ -58,7 +58,8 @@ async function serveOn(modelPath: string, logFile: string) {
 
 describe.skipIf(SKIP)(`vLLM's in-place reload through the vllm engine, on a real server${NOTE}`, () => {
   it("a server started on A and reloaded with B scores as a server started on B", async () => {
-    if (!existsSync(defaultServePython())) throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
+    if (!existsSync(defaultServePython()))
+      throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
     const dir = tempDir();
     await ensureInitialPolicy(join(dir, "policy"), { seed: 3, python: "/usr/bin/python3" });
     const [a, b] = [join(dir, "a"), join(dir, "b")];
@@ -81,7 +82,9 @@ describe.skipIf(SKIP)(`vLLM's in-place reload through the vllm engine, on a real
     } finally {
       await second.stop();
     }
-    console.log(`vllm-reload-real: server starts ${first.startSeconds.toFixed(1)} s, ${second.startSeconds.toFixed(1)} s; max |Δlogprob| B reloaded vs B loaded ${gap(reloaded, fresh).toExponential(2)}, A vs B ${gap(onA, fresh).toExponential(2)}`);
+    console.log(
+      `vllm-reload-real: server starts ${first.startSeconds.toFixed(1)} s, ${second.startSeconds.toFixed(1)} s; max |Δlogprob| B reloaded vs B loaded ${gap(reloaded, fresh).toExponential(2)}, A vs B ${gap(onA, fresh).toExponential(2)}`,
+    );
     expect(gap(reloaded, fresh)).toBeLessThan(1e-3);
     expect(gap(onA, fresh)).toBeGreaterThan(0.1);
   }, 1_200_000);

@@ -5,7 +5,6 @@
  * `reins eval` ends with EngineServerFailed and the log's tail, exit 1, and leaves no process.
  * The "python" here is a shell script standing in for a broken or slow vLLM install.
  */
-import { spawn } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -14,23 +13,14 @@ import { compilePlan } from "../../src/compiler/index.js";
 import { createVllmEngine } from "../../src/runtime/engines/vllm.js";
 import { buildServeCommand, defaultServePython } from "../../src/runtime/engines/vllm-server.js";
 import { tempDir, writeSpecs } from "../executor/helpers.js";
+import { reinsAsync, type ReinsAsyncOptions } from "../reins-cli.js";
 import { evaluationWithEngine } from "./replay.js";
 import { pidAlive } from "../suite-hygiene.js";
 
 const evaluation = (engine: string): string => evaluationWithEngine(`\n${engine}`);
 
-function reins(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d: Buffer) => (stdout += d));
-    child.stderr!.on("data", (d: Buffer) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function reins(args: string[], onStderr?: ReinsAsyncOptions["onStderr"]) {
+  return reinsAsync(args, { onStderr });
 }
 
 /** A stand-in for the server's python: a script, and a model directory that already holds a model. */
@@ -47,7 +37,10 @@ function fakeServer(dir: string, body: string): { python: string; modelDir: stri
 describe("engine.serve in the spec", () => {
   it("both baseUrl and serve, or neither: EngineServeConflict at the engine, with a hint", async () => {
     const dir = tempDir();
-    const both = await reins(["validate", writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    baseUrl: http://127.0.0.1:9\n    serve: {modelPath: policy}`))]);
+    const both = await reins([
+      "validate",
+      writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    baseUrl: http://127.0.0.1:9\n    serve: {modelPath: policy}`)),
+    ]);
     expect(both.code).toBe(1);
     expect(both.stderr).toMatch(/error\[EngineServeConflict\]: The vllm engine gives both baseUrl and serve\./);
     expect(both.stderr).toMatch(/:\d+:\d+/);
@@ -65,7 +58,13 @@ describe("engine.serve in the spec", () => {
     expect(cmd.args.join(" ")).toBe(
       "-m vllm.entrypoints.openai.api_server --model /m/policy --served-model-name served-policy --host 127.0.0.1 --port 40123 --enforce-eager --max-model-len 2048 --dtype bfloat16 --skip-tokenizer-init --seed 3",
     );
-    expect(cmd.env).toMatchObject({ VLLM_SERVER_DEV_MODE: "1", VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_CPU_KVCACHE_SPACE: "1", VLLM_CPU_OMP_THREADS_BIND: "nobind" });
+    expect(cmd.env).toMatchObject({
+      VLLM_SERVER_DEV_MODE: "1",
+      VLLM_NO_USAGE_STATS: "1",
+      DO_NOT_TRACK: "1",
+      VLLM_CPU_KVCACHE_SPACE: "1",
+      VLLM_CPU_OMP_THREADS_BIND: "nobind",
+    });
     expect(buildServeCommand({ ...serve, python: "/usr/local/bin/python3.11" }, "m", 1).command).toBe("/usr/local/bin/python3.11");
     expect(defaultServePython({ HOME: "/home/r" })).toMatch(/\.cache\/reins\/scale-python\/bin\/python$/);
   });
@@ -82,7 +81,11 @@ describe("engine.serve in the spec", () => {
       return r.value!;
     };
     const [pa, pb] = [planIn(a), planIn(b)];
-    expect(pa.model!.engine).toEqual({ type: "vllm", model: "m", serve: { modelPath: join(a, ".reins", "policy"), maxModelLen: 32768, dtype: "bfloat16", args: [], startTimeoutSeconds: 600 } });
+    expect(pa.model!.engine).toEqual({
+      type: "vllm",
+      model: "m",
+      serve: { modelPath: join(a, ".reins", "policy"), maxModelLen: 32768, dtype: "bfloat16", args: [], startTimeoutSeconds: 600 },
+    });
     expect(pb.hash).toBe(pa.hash);
   });
 
@@ -95,11 +98,16 @@ describe("engine.serve in the spec", () => {
 describe("reins eval when the server reins starts does not come up", () => {
   it("a server that exits at once: EngineServerFailed with the end of its log, exit 1, no stack trace", async () => {
     const dir = tempDir();
-    const { python, modelDir } = fakeServer(dir, `echo "Traceback (most recent call last):" >&2\necho "ModuleNotFoundError: No module named 'vllm'" >&2\nexit 1`);
+    const { python, modelDir } = fakeServer(
+      dir,
+      `echo "Traceback (most recent call last):" >&2\necho "ModuleNotFoundError: No module named 'vllm'" >&2\nexit 1`,
+    );
     const file = writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}"}`));
     const r = await reins(["eval", file, "--out", join(dir, "run"), "--quiet"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/error\[EngineServerFailed\]: The vLLM server reins started \(.*python -m vllm\.entrypoints\.openai\.api_server --model .*policy\) exited before it answered \(exit code 1\)/);
+    expect(r.stderr).toMatch(
+      /error\[EngineServerFailed\]: The vLLM server reins started \(.*python -m vllm\.entrypoints\.openai\.api_server --model .*policy\) exited before it answered \(exit code 1\)/,
+    );
     expect(r.stderr).toContain("ModuleNotFoundError: No module named 'vllm'");
     expect(r.stderr).toMatch(/hint: Read the server's log \(vllm-server\.log in the run directory\)/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -109,7 +117,10 @@ describe("reins eval when the server reins starts does not come up", () => {
   it("a server that never answers: stopped after serve.startTimeoutSeconds, and its process is gone", async () => {
     const dir = tempDir();
     const { python, modelDir } = fakeServer(dir, `echo "fake server pid $$"\nexec sleep 300`);
-    const file = writeSpecs(dir, evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}", startTimeoutSeconds: 2}`));
+    const file = writeSpecs(
+      dir,
+      evaluation(`    type: vllm\n    model: m\n    serve: {python: "${python}", modelPath: "${modelDir}", startTimeoutSeconds: 2}`),
+    );
     const r = await reins(["eval", file, "--out", join(dir, "run"), "--quiet"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/error\[EngineServerFailed\]: .* did not answer http:\/\/127\.0\.0\.1:\d+\/v1\/models within 2 s/);

@@ -10,12 +10,12 @@
  * Needs the scale environment (bash scripts/install-python.sh); REINS_SKIP_SCALE_PYTHON=1 skips
  * it. vLLM takes 1–3 minutes to start on a loaded 2-core machine: the timeouts are generous.
  */
-import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultServePython, startVllmServer } from "../../src/runtime/engines/vllm-server.js";
 import { events, jsonl } from "../control/helpers.js";
+import { reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const SKIP = process.env.REINS_SKIP_SCALE_PYTHON === "1";
@@ -30,15 +30,8 @@ function copyProject(dir: string): string {
   return join(dir, "examples", "engines", "experiment.yaml");
 }
 
-function reinsRun(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/reins.js", "run", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d));
-    child.stderr.on("data", (d: Buffer) => (stderr += d));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function reinsRun(args: string[]) {
+  return reinsAsync(["run", ...args]);
 }
 
 /** Processes whose process group is `pgid` (the server and the engine core it started). */
@@ -85,7 +78,8 @@ async function score(baseUrl: string, c: Call): Promise<number[]> {
 
 describe.skipIf(SKIP)(`reins run with the policy served by a real vLLM that reloads the trainer's weights${NOTE}`, () => {
   it("exit 0, the engine block, 2 steps, each call on the version serving, no server left; step 2 was sampled by step 1's weights", async () => {
-    if (!existsSync(defaultServePython())) throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
+    if (!existsSync(defaultServePython()))
+      throw new Error(`${defaultServePython()} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
     const dir = tempDir();
     const file = copyProject(dir);
     const run = join(dir, "run");

@@ -13,8 +13,19 @@ import { posts, readFixture, startReplay, type Replay } from "./replay.js";
 
 const fx = readFixture("vllm/vllm-0.32.0.json");
 const noCtx = {} as EngineContext;
-const spec = (url: string, over: Partial<Extract<ResolvedEngine, { type: "vllm" }>> = {}): ResolvedEngine => ({ type: "vllm", baseUrl: `${url}/v1`, model: "tiny/qwen3_hd32", ...over });
-const req = (over: Partial<GenerateRequest["sampling"]>): GenerateRequest => ({ promptIds: [1, 2, 3], sampling: { temperature: 1, topP: 1, maxTokens: 2, stopIds: [2], ...over }, rolloutId: "r", try: 1, seq: 0 });
+const spec = (url: string, over: Partial<Extract<ResolvedEngine, { type: "vllm" }>> = {}): ResolvedEngine => ({
+  type: "vllm",
+  baseUrl: `${url}/v1`,
+  model: "tiny/qwen3_hd32",
+  ...over,
+});
+const req = (over: Partial<GenerateRequest["sampling"]>): GenerateRequest => ({
+  promptIds: [1, 2, 3],
+  sampling: { temperature: 1, topP: 1, maxTokens: 2, stopIds: [2], ...over },
+  rolloutId: "r",
+  try: 1,
+  seq: 0,
+});
 
 let replay: Replay | undefined;
 afterEach(async () => {
@@ -42,18 +53,30 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
       version: "0.32.0",
       logprobsMode: "raw",
       logprobsModeFrom: "server",
-      routes: { generate: "/v1/completions", reload: "/collective_rpc", pause: "/pause", resume: "/resume", resetCache: "/reset_prefix_cache", updateVersion: "/update_weight_version" },
+      routes: {
+        generate: "/v1/completions",
+        reload: "/collective_rpc",
+        pause: "/pause",
+        resume: "/resume",
+        resetCache: "/reset_prefix_cache",
+        updateVersion: "/update_weight_version",
+      },
       maxModelLen: 2048,
       modelPath: "tiny/qwen3_hd32",
     });
-    expect(r.seen.filter((s) => s.method === "GET").map((s) => s.path).sort()).toEqual(
-      ["/get_model_info", "/get_server_info", "/openapi.json", "/props", "/server_info?config_format=json", "/v1/models", "/version"].sort(),
-    );
+    expect(
+      r.seen
+        .filter((s) => s.method === "GET")
+        .map((s) => s.path)
+        .sort(),
+    ).toEqual(["/get_model_info", "/get_server_info", "/openapi.json", "/props", "/server_info?config_format=json", "/v1/models", "/version"].sort());
   });
 
   it("without dev mode (no /server_info): the spec's logprobsMode, else vLLM's default raw; no reload routes, so reload says how to get them", async () => {
     const { "/server_info?config_format=json": _, ...plain } = fx.probe;
-    const paths = Object.fromEntries(Object.entries(fx.probe["/openapi.json"].paths).filter(([p]) => ["/v1/completions", "/v1/models", "/version", "/health"].includes(p)));
+    const paths = Object.fromEntries(
+      Object.entries(fx.probe["/openapi.json"].paths).filter(([p]) => ["/v1/completions", "/v1/models", "/version", "/health"].includes(p)),
+    );
     const r = await serve({ ...plain, "/openapi.json": { paths } });
     const asserted = await createEngine(spec(r.url, { logprobsMode: "processed" }), noCtx);
     expect(asserted.info!()).toMatchObject({ server: "vllm", logprobsMode: "processed", logprobsModeFrom: "spec", routes: { generate: "/v1/completions" } });
@@ -92,7 +115,12 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
       { ids: [93], logprobs: [-5.792168140411377] },
       { ids: [2], logprobs: [-4.51171875] },
     ]);
-    expect(out).toEqual({ ids: [297, 93, 2], logprobs: [-6.082244396209717, -5.792168140411377, -4.51171875], finish: "stop", weightsVersion: "tiny/qwen3_hd32" });
+    expect(out).toEqual({
+      ids: [297, 93, 2],
+      logprobs: [-6.082244396209717, -5.792168140411377, -4.51171875],
+      finish: "stop",
+      weightsVersion: "tiny/qwen3_hd32",
+    });
   });
 
   it("reloads through pause (waiting for in-flight calls), collective_rpc reload_weights, reset_prefix_cache, update_weight_version and resume; later calls carry the new version", async () => {
@@ -121,14 +149,22 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
     release();
     await reloading;
     expect((await during).weightsVersion).toBe("step-1");
-    expect(posts(r).map((p) => p.path)).toEqual(["/pause?mode=wait", "/collective_rpc", "/reset_prefix_cache", "/update_weight_version", "/resume", "/v1/completions"]);
+    expect(posts(r).map((p) => p.path)).toEqual([
+      "/pause?mode=wait",
+      "/collective_rpc",
+      "/reset_prefix_cache",
+      "/update_weight_version",
+      "/resume",
+      "/v1/completions",
+    ]);
   });
 
   it("a failed reload still resumes the server, fails with the server's answer, and keeps the old version", async () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
     const answer = r.answer;
-    r.answer = (path, body) => (path === "/collective_rpc" ? { status: 500, json: { error: { message: "Worker failed: no safetensors in /weights/step-1" } } } : answer(path, body));
+    r.answer = (path, body) =>
+      path === "/collective_rpc" ? { status: 500, json: { error: { message: "Worker failed: no safetensors in /weights/step-1" } } } : answer(path, body);
     const err = await engine.reload!("step-1", "/weights/step-1").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineError);
     expect((err as Error).message).toMatch(/HTTP 500.*no safetensors/);
@@ -140,7 +176,9 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
     const r = await serve();
     const engine = await createEngine(spec(r.url), noCtx);
     const choice = fx.completion.response.choices[0];
-    r.answer = () => ({ json: { ...fx.completion.response, choices: [{ ...choice, token_ids: undefined, logprobs: { ...choice.logprobs, tokens: ["I", "S"] } }] } });
+    r.answer = () => ({
+      json: { ...fx.completion.response, choices: [{ ...choice, token_ids: undefined, logprobs: { ...choice.logprobs, tokens: ["I", "S"] } }] },
+    });
     await expect(engine.generate(req({}))).rejects.toMatchObject({ code: "EngineBadResponse", message: expect.stringMatching(/token_id:N/) });
     r.answer = () => ({ json: { choices: [] } });
     await expect(engine.generate(req({}))).rejects.toMatchObject({ code: "EngineBadResponse" });
@@ -149,10 +187,16 @@ describe("vllm engine (replayed vLLM 0.32.0)", () => {
   it("another server at baseUrl is an EngineMismatch; nothing listening is EngineUnreachable", async () => {
     const sglang = readFixture("sglang/sglang-0.5-documented.json");
     const r = await serve(sglang.probe);
-    await expect(createEngine(spec(r.url), noCtx)).rejects.toMatchObject({ code: "EngineMismatch", message: expect.stringMatching(/engine is vllm, but a sglang server answers there/) });
+    await expect(createEngine(spec(r.url), noCtx)).rejects.toMatchObject({
+      code: "EngineMismatch",
+      message: expect.stringMatching(/engine is vllm, but a sglang server answers there/),
+    });
     const url = r.url;
     await r.close();
     replay = undefined;
-    await expect(createEngine(spec(url), noCtx)).rejects.toMatchObject({ code: "EngineUnreachable", message: expect.stringMatching(/cannot reach the inference server/) });
+    await expect(createEngine(spec(url), noCtx)).rejects.toMatchObject({
+      code: "EngineUnreachable",
+      message: expect.stringMatching(/cannot reach the inference server/),
+    });
   });
 });

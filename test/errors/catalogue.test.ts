@@ -46,7 +46,9 @@ describe("the code catalogue", () => {
 
   it("has no catalogued code that nothing produces, except the listed indirect ones", () => {
     const written = new Set(uses.map((u) => u.code));
-    const unused = Object.keys(CODES).filter((c) => !written.has(c)).sort();
+    const unused = Object.keys(CODES)
+      .filter((c) => !written.has(c))
+      .sort();
     expect(unused).toEqual(Object.keys(INDIRECT).sort());
   });
 });
@@ -75,6 +77,29 @@ describe("the code scanner", () => {
       if (e.code === "ENOENT") {}
     `;
     const codes = findCodeLiterals(source, "x.ts").map((u) => u.code);
-    expect(codes.sort()).toEqual(["CodeA1", "CodeA2", "CodeA3", "CodeA4", "CodeA5", "CodeA6", "CodeA7", "CodeA8", "CodeA9", "CodeB1", "CodeB2", "CodeB3", "CodeB4", "CodeB5", "CodeB6", "CodeB7", "CodeB8", "CodeB9", "CodeC1", "CodeC2"].sort());
+    expect(codes.sort()).toEqual(
+      [
+        "CodeA1",
+        "CodeA2",
+        "CodeA3",
+        "CodeA4",
+        "CodeA5",
+        "CodeA6",
+        "CodeA7",
+        "CodeA8",
+        "CodeA9",
+        "CodeB1",
+        "CodeB2",
+        "CodeB3",
+        "CodeB4",
+        "CodeB5",
+        "CodeB6",
+        "CodeB7",
+        "CodeB8",
+        "CodeB9",
+        "CodeC1",
+        "CodeC2",
+      ].sort(),
+    );
   });
 });

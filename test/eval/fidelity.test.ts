@@ -6,10 +6,10 @@
  * completion from stored ids; the first call's prompt equals the chat template's own rendering;
  * and the printed summary shows the fidelity table.
  */
-import { spawnSync } from "node:child_process";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const MODEL = `apiVersion: reins/v1alpha1
@@ -59,8 +59,8 @@ describe("reins eval reports fidelity per harness", () => {
     writeFileSync(join(dir, "model.yaml"), MODEL);
     writeFileSync(join(dir, "evaluation.yaml"), EVALUATION);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "eval", join(dir, "evaluation.yaml"), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 300_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["eval", join(dir, "evaluation.yaml"), "--out", out, "--json", "--quiet"], { timeout: 300_000 });
+    expect(r.code, r.stderr).toBe(0);
     const printed = JSON.parse(r.stdout);
     const written = JSON.parse(readFileSync(join(out, "summary.json"), "utf8"));
     expect(printed.fidelity).toEqual(written.fidelity);
@@ -68,7 +68,10 @@ describe("reins eval reports fidelity per harness", () => {
     const f = printed.fidelity.byHarness["reins-agent"];
     for (const k of FIELDS) expect(f, k).toHaveProperty(k);
 
-    const calls = readFileSync(join(out, "calls.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const calls = readFileSync(join(out, "calls.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(printed.rollouts).toBe(16);
     expect(printed.passAt["1"]).toBeGreaterThan(0);
     expect(f.calls).toBe(calls.length);
@@ -80,7 +83,9 @@ describe("reins eval reports fidelity per harness", () => {
     // reins-agent appends to its conversation: no prefix breaks, and the second call of each rollout
     // takes its first call's completion from the stored ids.
     expect(f.prefixBreaks).toBe(0);
-    expect(f.reusedCompletionTokens).toBe(calls.filter((c: { seq: number }) => c.seq === 0).reduce((s: number, c: { completionIds: number[] }) => s + c.completionIds.length, 0));
+    expect(f.reusedCompletionTokens).toBe(
+      calls.filter((c: { seq: number }) => c.seq === 0).reduce((s: number, c: { completionIds: number[] }) => s + c.completionIds.length, 0),
+    );
     const promptTokens = calls.reduce((s: number, c: { promptIds: number[] }) => s + c.promptIds.length, 0);
     expect(f.storedPromptTokens + f.freshPromptTokens).toBe(promptTokens);
     expect(f.storedPromptTokens).toBeGreaterThan(f.freshPromptTokens);
@@ -91,9 +96,13 @@ describe("reins eval reports fidelity per harness", () => {
     expect(f.proxyAddedMs.p99).toBeGreaterThanOrEqual(f.proxyAddedMs.p50);
 
     // The printed summary (a resumed run with nothing left to do prints it again).
-    const again = spawnSync(process.execPath, ["bin/reins.js", "eval", "--resume", out, "--quiet"], { encoding: "utf8", timeout: 120_000 });
-    expect(again.status, again.stderr).toBe(0);
-    expect(again.stdout).toMatch(/Fidelity\nharness +calls +prompt stored +prompt fresh +prefix breaks +trained ≠ sampled +template ≠ +dropped side calls +proxy ms p50\/p99\n/);
-    expect(again.stdout).toMatch(new RegExp(`reins-agent +32 +${f.storedPromptTokens} +${f.freshPromptTokens} +0 +0 of ${generated} +0 of 16 +0 +\\d+/\\d+\\n`));
+    const again = reins(["eval", "--resume", out, "--quiet"], { timeout: 120_000 });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      /Fidelity\nharness +calls +prompt stored +prompt fresh +prefix breaks +trained ≠ sampled +template ≠ +dropped side calls +proxy ms p50\/p99\n/,
+    );
+    expect(again.stdout).toMatch(
+      new RegExp(`reins-agent +32 +${f.storedPromptTokens} +${f.freshPromptTokens} +0 +0 of ${generated} +0 of 16 +0 +\\d+/\\d+\\n`),
+    );
   }, 400_000);
 });

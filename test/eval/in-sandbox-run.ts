@@ -98,7 +98,10 @@ export async function runInSandbox(o: InSandboxOptions): Promise<InSandboxRun> {
     provider.targets = [`127.0.0.1:${port}`, ...(host ? [`${host}:${port}`] : []), `127.0.0.1:${executor.proxy!.port}`, "1.1.1.1:443"];
     let results: RolloutResult[];
     try {
-      results = await executor.runRollouts(plan.steps.flatMap((s) => s.rollouts), 0);
+      results = await executor.runRollouts(
+        plan.steps.flatMap((s) => s.rollouts),
+        0,
+      );
     } finally {
       await executor.close();
     }
@@ -115,7 +118,11 @@ export function describeInSandbox(run: InSandboxRun): string {
   return JSON.stringify(
     {
       results: run.results.map((r) => ({ id: r.id, status: r.status, reward: r.reward, tries: r.tries, error: r.error, exit: r.harnessExit })),
-      launches: run.launches.map((l) => ({ tryId: l.tryId, probeError: l.probeError, exit: l.exit && { code: l.exit.exitCode, stderr: l.exit.stderr.slice(-400) } })),
+      launches: run.launches.map((l) => ({
+        tryId: l.tryId,
+        probeError: l.probeError,
+        exit: l.exit && { code: l.exit.exitCode, stderr: l.exit.stderr.slice(-400) },
+      })),
     },
     null,
     1,

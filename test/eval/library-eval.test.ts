@@ -24,7 +24,9 @@ const ROOT = resolve(import.meta.dirname, "../../examples/tasks");
 const ATTEMPTS = 3;
 
 it("pass@k and pass^k over the starter library match what the stand-in agent submitted", async () => {
-  const families = readdirSync(ROOT).filter((f) => existsSync(join(ROOT, f, "family.yaml"))).sort();
+  const families = readdirSync(ROOT)
+    .filter((f) => existsSync(join(ROOT, f, "family.yaml")))
+    .sort();
   const outcomes: RolloutOutcome[] = [];
   const submittedCorrect = new Map<string, number>();
   for (const fam of families) {
@@ -34,9 +36,16 @@ it("pass@k and pass^k over the starter library match what the stand-in agent sub
         const ws = await mkdtemp(join(tmpdir(), "reins-eval-"));
         try {
           await writeResolvedFiles(ws, task.files);
-          const { stdout } = await run(process.execPath, [join(ROOT, "solve.mjs"), ws, task.instruction], { env: { ...process.env, SOLVE_ATTEMPT: String(attempt) } });
+          const { stdout } = await run(process.execPath, [join(ROOT, "solve.mjs"), ws, task.instruction], {
+            env: { ...process.env, SOLVE_ATTEMPT: String(attempt) },
+          });
           if (stdout.includes("reference solution")) submittedCorrect.set(task.name, (submittedCorrect.get(task.name) ?? 0) + 1);
-          const result = await runVerifier(task.verifier, { reader: new DirectoryReader(ws), instruction: task.instruction, hiddenFiles: task.hiddenFiles, judge: constantJudge(task) });
+          const result = await runVerifier(task.verifier, {
+            reader: new DirectoryReader(ws),
+            instruction: task.instruction,
+            hiddenFiles: task.hiddenFiles,
+            judge: constantJudge(task),
+          });
           outcomes.push(outcomeOf({ task: task.name, category: task.category, harness: "solve.mjs", attempt }, result));
         } finally {
           await rm(ws, { recursive: true, force: true });
@@ -57,8 +66,14 @@ it("pass@k and pass^k over the starter library match what the stand-in agent sub
   }
   const tasks = Object.keys(s.tasks);
   const mean = (f: (c: number) => number) => tasks.reduce((a, t) => a + f(submittedCorrect.get(t) ?? 0), 0) / tasks.length;
-  expect(s.passAt["1"]).toBeCloseTo(mean((c) => passAtK(ATTEMPTS, c, 1)!), 12);
-  expect(s.passHat["3"]).toBeCloseTo(mean((c) => passHatK(ATTEMPTS, c, 3)!), 12);
+  expect(s.passAt["1"]).toBeCloseTo(
+    mean((c) => passAtK(ATTEMPTS, c, 1)!),
+    12,
+  );
+  expect(s.passHat["3"]).toBeCloseTo(
+    mean((c) => passHatK(ATTEMPTS, c, 3)!),
+    12,
+  );
   // The stand-in agent mixes outcomes, so the table has something to show.
   expect(s.passAt["3"]).toBeGreaterThan(s.passHat["3"]);
   expect(Object.keys(s.categories)).toHaveLength(6);

@@ -40,7 +40,7 @@ export interface HarnessLaunch {
   exit?: ExecResult;
 }
 
-const PROBE = String.raw`
+const PROBE = `
 const fs = require("node:fs"), path = require("node:path"), net = require("node:net"), dns = require("node:dns");
 const env = process.env;
 const out = { uid: process.getuid(), home: [], homeFiles: {}, mountWrites: {}, connections: {}, dns: "", proxy: {} };

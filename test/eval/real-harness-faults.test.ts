@@ -9,7 +9,6 @@
  * What the harness printed in every try is kept in the run directory, harness-output/.
  * Claude Code plays the harness: it starts in about a second. One evaluation per script.
  */
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parse, stringify } from "yaml";
@@ -17,13 +16,17 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { RolloutResult } from "../../src/runtime/records/index.js";
 import { REPO_ROOT, harnessSpecFile } from "../harness/harness-spec.js";
 import { INSTRUCTION, skipHarness, skipNote } from "../harness/scenario.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const HANG_MARKER = "7352.5";
 
 /** The shipped Claude Code spec under another name, changed by `change`: a Harness spec of the user's. */
 function claudeCodeVariant(name: string, change: (spec: { command: string[]; env: Record<string, string> }) => void): string {
-  const doc = parse(readFileSync(harnessSpecFile("claude-code"), "utf8")) as { metadata: { name: string }; spec: { command: string[]; env: Record<string, string> } };
+  const doc = parse(readFileSync(harnessSpecFile("claude-code"), "utf8")) as {
+    metadata: { name: string };
+    spec: { command: string[]; env: Record<string, string> };
+  };
   doc.metadata.name = name;
   change(doc.spec);
   return stringify(doc);
@@ -85,16 +88,19 @@ function reinsEval(yaml: string): EvalRun {
   writeFileSync(path.join(project, "eval.yaml"), yaml);
   const dir = path.join(project, "run");
   const started = Date.now();
-  const r = spawnSync(process.execPath, ["bin/reins.js", "eval", path.join(project, "eval.yaml"), "--project-root", project, "--out", dir, "--json", "--quiet"], {
+  const r = reins(["eval", path.join(project, "eval.yaml"), "--project-root", project, "--out", dir, "--json", "--quiet"], {
     cwd: REPO_ROOT,
-    encoding: "utf8",
     timeout: 300_000,
   });
   console.info(`reins eval of ${yaml.match(/harnesses: \[(.*)\]/)![1]}: ${Date.now() - started} ms`);
-  const lines = (file: string) => readFileSync(path.join(dir, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const lines = (file: string) =>
+    readFileSync(path.join(dir, file), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   return {
     dir,
-    exitCode: r.status,
+    exitCode: r.code,
     summary: JSON.parse(r.stdout),
     results: lines("rollouts.jsonl") as RolloutResult[],
     calls: lines("calls.jsonl"),

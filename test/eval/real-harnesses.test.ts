@@ -37,12 +37,18 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
     let why: () => string;
     beforeAll(async () => {
       if (podman) {
-        if (!findExecutable("podman")) throw new Error("podman is not installed (apt-get install -y podman runc catatonit busybox-static socat), or set REINS_SKIP_PODMAN=1");
+        if (!findExecutable("podman"))
+          throw new Error("podman is not installed (apt-get install -y podman runc catatonit busybox-static socat), or set REINS_SKIP_PODMAN=1");
         execFileSync("bash", [path.resolve("scripts/build-image.sh")], { stdio: "inherit" });
       }
       // Podman: the shipped Sandbox spec (specs/sandboxes/podman.yaml; its rollouts run at once);
       // podman-image: the harness, its node and reins-agent built into the harness's image, nothing mounted.
-      const sandbox = provider === "podman" ? `{name: podman}` : provider === "podman-image" ? `{provider: podman, harnessFiles: image, concurrency: 2, retries: 1}` : `{provider: local, concurrency: 1, retries: 1}`;
+      const sandbox =
+        provider === "podman"
+          ? `{name: podman}`
+          : provider === "podman-image"
+            ? `{provider: podman, harnessFiles: image, concurrency: 2, retries: 1}`
+            : `{provider: local, concurrency: 1, retries: 1}`;
       run = await runInSandbox({ harness, sandbox, attempts: ATTEMPTS });
       why = () => describeInSandbox(run);
       const each = run.results.map((r) => `${r.id} ${r.durationMs} ms (harness ${r.phases.harnessMs} ms)`).join(", ");
@@ -50,9 +56,15 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
     }, 1_200_000);
 
     it("solves every attempt, scored 1 by the verifier, in one try each", () => {
-      expect(run.results.map((r) => [r.status, r.reward, r.tries]), why()).toEqual(Array.from({ length: ATTEMPTS }, () => ["ok", 1, 1]));
+      expect(
+        run.results.map((r) => [r.status, r.reward, r.tries]),
+        why(),
+      ).toEqual(Array.from({ length: ATTEMPTS }, () => ["ok", 1, 1]));
       expect(run.launches.map((l) => l.tryId).sort()).toEqual(run.results.map((r) => r.id).sort());
-      expect(run.launches.every((l) => l.probeError === undefined && l.before && l.after), why()).toBe(true);
+      expect(
+        run.launches.every((l) => l.probeError === undefined && l.before && l.after),
+        why(),
+      ).toBe(true);
       // Each rollout's calls went through the proxy: the write, then the final answer.
       for (const r of run.results) expect(run.calls.filter((c) => c.rolloutId === r.id).length, why()).toBeGreaterThanOrEqual(2);
     });
@@ -86,7 +98,9 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
         expect(launch.spec.selfContained).toBe(true);
         expect(launch.spec.mounts ?? []).toEqual([]);
         for (const report of [launch.before!, launch.after!]) expect(report.uid).not.toBe(0);
-        const label = execFileSync("podman", ["image", "inspect", "--format", '{{index .Labels "reins.dev/harness"}}', launch.spec.image!], { encoding: "utf8" });
+        const label = execFileSync("podman", ["image", "inspect", "--format", '{{index .Labels "reins.dev/harness"}}', launch.spec.image!], {
+          encoding: "utf8",
+        });
         expect(label.trim()).toBe(harness);
       }
       expect(new Set(run.launches.map((l) => l.spec.image)).size).toBe(1);
@@ -118,7 +132,8 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
         for (const other of run.launches.filter((_, j) => j !== i)) expect(said).not.toContain(`/r/${other.tryId}/`);
       }
       // The harness does write into HOME; no other rollout starts with any of it.
-      for (const launch of run.launches) expect(launch.after!.home.filter((f) => !configs.includes(f)).length, JSON.stringify(launch.after!.home)).toBeGreaterThan(0);
+      for (const launch of run.launches)
+        expect(launch.after!.home.filter((f) => !configs.includes(f)).length, JSON.stringify(launch.after!.home)).toBeGreaterThan(0);
     });
 
     it("launches with telemetry and update checks off", () => {
@@ -131,7 +146,10 @@ function describeInSandboxRun(harness: string, provider: "local" | "podman" | "p
           expect(config).toMatch(/^\[otel\]\nexporter = "none"$/m);
         }
       }
-      if (harness === "claude-code") expect(Object.keys(spec.optOuts)).toEqual(expect.arrayContaining(["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER"]));
+      if (harness === "claude-code")
+        expect(Object.keys(spec.optOuts)).toEqual(
+          expect.arrayContaining(["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER"]),
+        );
     });
 
     it("reaches the proxy and nothing else: not the host, its loopback, the proxy's own port, the internet or DNS", () => {
@@ -168,4 +186,3 @@ describeInSandboxRun("codex", "local");
 describeInSandboxRun("openclaw", "local");
 describeInSandboxRun("claude-code", "podman");
 describeInSandboxRun("claude-code", "podman-image");
-

@@ -90,7 +90,13 @@ describe("summarizeEval", () => {
 
   it("lists a rollout whose sandbox or harness failed apart from verifier errors", () => {
     const base = { task: "t", category: "c", harness: "h", attempt: 0, rollout: "r", phases: {}, calls: 0 } as unknown as RolloutResult;
-    const infra = outcomeOfResult({ ...base, status: "infra-failed", reward: null, passed: false, error: { code: "SandboxFailed", message: "bwrap exited 1" } });
+    const infra = outcomeOfResult({
+      ...base,
+      status: "infra-failed",
+      reward: null,
+      passed: false,
+      error: { code: "SandboxFailed", message: "bwrap exited 1" },
+    });
     const verifier = outcomeOfResult({ ...base, status: "verifier-error", reward: null, passed: false, error: { code: "ScriptTimeout", message: "slow" } });
     const s = summarizeEval([infra, verifier, infra]);
     expect(s.infraErrors).toEqual([{ code: "SandboxFailed", count: 2, example: "bwrap exited 1" }]);

@@ -87,7 +87,9 @@ describe("executor faults", () => {
       },
       close: () => inner.close(),
     };
-    const plan = planOf(writeSpecs(tempDir(), evaluationYaml({ command: ["bash", "-c", "sleep 3; printf hi > hello.txt"], tasks: taskYaml("doomed"), retries: 1 })));
+    const plan = planOf(
+      writeSpecs(tempDir(), evaluationYaml({ command: ["bash", "-c", "sleep 3; printf hi > hello.txt"], tasks: taskYaml("doomed"), retries: 1 })),
+    );
     const { results } = await runPlan(plan, { provider });
     await inner.close();
     expect(results[0]!.status).toBe("infra-failed");

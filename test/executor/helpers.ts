@@ -26,7 +26,14 @@ export function planOf(file: string): Plan {
 }
 
 /** An Evaluation of `tasks` (YAML task docs) with one command harness. */
-export function evaluationYaml(opts: { command: string[]; tasks: string; attempts?: number; concurrency?: number; retries?: number; timeoutSeconds?: number }): string {
+export function evaluationYaml(opts: {
+  command: string[];
+  tasks: string;
+  attempts?: number;
+  concurrency?: number;
+  retries?: number;
+  timeoutSeconds?: number;
+}): string {
   return `apiVersion: reins/v1alpha1
 kind: Evaluation
 metadata: {name: t}

@@ -5,7 +5,9 @@ import { evaluationYaml, planOf, runPlan, taskYaml, tempDir, writeSpecs } from "
 describe("load", () => {
   it("runs 64 rollouts at once without an infrastructure failure", async () => {
     const tasks = Array.from({ length: 16 }, (_, i) => taskYaml(`load${i}`)).join("---\n");
-    const plan = planOf(writeSpecs(tempDir(), evaluationYaml({ command: ["bash", "-c", "sleep 2; printf hi > hello.txt"], tasks, attempts: 4, concurrency: 64, retries: 0 })));
+    const plan = planOf(
+      writeSpecs(tempDir(), evaluationYaml({ command: ["bash", "-c", "sleep 2; printf hi > hello.txt"], tasks, attempts: 4, concurrency: 64, retries: 0 })),
+    );
     let peak = 0;
     let running = 0;
     const { results } = await runPlan(plan, {

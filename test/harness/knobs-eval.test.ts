@@ -1,11 +1,11 @@
 // Knobs end to end: `reins eval` on an Evaluation whose harnesses[] entry sets reins-agent's system
 // prompt, tools and turn limit; the plan carries them, the executor launches the harness in a local
 // sandbox with them, and the recorded call shows them.
-import { spawnSync } from "node:child_process";
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { proxyExampleFile } from "./harness-spec.js";
 
@@ -37,17 +37,23 @@ describe("reins eval with harness knobs", () => {
     copyFileSync(proxyExampleFile("reins-agent"), join(dir, "model.yaml"));
     writeFileSync(join(dir, "eval.yaml"), EVALUATION);
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 120_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { timeout: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
 
     const plan = JSON.parse(readFileSync(join(out, "plan.json"), "utf8"));
     expect(plan.harnesses[0].knobValues).toEqual({ systemPrompt: "Write the file, nothing else.", tools: ["write_file"], maxTurns: 1 });
-    const [rollout] = readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const [rollout] = readFileSync(join(out, "rollouts.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     // The scripted policy writes the file on its first turn and would answer on a second: one turn allowed.
     expect(rollout.passed).toBe(true);
     expect(rollout.calls).toBe(1);
     expect(rollout.harnessExit.code).toBe(3); // reins-agent: out of turns
-    const calls = readFileSync(join(out, "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const calls = readFileSync(join(out, "calls.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const prompt = (await loadTokenizer({ type: "qwen3" })).decode(calls[0].promptIds);
     expect(prompt.startsWith("<|im_start|>system\nWrite the file, nothing else.\n")).toBe(true);
     expect(prompt).toContain('"name": "write_file"');

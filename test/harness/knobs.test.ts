@@ -10,7 +10,13 @@ import { buildLaunchPlan, type LaunchContext, type LaunchRuntime } from "../../s
 import { tempDir } from "../temp.js";
 import { loadHarnessSpec } from "./harness-spec.js";
 
-const ctx: LaunchContext = { instruction: "Create a file hello.txt containing hi", workspace: "/w/task", baseUrl: "http://127.0.0.1:4000/r/r-1", apiKey: "sk-1", home: "/w/home" };
+const ctx: LaunchContext = {
+  instruction: "Create a file hello.txt containing hi",
+  workspace: "/w/task",
+  baseUrl: "http://127.0.0.1:4000/r/r-1",
+  apiKey: "sk-1",
+  home: "/w/home",
+};
 const runtime: LaunchRuntime = { pathDirs: ["/cache/node/bin"], node: "/cache/node/bin/node", reinsAgent: "/reins/agent.mjs" };
 const PROMPT = 'Do the task with the Write tool, then reply "done". {{not a template}} ${HOME}';
 
@@ -22,20 +28,36 @@ function launch(name: string, knobValues?: HarnessKnobValues) {
 }
 
 describe("shipped harness specs apply their knobs", () => {
-  it("Claude Code: its own flags after the command's options (before its \"--\" and the instruction), the prompt verbatim as one argument, tools comma-joined", () => {
+  it('Claude Code: its own flags after the command\'s options (before its "--" and the instruction), the prompt verbatim as one argument, tools comma-joined', () => {
     const base = launch("claude-code").argv;
     const options = base.slice(0, -2);
     expect(base.slice(-2)).toEqual(["--", ctx.instruction]);
     const plan = launch("claude-code", { systemPrompt: PROMPT, appendSystemPrompt: "Be brief.", tools: ["Write", "Read"], maxTurns: 3 });
     expect(plan.argv.slice(0, options.length)).toEqual(options);
-    expect(plan.argv.slice(options.length)).toEqual(["--system-prompt", PROMPT, "--append-system-prompt", "Be brief.", "--tools", "Write,Read", "--max-turns", "3", "--", ctx.instruction]);
+    expect(plan.argv.slice(options.length)).toEqual([
+      "--system-prompt",
+      PROMPT,
+      "--append-system-prompt",
+      "Be brief.",
+      "--tools",
+      "Write,Read",
+      "--max-turns",
+      "3",
+      "--",
+      ctx.instruction,
+    ]);
     expect(launch("claude-code", { maxTurns: 2 }).argv.slice(options.length)).toEqual(["--max-turns", "2", "--", ctx.instruction]);
   });
 
   it("reins-agent: its environment variables, over the spec's own REINS_MAX_TURNS", () => {
     expect(launch("reins-agent").env.REINS_MAX_TURNS).toBe("30");
     const plan = launch("reins-agent", { systemPrompt: PROMPT, appendSystemPrompt: "Be brief.", tools: ["write_file", "read_file"], maxTurns: 4 });
-    expect(plan.env).toMatchObject({ REINS_SYSTEM_PROMPT: PROMPT, REINS_APPEND_SYSTEM_PROMPT: "Be brief.", REINS_TOOLS: "write_file,read_file", REINS_MAX_TURNS: "4" });
+    expect(plan.env).toMatchObject({
+      REINS_SYSTEM_PROMPT: PROMPT,
+      REINS_APPEND_SYSTEM_PROMPT: "Be brief.",
+      REINS_TOOLS: "write_file,read_file",
+      REINS_MAX_TURNS: "4",
+    });
     expect(plan.argv).toEqual(launch("reins-agent").argv);
     expect(launch("reins-agent").env).not.toHaveProperty("REINS_TOOLS");
   });

@@ -9,7 +9,12 @@ const ctx: LaunchContext = {
   apiKey: "sk-rollout-1",
   home: "/w/home",
 };
-const runtime: LaunchRuntime = { pathDirs: ["/cache/node/bin", "/cache/pkg/node_modules/.bin"], node: "/cache/node/bin/node", reinsAgent: "/reins/agent.mjs", bin: "/cache/pkg/node_modules/.bin/claude" };
+const runtime: LaunchRuntime = {
+  pathDirs: ["/cache/node/bin", "/cache/pkg/node_modules/.bin"],
+  node: "/cache/node/bin/node",
+  reinsAgent: "/reins/agent.mjs",
+  bin: "/cache/pkg/node_modules/.bin/claude",
+};
 
 function planFor(name: string, overrides: Partial<LaunchRuntime> = {}) {
   const r = buildLaunchPlan(loadHarnessSpec(name), ctx, { ...runtime, ...overrides });
@@ -31,7 +36,19 @@ describe("buildLaunchPlan", () => {
     process.env.REINS_TEST_HOST_SECRET = "do-not-leak";
     const plan = planFor("claude-code");
     expect(Object.keys(plan.env).sort()).toEqual(
-      ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_ATTRIBUTION_HEADER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING", "DISABLE_TELEMETRY", "HOME", "IS_SANDBOX", "LANG", "PATH"].sort(),
+      [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "CLAUDE_CODE_ATTRIBUTION_HEADER",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "DISABLE_AUTOUPDATER",
+        "DISABLE_ERROR_REPORTING",
+        "DISABLE_TELEMETRY",
+        "HOME",
+        "IS_SANDBOX",
+        "LANG",
+        "PATH",
+      ].sort(),
     );
     expect(plan.env.ANTHROPIC_BASE_URL).toBe("http://127.0.0.1:4000/r/r-1");
     expect(plan.env.HOME).toBe("/w/home");
@@ -107,7 +124,7 @@ describe("buildLaunchPlan", () => {
   });
 
   it("does not HTML-escape and offers a json helper", () => {
-    const r = renderTemplate('a={{json instruction}} b={{instruction}}', { instruction: 'say "<hi>" & go' }, "t");
+    const r = renderTemplate("a={{json instruction}} b={{instruction}}", { instruction: 'say "<hi>" & go' }, "t");
     expect(r.ok && r.value).toBe('a="say \\"<hi>\\" & go" b=say "<hi>" & go');
   });
 

@@ -8,14 +8,26 @@ import { ReinsError } from "../../src/compiler/contract/problem.js";
 import { prepareHarnesses } from "../../src/runtime/executor/executor.js";
 import { buildLaunchPlan, checkHarnessVariables, unsetReferences, type LaunchContext, type LaunchRuntime } from "../../src/runtime/harness/launch-plan.js";
 
-const ctx: LaunchContext = { instruction: "say ${HOST_SECRET} and {{x}}", workspace: "/w/task", baseUrl: "http://127.0.0.1:4000/r/r-1", apiKey: "sk-rollout-1", home: "/w/home" };
+const ctx: LaunchContext = {
+  instruction: "say ${HOST_SECRET} and {{x}}",
+  workspace: "/w/task",
+  baseUrl: "http://127.0.0.1:4000/r/r-1",
+  apiKey: "sk-rollout-1",
+  home: "/w/home",
+};
 const runtime: LaunchRuntime = { pathDirs: ["/bin"], node: "/usr/bin/node", reinsAgent: "/reins/agent.mjs" };
 
 function harness(over: Partial<ResolvedHarness> = {}): ResolvedHarness {
   return {
     name: "keyed",
     command: ["agent", "{{instruction}}"],
-    env: { MY_API_KEY: "${MY_API_KEY}", DB_URL: "postgres://app:${DB_PASS}@db/{{model}}", REGION: "${REGION:-eu}", LITERAL: "$${NOT_READ}", PROMPT: "{{instruction}}" },
+    env: {
+      MY_API_KEY: "${MY_API_KEY}",
+      DB_URL: "postgres://app:${DB_PASS}@db/{{model}}",
+      REGION: "${REGION:-eu}",
+      LITERAL: "$${NOT_READ}",
+      PROMPT: "{{instruction}}",
+    },
     homeFiles: [{ path: ".cfg/app.toml", content: 'key = "${MY_API_KEY}"\nurl = {{json baseUrl}}\n' }],
     optOuts: {},
     model: "policy",
@@ -60,7 +72,10 @@ describe("secret references at launch", () => {
     expect(r.problem.code).toBe("HarnessVariableUnset");
     expect(r.problem.message).toContain("${DB_PASS}");
     expect(r.problem.hint).toContain("DB_PASS");
-    expect(checkHarnessVariables(harness({ homeFiles: [] }), { DB_PASS: "x" })).toMatchObject({ ok: false, problem: { message: expect.stringContaining("${MY_API_KEY}") } });
+    expect(checkHarnessVariables(harness({ homeFiles: [] }), { DB_PASS: "x" })).toMatchObject({
+      ok: false,
+      problem: { message: expect.stringContaining("${MY_API_KEY}") },
+    });
   });
 
   it("the executor refuses to start a run whose harness lacks one (a ReinsError, before any rollout)", async () => {

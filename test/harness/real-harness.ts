@@ -21,7 +21,7 @@ export interface HarnessExpectation {
 
 export async function writeSummary(run: ScenarioResult): Promise<void> {
   const line = { label: run.label, exitCode: run.exit.exitCode, wallMs: run.wallMs, calls: run.records.length, hello: run.hello, egress: run.egress.length };
-  await writeFile(path.join(OUTPUT_DIR, `${run.label}.summary.json`), JSON.stringify(line) + "\n");
+  await writeFile(path.join(OUTPUT_DIR, `${run.label}.summary.json`), `${JSON.stringify(line)}\n`);
 }
 
 export function describeRealHarness(e: HarnessExpectation): void {
@@ -39,7 +39,10 @@ export function describeRealHarness(e: HarnessExpectation): void {
 
     it("makes two main calls in its dialect: the write, then the final answer", () => {
       const main = mainCalls(run.records);
-      expect(main.map((r) => r.finishReason), describeRun(run)).toEqual(["tool_calls", "stop"]);
+      expect(
+        main.map((r) => r.finishReason),
+        describeRun(run),
+      ).toEqual(["tool_calls", "stop"]);
       for (const r of run.records) {
         expect(r.dialect).toBe(e.dialect);
         expect(r.model).toBe(e.model);

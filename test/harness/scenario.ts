@@ -115,7 +115,9 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRes
 
 /** A one-line summary of a run for failure messages. */
 export function describeRun(run: ScenarioResult): string {
-  const calls = run.records.map((r) => `#${r.seq} ${r.callClass} ${r.finishReason}${r.error ? ` (${r.error.kind}: ${r.error.message})` : ""}${r.parse.ok ? "" : ` parse=${r.parse.error}`}`);
+  const calls = run.records.map(
+    (r) => `#${r.seq} ${r.callClass} ${r.finishReason}${r.error ? ` (${r.error.kind}: ${r.error.message})` : ""}${r.parse.ok ? "" : ` parse=${r.parse.error}`}`,
+  );
   return [
     `exit=${run.exit.exitCode} signal=${run.exit.signal} timedOut=${run.exit.timedOut} wall=${run.wallMs} ms hello=${JSON.stringify(run.hello)}`,
     `calls: ${calls.join("; ") || "none"}`,

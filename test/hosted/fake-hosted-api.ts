@@ -44,7 +44,11 @@ export async function startFakeHostedApi(answer: (api: FakeApi, body: any) => Fa
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
-    close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -52,7 +56,16 @@ const USAGE = { input_tokens: 57, output_tokens: 9 };
 
 function anthropicMessage(a: FakeAnswer, model: string): unknown {
   const content = "text" in a ? [{ type: "text", text: a.text }] : [{ type: "tool_use", id: "toolu_1", name: a.tool.name, input: a.tool.input }];
-  return { id: "msg_1", type: "message", role: "assistant", model, content, stop_reason: "text" in a ? "end_turn" : "tool_use", stop_sequence: null, usage: USAGE };
+  return {
+    id: "msg_1",
+    type: "message",
+    role: "assistant",
+    model,
+    content,
+    stop_reason: "text" in a ? "end_turn" : "tool_use",
+    stop_sequence: null,
+    usage: USAGE,
+  };
 }
 
 function anthropicEvents(a: FakeAnswer, model: string): string[] {
@@ -60,7 +73,17 @@ function anthropicEvents(a: FakeAnswer, model: string): string[] {
   const block = "text" in a ? { type: "text", text: "" } : { type: "tool_use", id: "toolu_1", name: a.tool.name, input: {} };
   const delta = "text" in a ? { type: "text_delta", text: a.text } : { type: "input_json_delta", partial_json: JSON.stringify(a.tool.input) };
   return [
-    ev("message_start", { message: { id: "msg_1", type: "message", role: "assistant", model, content: [], stop_reason: null, usage: { input_tokens: USAGE.input_tokens, output_tokens: 1 } } }),
+    ev("message_start", {
+      message: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model,
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: USAGE.input_tokens, output_tokens: 1 },
+      },
+    }),
     ev("content_block_start", { index: 0, content_block: block }),
     ev("content_block_delta", { index: 0, delta }),
     ev("content_block_stop", { index: 0 }),
@@ -72,7 +95,11 @@ function anthropicEvents(a: FakeAnswer, model: string): string[] {
 function openaiMessage(a: FakeAnswer): Record<string, unknown> {
   return "text" in a
     ? { role: "assistant", content: a.text }
-    : { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: a.tool.name, arguments: JSON.stringify(a.tool.input) } }] };
+    : {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_1", type: "function", function: { name: a.tool.name, arguments: JSON.stringify(a.tool.input) } }],
+      };
 }
 
 function openaiCompletion(a: FakeAnswer, model: string): unknown {
@@ -87,14 +114,21 @@ function openaiCompletion(a: FakeAnswer, model: string): unknown {
 }
 
 function openaiChunks(a: FakeAnswer, model: string): string[] {
-  const chunk = (choice: object, extra: object = {}) => `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model, choices: [choice], ...extra })}\n\n`;
+  const chunk = (choice: object, extra: object = {}) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model, choices: [choice], ...extra })}\n\n`;
   const delta =
     "text" in a
       ? { role: "assistant", content: a.text }
-      : { role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: a.tool.name, arguments: JSON.stringify(a.tool.input) } }] };
+      : {
+          role: "assistant",
+          tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: a.tool.name, arguments: JSON.stringify(a.tool.input) } }],
+        };
   return [
     chunk({ index: 0, delta, finish_reason: null }),
-    chunk({ index: 0, delta: {}, finish_reason: "text" in a ? "stop" : "tool_calls" }, { usage: { prompt_tokens: USAGE.input_tokens, completion_tokens: USAGE.output_tokens, total_tokens: USAGE.input_tokens + USAGE.output_tokens } }),
+    chunk(
+      { index: 0, delta: {}, finish_reason: "text" in a ? "stop" : "tool_calls" },
+      { usage: { prompt_tokens: USAGE.input_tokens, completion_tokens: USAGE.output_tokens, total_tokens: USAGE.input_tokens + USAGE.output_tokens } },
+    ),
     "data: [DONE]\n\n",
   ];
 }

@@ -39,10 +39,15 @@ beforeAll(async () => {
     const all = JSON.stringify(body);
     if (all.includes("strict, fair grader")) return { text: JSON.stringify({ "says-hello": all.includes("goodbye") ? 0 : 1 }) };
     // As an agent: write the answer, then stop once the tool's result is in the conversation.
-    const answered = which === "openai-chat" ? body.messages.some((m: any) => m.role === "tool") : body.messages.some((m: any) => Array.isArray(m.content) && m.content.some((c: any) => c.type === "tool_result"));
+    const answered =
+      which === "openai-chat"
+        ? body.messages.some((m: any) => m.role === "tool")
+        : body.messages.some((m: any) => Array.isArray(m.content) && m.content.some((c: any) => c.type === "tool_result"));
     if (answered) return { text: "done" };
     // A task asking for count.txt (a synthesized family) gets "2", right for one team in three.
-    return all.includes("count.txt") ? { tool: { name: "write_file", input: { path: "count.txt", content: "2" } } } : { tool: { name: "write_file", input: { path: "answer.txt", content: "hello" } } };
+    return all.includes("count.txt")
+      ? { tool: { name: "write_file", input: { path: "count.txt", content: "2" } } }
+      : { tool: { name: "write_file", input: { path: "answer.txt", content: "hello" } } };
   });
 });
 afterAll(() => api.close());
@@ -75,7 +80,7 @@ spec:
 `,
     );
     api.seen.length = 0;
-    const r = await reins(["eval", join(dir, "evaluation.yaml"), "--json", "--out", join(dir, "run")], { HOSTED_TEST_KEY: KEY });
+    const r = await reins(["eval", join(dir, "evaluation.yaml"), "--json", "--out", join(dir, "run")], { env: { HOSTED_TEST_KEY: KEY } });
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ rollouts: 2, meanReward: 1 });
@@ -88,10 +93,18 @@ spec:
       expect(s.body.max_tokens ?? s.body.max_completion_tokens).toBeLessThanOrEqual(500);
       expect(s.headers.authorization).toBe(`Bearer ${KEY}`);
     }
-    const calls = readFileSync(join(out.runDir, "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const calls = readFileSync(join(out.runDir, "calls.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(calls).toHaveLength(4);
     for (const c of calls) {
-      expect(c).toMatchObject({ hosted: { api: "openai-chat", model: "test-gpt", status: 200, inputTokens: 57, outputTokens: 9 }, promptIds: [], completionIds: [], weightsVersion: "hosted:test-gpt" });
+      expect(c).toMatchObject({
+        hosted: { api: "openai-chat", model: "test-gpt", status: 200, inputTokens: 57, outputTokens: 9 },
+        promptIds: [],
+        completionIds: [],
+        weightsVersion: "hosted:test-gpt",
+      });
       expect(c.error).toBeUndefined();
     }
     for (const f of filesUnder(dir)) expect(readFileSync(f, "utf8"), f).not.toContain(KEY);
@@ -146,7 +159,7 @@ spec:
 `,
     );
     api.seen.length = 0;
-    const r = await reins(["eval", join(dir, "evaluation.yaml"), "--out", join(dir, "run")], { HOSTED_TEST_KEY: KEY });
+    const r = await reins(["eval", join(dir, "evaluation.yaml"), "--out", join(dir, "run")], { env: { HOSTED_TEST_KEY: KEY } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("evaluation only: the policy claude is a hosted anthropic-messages model (test-claude)");
     expect(api.seen).toHaveLength(1);
@@ -154,9 +167,15 @@ spec:
     expect(api.seen[0]!.headers["x-api-key"]).toBe(KEY);
     expect(api.seen[0]!.headers["anthropic-version"]).toBe("2023-06-01");
     const runDir = /run directory: (\S+)/.exec(r.stdout)![1]!;
-    const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(rollouts.map((x) => x.reward)).toEqual([1]);
-    const [call] = readFileSync(join(runDir, "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const [call] = readFileSync(join(runDir, "calls.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(call).toMatchObject({ stream: true, hosted: { api: "anthropic-messages", status: 200, inputTokens: 57, outputTokens: 9 } });
     for (const f of filesUnder(dir)) expect(readFileSync(f, "utf8"), f).not.toContain(KEY);
   }, 300_000);
@@ -187,7 +206,9 @@ spec:
     const r = await reins(["eval", join(dir, "evaluation.yaml"), "--json", "--out", join(dir, "run")]);
     expect(r.code).toBe(1);
     // With --json the problem is data on stdout.
-    expect(JSON.parse(r.stdout)).toMatchObject({ problems: [{ code: "HostedKeyMissing", message: expect.stringContaining("HOSTED_TEST_ABSENT_KEY (Model gpt). Nothing was run.") }] });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      problems: [{ code: "HostedKeyMissing", message: expect.stringContaining("HOSTED_TEST_ABSENT_KEY (Model gpt). Nothing was run.") }],
+    });
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(api.seen).toEqual([]);
     expect(existsSync(join(dir, "run", "rollouts.jsonl")) ? readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8") : "").toBe("");
@@ -242,10 +263,13 @@ spec:
 `,
       );
       api.seen.length = 0;
-      const r = await reins(["eval", join(dir, "evaluation.yaml"), "--json", "--out", join(dir, "run")], { HOSTED_TEST_KEY: KEY });
+      const r = await reins(["eval", join(dir, "evaluation.yaml"), "--json", "--out", join(dir, "run")], { env: { HOSTED_TEST_KEY: KEY } });
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
-      const rollouts = readFileSync(join(out.runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const rollouts = readFileSync(join(out.runDir, "rollouts.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(rollouts.map((x) => x.reward).sort()).toEqual([0, 1]);
       expect(api.seen).toHaveLength(2);
       for (const s of api.seen) {
@@ -285,11 +309,15 @@ spec:
 `,
     );
     api.seen.length = 0;
-    const r = await reins(["synth", join(dir, "synth.yaml"), "--out", join(dir, "out"), "--json"], { HOSTED_TEST_KEY: KEY });
+    const r = await reins(["synth", join(dir, "synth.yaml"), "--out", join(dir, "out"), "--json"], { env: { HOSTED_TEST_KEY: KEY } });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ kept: 1, families: ["open-ticket-count"] });
     const report = JSON.parse(readFileSync(join(dir, "out", "synth-report.json"), "utf8"));
-    expect(report.candidateReports[0].gates.at(-1)).toEqual({ gate: "difficulty", passed: true, reason: "the baseline gpt passed 1/3 tries (0.33), within the band [0.1, 0.9]" });
+    expect(report.candidateReports[0].gates.at(-1)).toEqual({
+      gate: "difficulty",
+      passed: true,
+      reason: "the baseline gpt passed 1/3 tries (0.33), within the band [0.1, 0.9]",
+    });
     // Three tasks, two calls each (write, then done), all to the hosted API with its key.
     expect(api.seen).toHaveLength(6);
     for (const s of api.seen) expect(s.headers.authorization).toBe(`Bearer ${KEY}`);

@@ -111,7 +111,10 @@ describe("admission: a place among those starting, then a creation token", () =>
     expect(admission.starting).toBe(3);
     // A fourth waits for a place: none is taken until one of the three is ready.
     let fourth = false;
-    const pending = admission.admit().then((a) => ((fourth = true), a));
+    const pending = admission.admit().then((a) => {
+      fourth = true;
+      return a;
+    });
     await new Promise((r) => setImmediate(r));
     expect(fourth).toBe(false);
     admitted[0]!.started();
@@ -135,10 +138,18 @@ describe("a SandboxClaim's state", () => {
   it("pending without status or while starting; ready with a sandbox; ended for good reasons only", () => {
     expect(claimState({})).toEqual({ phase: "pending" });
     expect(claimState({ status: { conditions: [{ type: "Ready", status: "False", reason: "SandboxPending" }] } })).toEqual({ phase: "pending" });
-    expect(claimState({ status: { conditions: [{ type: "Ready", status: "True" }], sandbox: { name: "p-1", podIPs: ["10.0.0.1"] } } })).toEqual({ phase: "ready", sandbox: "p-1", podIPs: ["10.0.0.1"] });
+    expect(claimState({ status: { conditions: [{ type: "Ready", status: "True" }], sandbox: { name: "p-1", podIPs: ["10.0.0.1"] } } })).toEqual({
+      phase: "ready",
+      sandbox: "p-1",
+      podIPs: ["10.0.0.1"],
+    });
     // Ready without a sandbox name is not usable yet.
     expect(claimState({ status: { conditions: [{ type: "Ready", status: "True" }] } })).toEqual({ phase: "pending" });
-    expect(claimState({ status: { conditions: [{ type: "Ready", status: "False", reason: "SandboxPodGone", message: "evicted" }] } })).toEqual({ phase: "ended", reason: "SandboxPodGone", message: "evicted" });
+    expect(claimState({ status: { conditions: [{ type: "Ready", status: "False", reason: "SandboxPodGone", message: "evicted" }] } })).toEqual({
+      phase: "ended",
+      reason: "SandboxPodGone",
+      message: "evicted",
+    });
     expect(claimState({ metadata: { deletionTimestamp: "2026-01-01T00:00:00Z" } }).phase).toBe("ended");
   });
 });

@@ -35,7 +35,13 @@ async function setup(name: string, options: Partial<ConstructorParameters<typeof
   const root = tempDir("reins-k8s-");
   const backend = new LocalPodBackend(path.join(root, "pods"));
   const mock = await MockApiServer.start(fixture(name), backend);
-  const provider = new KubernetesSandboxProvider({ connection: { server: mock.url, skipTLSVerify: true }, namespace: NS, pollIntervalMs: 10, readyTimeoutMs: 5000, ...options });
+  const provider = new KubernetesSandboxProvider({
+    connection: { server: mock.url, skipTLSVerify: true },
+    namespace: NS,
+    pollIntervalMs: 10,
+    readyTimeoutMs: 5000,
+    ...options,
+  });
   cleanups.push(async () => {
     await provider.close();
     await backend.close();
@@ -45,12 +51,21 @@ async function setup(name: string, options: Partial<ConstructorParameters<typeof
   return { mock, provider, backend };
 }
 
-const posted = (mock: MockApiServer, suffix: string) => mock.received.filter((r) => r.method === "POST" && r.path.endsWith(suffix)).map((r) => r.body as Record<string, unknown>);
+const posted = (mock: MockApiServer, suffix: string) =>
+  mock.received.filter((r) => r.method === "POST" && r.path.endsWith(suffix)).map((r) => r.body as Record<string, unknown>);
 
 describe("kubernetes provider against recorded API exchanges", () => {
   it("creates the run owner and a valid Pod, waits for Ready, execs, copies files, deletes", async () => {
     const { mock, provider } = await setup("pod-lifecycle");
-    const box = (await provider.create({ id: "r-0", runId: "run-k8s", task: "hello", harness: "shell", network: "none", timeoutSeconds: 900, env: { GREETING: "hi" } })) as KubernetesSandbox;
+    const box = (await provider.create({
+      id: "r-0",
+      runId: "run-k8s",
+      task: "hello",
+      harness: "shell",
+      network: "none",
+      timeoutSeconds: 900,
+      env: { GREETING: "hi" },
+    })) as KubernetesSandbox;
     expect(box.podName).toBe("reins-run-k8s-r-0-3b13ed");
 
     const [owner] = posted(mock, "/configmaps");
@@ -66,7 +81,9 @@ describe("kubernetes provider against recorded API exchanges", () => {
       env: { ...baseEnvironment(SANDBOX_HOME), GREETING: "hi" },
     });
     expect(pod).toEqual(expected);
-    expect((pod.metadata as { ownerReferences: unknown[] }).ownerReferences).toEqual([ownerReference({ name: "reins-run-run-k8s-cfb860", uid: "6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11" })]);
+    expect((pod.metadata as { ownerReferences: unknown[] }).ownerReferences).toEqual([
+      ownerReference({ name: "reins-run-run-k8s-cfb860", uid: "6f1c1f0e-0d0b-4c3e-9c55-2b1f5a0e7a11" }),
+    ]);
     // Pending, Pending (not ready), Running/Ready: three polls.
     expect(mock.received.filter((r) => r.method === "GET").length).toBe(3);
 
@@ -85,7 +102,9 @@ describe("kubernetes provider against recorded API exchanges", () => {
     expect(Buffer.compare(await box.readFile("in/data.bin"), Buffer.from(binary))).toBe(0);
 
     const execs = mock.execs;
-    expect(execs.every((e) => e.protocol === "v5.channel.k8s.io" && e.container === "sandbox" && e.pod === "reins-run-k8s-r-0-3b13ed" && e.namespace === NS)).toBe(true);
+    expect(
+      execs.every((e) => e.protocol === "v5.channel.k8s.io" && e.container === "sandbox" && e.pod === "reins-run-k8s-r-0-3b13ed" && e.namespace === NS),
+    ).toBe(true);
     expect(execs[0].command.slice(0, 2)).toEqual(["env", "-i"]);
 
     expect(await box.alive()).toBe(true);
@@ -199,7 +218,10 @@ spec:
     expect(new Set(podOf("REINS_HIDDEN"))).toEqual(new Set(["reins-run-k8s-r-0-verify-f4cc5f"]));
     // The verifier's pod runs as another user than the agent's.
     const pods = posted(mock, "/pods") as { spec: { securityContext: { runAsUser: number }; containers: { securityContext: { runAsUser: number } }[] } }[];
-    expect(pods.map((p) => [p.spec.securityContext.runAsUser, p.spec.containers[0]!.securityContext.runAsUser])).toEqual([[1000, 1000], [1999, 1999]]);
+    expect(pods.map((p) => [p.spec.securityContext.runAsUser, p.spec.containers[0]!.securityContext.runAsUser])).toEqual([
+      [1000, 1000],
+      [1999, 1999],
+    ]);
     for (const p of pods) expect(validateManifest(p)).toEqual([]);
     await provider.cleanupRun("run-k8s");
     expect(mock.unexpected).toEqual([]);

@@ -37,8 +37,21 @@ const all = () => ({
     env: { HOME: "/home/sandbox", OPENAI_BASE_URL: "http://proxy:8080/r/x/v1" },
     labels: { "example.com/team": "rl" },
   }),
-  policy: buildProxyOnlyNetworkPolicy({ runId: identity.runId, namespace: "reins", proxyPodLabels: { "app.kubernetes.io/name": "reins-proxy" }, proxyPort: 8080, owner }),
-  template: buildSandboxTemplate({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, resources: { cpu: "1", memoryMiB: 512, diskMiB: 128 }, owner }),
+  policy: buildProxyOnlyNetworkPolicy({
+    runId: identity.runId,
+    namespace: "reins",
+    proxyPodLabels: { "app.kubernetes.io/name": "reins-proxy" },
+    proxyPort: 8080,
+    owner,
+  }),
+  template: buildSandboxTemplate({
+    runId: identity.runId,
+    namespace: "reins",
+    image: "img:1",
+    replicas: 4,
+    resources: { cpu: "1", memoryMiB: 512, diskMiB: 128 },
+    owner,
+  }),
   pool: buildSandboxWarmPool({ runId: identity.runId, namespace: "reins", image: "img:1", replicas: 4, owner }),
   claim: buildSandboxClaim({ identity, namespace: "reins", ttlSeconds: 900, now, owner, warmPool: "reins-pool-x-0a1b2c" }),
 });
@@ -118,10 +131,16 @@ describe("strict validation catches what kubernetes-models alone lets through", 
   });
 
   it("checks agent-sandbox objects field by field, including their embedded PodSpec", () => {
-    const template = structuredClone(all().template) as unknown as { spec: { podTemplate: { spec: { containers: Record<string, unknown>[] } }; extra?: number } };
+    const template = structuredClone(all().template) as unknown as {
+      spec: { podTemplate: { spec: { containers: Record<string, unknown>[] } }; extra?: number };
+    };
     template.spec.podTemplate.spec.containers[0].commnd = ["x"];
     template.spec.extra = 1;
-    expect(validateManifest(template as never).map((i) => i.path).sort()).toEqual(["/spec/extra", "/spec/podTemplate/spec/containers/0/commnd"]);
+    expect(
+      validateManifest(template as never)
+        .map((i) => i.path)
+        .sort(),
+    ).toEqual(["/spec/extra", "/spec/podTemplate/spec/containers/0/commnd"]);
     const claim = structuredClone(all().claim) as unknown as { spec: Record<string, unknown> };
     claim.spec.warmPoolRef = { nam: "x" };
     expect(validateManifest(claim as never)).toEqual([{ path: "/spec/warmPoolRef/nam", message: "unknown field" }]);
@@ -160,7 +179,8 @@ describe("exec status protocol", () => {
       outcomeOfStatus({
         status: "Failure",
         reason: "InternalError",
-        message: 'Internal error occurred: error executing command in container: failed to exec in container: starting container process caused: exec: "nope": executable file not found in $PATH: unknown',
+        message:
+          'Internal error occurred: error executing command in container: failed to exec in container: starting container process caused: exec: "nope": executable file not found in $PATH: unknown',
       }),
     ).toMatchObject({ error: expect.stringContaining("executable file not found") });
   });

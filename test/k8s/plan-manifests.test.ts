@@ -30,6 +30,7 @@ import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
 import { preparePodmanCli, runPodman } from "../../src/runtime/sandbox/podman/cli.js";
 import { adaptPodForPodman } from "../../src/runtime/sandbox/podman/manifest.js";
 import { OWNER_UID_PLACEHOLDER, planRunId } from "../../src/runtime/k8s/trainer-job.js";
+import { reins } from "../reins-cli.js";
 
 type Obj = Record<string, any>;
 const podman = findExecutable("podman");
@@ -132,10 +133,9 @@ describe("plan manifests", () => {
 
   it("`reins plan --out` writes them into plan.json and the plan hash does not change", () => {
     const file = join(out, "plan.json");
-    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" };
-    delete env.VLLM_BASE_URL;
-    const stdout = execFileSync(process.execPath, ["bin/reins.js", "plan", EXAMPLE, "--project-root", "examples", "--json", "--out", file], { env, encoding: "utf8" });
-    const summary = JSON.parse(stdout);
+    const r = reins(["plan", EXAMPLE, "--project-root", "examples", "--json", "--out", file], { env: { VLLM_BASE_URL: undefined } });
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
     expect(summary.ok).toBe(true);
     expect(summary.hash).toBe(plan.hash);
     const written = JSON.parse(readFileSync(file, "utf8")) as Plan;
@@ -161,7 +161,13 @@ describe("plan manifests", () => {
     try {
       const play = await runPodman(cli, ["kube", "play", "--network", "none", "--replace", file]);
       expect(play.code, play.stderr).toBe(0);
-      const run = await runPodman(cli, ["exec", `${pod.metadata.name}-sandbox`, "sh", "-c", "id -u; pwd; echo hi > x; cat x; touch /etc/x 2>/dev/null || echo read-only"]);
+      const run = await runPodman(cli, [
+        "exec",
+        `${pod.metadata.name}-sandbox`,
+        "sh",
+        "-c",
+        "id -u; pwd; echo hi > x; cat x; touch /etc/x 2>/dev/null || echo read-only",
+      ]);
       expect(run.stdout.trim().split("\n")).toEqual(["1000", "/workspace", "hi", "read-only"]);
       expect(readFileSync(join(dirs.workspaceHost, "x"), "utf8")).toBe("hi\n");
     } finally {

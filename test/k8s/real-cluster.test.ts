@@ -12,12 +12,11 @@
  * - `reins eval` killed with SIGKILL mid-run, then `--resume`: each rollout once, and nothing of the
  *   run left on the cluster afterwards.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { reinsAsync } from "../reins-cli.js";
+import { reinsAsync, spawnReins } from "../reins-cli.js";
 import { useTestCluster } from "./test-cluster.js";
 
 const cluster = useTestCluster();
@@ -33,7 +32,7 @@ async function evalWatching(file: string, run: string, path: string, seen: (item
       await new Promise((r) => setTimeout(r, 200));
     }
   })();
-  const r = await reinsAsync(["eval", file, "--json", "--out", run], { KUBECONFIG: cluster.kubeconfig });
+  const r = await reinsAsync(["eval", file, "--json", "--out", run], { env: { KUBECONFIG: cluster.kubeconfig } });
   running = false;
   await watch;
   return r;
@@ -82,15 +81,22 @@ describe("a plain Evaluation on the test API server", () => {
       const file = evaluation(dir, {
         harnesses: harness("writer", 'cat given.txt > answer.txt && printf "%s" "$1" >> answer.txt'),
         tasks:
-          task("hello", "hello", '[{fileContains: {path: answer.txt, text: "given\\nhello"}}]', 'workspace: {files: [{path: given.txt, content: "given\\n"}]}') +
-          task("bye", "bye", "[{fileContains: {path: answer.txt, text: hello}}]", 'workspace: {files: [{path: given.txt, content: "given\\n"}]}'),
+          task(
+            "hello",
+            "hello",
+            '[{fileContains: {path: answer.txt, text: "given\\nhello"}}]',
+            'workspace: {files: [{path: given.txt, content: "given\\n"}]}',
+          ) + task("bye", "bye", "[{fileContains: {path: answer.txt, text: hello}}]", 'workspace: {files: [{path: given.txt, content: "given\\n"}]}'),
         attempts: 2,
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
       expect(out).toMatchObject({ rollouts: 4, errors: 0, meanReward: 0.5 });
-      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(Object.fromEntries(results.map((x) => [`${x.task}-${x.attempt}`, x.reward]))).toEqual({ "hello-0": 1, "hello-1": 1, "bye-0": 0, "bye-1": 0 });
       expect(await leftovers()).toEqual([]);
     } finally {
@@ -133,10 +139,18 @@ spec:
 `,
       );
       const policies: any[] = [];
-      const r = await evalWatching(file, join(dir, "run"), "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun", (items) => policies.push(...items));
+      const r = await evalWatching(
+        file,
+        join(dir, "run"),
+        "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies?labelSelector=reins.dev%2Frun",
+        (items) => policies.push(...items),
+      );
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
-      const calls = readFileSync(join(dir, "run", "calls.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const calls = readFileSync(join(dir, "run", "calls.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(calls).toHaveLength(2);
       for (const c of calls) expect(c.completionIds.length).toBeGreaterThan(0);
       // The policy: no ingress, egress to 127.0.0.1/32 on the proxy's port only.
@@ -159,18 +173,26 @@ describe("rollouts on the cluster are apart", () => {
     try {
       const file = evaluation(dir, {
         harnesses:
-          harness("killer", "kill -9 -1; for d in /workspace /home/sandbox /tmp /root /proc/1/root/workspace; do echo pwned > $d/pwned.txt 2>/dev/null; done; printf x > answer.txt") +
-          harness("patient", 'sleep 3; printf "%s" "$1" > answer.txt'),
+          harness(
+            "killer",
+            "kill -9 -1; for d in /workspace /home/sandbox /tmp /root /proc/1/root/workspace; do echo pwned > $d/pwned.txt 2>/dev/null; done; printf x > answer.txt",
+          ) + harness("patient", 'sleep 3; printf "%s" "$1" > answer.txt'),
         tasks: task("answer", "hello", "[{fileContains: {path: answer.txt, text: hello}}, {fileAbsent: pwned.txt}]"),
         attempts: 2,
         concurrency: 4,
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
-      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const results = readFileSync(join(dir, "run", "rollouts.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       const byHarness = (h: string) => results.filter((x) => x.harness === h);
       // The patient rollouts ran beside the killers and passed; their workspaces got nothing of the killers'.
-      expect(byHarness("patient").map((x) => [x.status, x.reward])).toEqual([["ok", 1], ["ok", 1]]);
+      expect(byHarness("patient").map((x) => [x.status, x.reward])).toEqual([
+        ["ok", 1],
+        ["ok", 1],
+      ]);
       for (const x of byHarness("killer")) expect(x.status).toBe("ok");
       // The killers' own workspaces got their file, so they failed that check: the writes were real.
       for (const x of byHarness("killer")) expect(x.reward).toBe(0);
@@ -212,7 +234,10 @@ spec:
       const seen = [...images.values()];
       expect(seen.filter((i) => /^localhost\/reins-harness-reins-agent:[0-9a-f]{16}$/.test(i)).length).toBeGreaterThanOrEqual(2);
       expect(new Set(seen.filter((i) => i.includes("reins-harness-"))).size).toBe(1);
-      expect(seen.every((i) => i.includes("reins-harness-") || i === "localhost/reins-sandbox:1"), seen.join(", ")).toBe(true);
+      expect(
+        seen.every((i) => i.includes("reins-harness-") || i === "localhost/reins-sandbox:1"),
+        seen.join(", "),
+      ).toBe(true);
       expect(await leftovers()).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -233,7 +258,7 @@ describe("reins eval killed mid-run on the cluster", () => {
       const run = join(dir, "run");
       // Its own TMPDIR: what a killed runner leaves there (its proxy sockets) goes with `dir`.
       mkdirSync(join(dir, "tmp"));
-      const child = spawn(process.execPath, [resolve("bin/reins.js"), "eval", file, "--out", run, "--quiet"], { env: { ...process.env, KUBECONFIG: cluster.kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: "ignore" });
+      const child = spawnReins(["eval", file, "--out", run, "--quiet"], { env: { KUBECONFIG: cluster.kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: "ignore" });
       // Killed once the first rollouts finished and others are on the cluster.
       for (let i = 0; i < 600; i++) {
         await new Promise((r) => setTimeout(r, 100));
@@ -249,13 +274,18 @@ describe("reins eval killed mid-run on the cluster", () => {
       const pods = await get("/api/v1/namespaces/default/pods?labelSelector=reins.dev%2Frun");
       const before = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").length;
       expect(before).toBeLessThan(8);
-      const r = await reinsAsync(["eval", "--resume", run, "--json"], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", "--resume", run, "--json"], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
-      const results = readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+      const results = readFileSync(join(run, "rollouts.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       const ids = results.map((x) => x.id);
       expect(ids).toHaveLength(8);
       expect(new Set(ids).size).toBe(8);
-      expect(results.map((x) => `${x.id} ${x.status} ${x.reward}${x.error ? ` ${x.error.code}: ${x.error.message}` : ""}`).filter((l) => !l.endsWith("ok 1"))).toEqual([]);
+      expect(
+        results.map((x) => `${x.id} ${x.status} ${x.reward}${x.error ? ` ${x.error.code}: ${x.error.message}` : ""}`).filter((l) => !l.endsWith("ok 1")),
+      ).toEqual([]);
       expect(await leftovers()).toEqual([]);
       // Pods the killed runner left were there, and went with the run's owner.
       expect(pods.items.length).toBeGreaterThan(0);

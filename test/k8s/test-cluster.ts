@@ -31,11 +31,14 @@ export function useTestCluster(): TestCluster {
     get(path) {
       const token = readFileSync(join(dir, "token"), "utf8").trim();
       return new Promise((done, fail) => {
-        const req = request({ host: "127.0.0.1", port, path, ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
-          let text = "";
-          res.on("data", (d) => (text += d));
-          res.on("end", () => done(JSON.parse(text)));
-        });
+        const req = request(
+          { host: "127.0.0.1", port, path, ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } },
+          (res) => {
+            let text = "";
+            res.on("data", (d) => (text += d));
+            res.on("end", () => done(JSON.parse(text)));
+          },
+        );
         req.on("error", fail);
         req.end();
       });
@@ -43,10 +46,13 @@ export function useTestCluster(): TestCluster {
     del(path) {
       const token = readFileSync(join(dir, "token"), "utf8").trim();
       return new Promise((done, fail) => {
-        const req = request({ host: "127.0.0.1", port, path, method: "DELETE", ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
-          res.resume();
-          res.on("end", () => done(res.statusCode ?? 0));
-        });
+        const req = request(
+          { host: "127.0.0.1", port, path, method: "DELETE", ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } },
+          (res) => {
+            res.resume();
+            res.on("end", () => done(res.statusCode ?? 0));
+          },
+        );
         req.on("error", fail);
         req.end();
       });
@@ -61,20 +67,29 @@ export function useTestCluster(): TestCluster {
       // Re-established from the last resourceVersion whenever the server ends it.
       const open = () => {
         if (stopped) return;
-        current = request({ host: "127.0.0.1", port, path: `${path}${sep}watch=1&resourceVersion=${rv}`, ca: readFileSync(join(dir, "pki", "ca.crt")), headers: { authorization: `Bearer ${token}` } }, (res) => {
-          let buffer = "";
-          res.on("data", (d) => {
-            buffer += d;
-            let nl;
-            while ((nl = buffer.indexOf("\n")) >= 0) {
-              const e = JSON.parse(buffer.slice(0, nl));
-              buffer = buffer.slice(nl + 1);
-              if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
-              onEvent(e.type, e.object);
-            }
-          });
-          res.on("end", open);
-        });
+        current = request(
+          {
+            host: "127.0.0.1",
+            port,
+            path: `${path}${sep}watch=1&resourceVersion=${rv}`,
+            ca: readFileSync(join(dir, "pki", "ca.crt")),
+            headers: { authorization: `Bearer ${token}` },
+          },
+          (res) => {
+            let buffer = "";
+            res.on("data", (d) => {
+              buffer += d;
+              let nl;
+              while ((nl = buffer.indexOf("\n")) >= 0) {
+                const e = JSON.parse(buffer.slice(0, nl));
+                buffer = buffer.slice(nl + 1);
+                if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
+                onEvent(e.type, e.object);
+              }
+            });
+            res.on("end", open);
+          },
+        );
         current.on("error", () => undefined);
         current.end();
       };

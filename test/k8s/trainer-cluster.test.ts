@@ -13,12 +13,11 @@
  * - worker: cluster killed with SIGKILL once its worker answers, then `--resume`: the claim (with
  *   the staged policy) and the Job are found, the run finishes, and nothing is left.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { reinsAsync } from "../reins-cli.js";
+import { reinsAsync, spawnReins } from "../reins-cli.js";
 import { useTestCluster } from "./test-cluster.js";
 
 const cluster = useTestCluster();
@@ -65,7 +64,9 @@ describe("examples/k8s/test-cluster.yaml", () => {
   it("worker: cluster: the Job's pod runs torchrun with the worker, two steps train through it, nothing is left", async () => {
     const dir = mkdtempSync(join(tmpdir(), "reins-k8s-run-cluster-"));
     try {
-      const { result: r, pods } = await watchTrainerPods(() => reinsAsync(["run", EXAMPLE, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig }));
+      const { result: r, pods } = await watchTrainerPods(() =>
+        reinsAsync(["run", EXAMPLE, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } }),
+      );
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
       expect(out.steps).toBe(2);
@@ -99,7 +100,7 @@ describe("examples/k8s/test-cluster.yaml", () => {
           await new Promise((r) => setTimeout(r, 300));
         }
       })();
-      const r = await reinsAsync(["run", localWorkerExample(), "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["run", localWorkerExample(), "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       running = false;
       await watch;
       expect(r.code, r.stderr).toBe(0);
@@ -109,7 +110,11 @@ describe("examples/k8s/test-cluster.yaml", () => {
       expect(out.fidelity.byHarness["curl-chat"].checkedTrainedTokens).toBeGreaterThan(0);
       expect(r.stderr).toMatch(/trainer: Job reins-trainer-run-[0-9a-f]+-[0-9a-f]+, rank 0 is pod \S+ at 10\.244\.\d+\.\d+/);
       expect(existsSync(join(dir, "run", "trainer.log"))).toBe(true);
-      expect([...seen].map((n) => n.replace(/run-[0-9a-f]{12}/, "run-X")).sort()).toEqual(["claim/reins-weights-k8s-test-cluster", "job/reins-trainer-run-X", "service/reins-trainer-run-X"]);
+      expect([...seen].map((n) => n.replace(/run-[0-9a-f]{12}/, "run-X")).sort()).toEqual([
+        "claim/reins-weights-k8s-test-cluster",
+        "job/reins-trainer-run-X",
+        "service/reins-trainer-run-X",
+      ]);
       expect(await cluster.leftovers()).toEqual([]);
     } finally {
       rmSync(LOCAL_WORKER_EXAMPLE, { force: true });
@@ -122,15 +127,18 @@ describe("examples/k8s/test-cluster.yaml", () => {
     try {
       const run = join(dir, "run");
       mkdirSync(join(dir, "tmp"));
-      const child = spawn(process.execPath, [resolve("bin/reins.js"), "run", EXAMPLE, "--out", run], { env: { ...process.env, KUBECONFIG: cluster.kubeconfig, TMPDIR: join(dir, "tmp") }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawnReins(["run", EXAMPLE, "--out", run], {
+        env: { KUBECONFIG: cluster.kubeconfig, TMPDIR: join(dir, "tmp") },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       let stderr = "";
-      child.stderr.on("data", (d) => (stderr += d));
+      child.stderr!.on("data", (d) => (stderr += d));
       for (let i = 0; i < 1200 && !/the worker in pod \S+ answers/.test(stderr); i++) await new Promise((r) => setTimeout(r, 100));
       child.kill("SIGKILL");
       await new Promise((r) => child.once("exit", r));
       expect(stderr).toMatch(/the worker in pod \S+ answers/);
       expect((await trainerObjects()).some((o) => o.startsWith("claim/reins-weights-"))).toBe(true);
-      const r = await reinsAsync(["run", "--resume", run, "--json"], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["run", "--resume", run, "--json"], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain("found: an earlier run of this experiment left it");
       // The policy staged by the killed run is in the claim: not staged again.

@@ -15,13 +15,7 @@ import type { ResolvedTrainer } from "../../src/compiler/contract/plan.js";
 import { checkWithSchema, type ManifestIssue } from "../../src/runtime/k8s/validate.js";
 import { isDnsLabel } from "../../src/runtime/sandbox/kubernetes/names.js";
 import { ownerName } from "../../src/runtime/sandbox/kubernetes/objects.js";
-import {
-  buildTrainerObjects,
-  OWNER_UID_PLACEHOLDER,
-  planRunId,
-  trainerJobName,
-  type TrainerObjects,
-} from "../../src/runtime/k8s/trainer-job.js";
+import { buildTrainerObjects, OWNER_UID_PLACEHOLDER, planRunId, trainerJobName, type TrainerObjects } from "../../src/runtime/k8s/trainer-job.js";
 
 type Obj = Record<string, any>;
 
@@ -81,7 +75,11 @@ describe("trainer Job", () => {
     const spec = o.job.spec as Obj;
     expect(o.job.metadata.name).toBe(name);
     expect(o.service.metadata.name).toBe(name);
-    expect({ mode: spec.completionMode, completions: spec.completions, parallelism: spec.parallelism }).toEqual({ mode: "Indexed", completions: 2, parallelism: 2 });
+    expect({ mode: spec.completionMode, completions: spec.completions, parallelism: spec.parallelism }).toEqual({
+      mode: "Indexed",
+      completions: 2,
+      parallelism: 2,
+    });
     expect(spec.backoffLimit).toBe(3);
     expect(spec.ttlSecondsAfterFinished).toBe(86400);
     expect(spec.podFailurePolicy.rules).toEqual([
@@ -148,7 +146,10 @@ describe("trainer Job", () => {
     expect(custom.claim.metadata.name).toBe("shared-weights");
 
     // SGLang reloads from disk in one call; vLLM's reload is a sequence of calls the engine makes, not one URL.
-    const sglang = buildTrainerObjects({ ...plan, model: { ...plan.model!, engine: { type: "sglang", baseUrl: "http://sglang.reins.svc:30000", model: "m" } } })!;
+    const sglang = buildTrainerObjects({
+      ...plan,
+      model: { ...plan.model!, engine: { type: "sglang", baseUrl: "http://sglang.reins.svc:30000", model: "m" } },
+    })!;
     expect(JSON.parse(sglang.job.metadata.annotations!["reins.dev/engine-reload"]!).url).toBe("http://sglang.reins.svc:30000/update_weights_from_disk");
     const vllm = buildTrainerObjects({ ...plan, model: { ...plan.model!, engine: { type: "vllm", baseUrl: "http://vllm.reins.svc:8000", model: "m" } } })!;
     expect(vllm.job.metadata.annotations!["reins.dev/engine-reload"]).toBeUndefined();

@@ -61,7 +61,10 @@ spec:
 }
 
 function results(run: string): any[] {
-  return readFileSync(join(run, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  return readFileSync(join(run, "rollouts.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 }
 
 describe("a plain Evaluation on agent-sandbox warm pools", () => {
@@ -73,7 +76,12 @@ describe("a plain Evaluation on agent-sandbox warm pools", () => {
     let mostNotReady = 0;
     const stopPods = await cluster.watch(PODS, (type, pod) => {
       const name = pod.metadata.name;
-      if (type === "ADDED" && !pods.has(name)) pods.set(name, { added: rv(pod), addedLabels: { ...pod.metadata.labels }, env: pod.spec.containers.flatMap((c: any) => (c.env ?? []).map((e: any) => e.name)) });
+      if (type === "ADDED" && !pods.has(name))
+        pods.set(name, {
+          added: rv(pod),
+          addedLabels: { ...pod.metadata.labels },
+          env: pod.spec.containers.flatMap((c: any) => (c.env ?? []).map((e: any) => e.name)),
+        });
       const seen = pods.get(name);
       if (seen && seen.labelled === undefined && pod.metadata.labels?.["reins.dev/rollout"]) seen.labelled = rv(pod);
     });
@@ -84,7 +92,8 @@ describe("a plain Evaluation on agent-sandbox warm pools", () => {
         notReady.add(name);
       }
       const ready = (claim.status?.conditions ?? []).some((c: any) => c.type === "Ready" && c.status === "True");
-      if (ready && claims.get(name) && claims.get(name)!.ready === undefined) Object.assign(claims.get(name)!, { ready: rv(claim), sandbox: claim.status.sandbox.name });
+      if (ready && claims.get(name) && claims.get(name)!.ready === undefined)
+        Object.assign(claims.get(name)!, { ready: rv(claim), sandbox: claim.status.sandbox.name });
       if (ready || type === "DELETED") notReady.delete(name);
       mostNotReady = Math.max(mostNotReady, notReady.size);
     });
@@ -95,10 +104,12 @@ describe("a plain Evaluation on agent-sandbox warm pools", () => {
         attempts: 3,
         sandbox: "{provider: kubernetes, concurrency: 3, timeoutSeconds: 120, retries: 0, warmPool: 3, kubernetes: {useSandboxClaims: true, maxStarting: 1}}",
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 6, errors: 0, meanReward: 0.5 });
-      const byTask = results(join(dir, "run")).map((x) => `${x.task} ${x.status} ${x.reward} ${x.tries}`).sort();
+      const byTask = results(join(dir, "run"))
+        .map((x) => `${x.task} ${x.status} ${x.reward} ${x.tries}`)
+        .sort();
       expect(byTask).toEqual(["bye ok 0 1", "bye ok 0 1", "bye ok 0 1", "hello ok 1 1", "hello ok 1 1", "hello ok 1 1"]);
       // Every rollout's claim got a pod that existed before the claim, unlabelled by any rollout,
       // and the rollout's identity reached that pod only after the claim.
@@ -141,12 +152,15 @@ describe("infrastructure failures on warm pools", () => {
         attempts: 2,
         sandbox: "{provider: kubernetes, concurrency: 2, timeoutSeconds: 120, retries: 2, warmPool: 2, kubernetes: {useSandboxClaims: true}}",
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(0);
       expect(deleted).not.toBe("");
       expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1, infraFailures: 0 });
       const all = results(join(dir, "run"));
-      expect(all.map((x) => [x.status, x.reward])).toEqual([["ok", 1], ["ok", 1]]);
+      expect(all.map((x) => [x.status, x.reward])).toEqual([
+        ["ok", 1],
+        ["ok", 1],
+      ]);
       const retried = all.filter((x) => x.tries === 2);
       expect(retried).toHaveLength(1);
       expect(retried[0].retries.map((x: any) => x.code)).toEqual(["SandboxDied"]);
@@ -165,9 +179,10 @@ describe("infrastructure failures on warm pools", () => {
         script: "true",
         tasks: ["hello"],
         attempts: 1,
-        sandbox: '{provider: kubernetes, timeoutSeconds: 60, retries: 1, resources: {cpu: "1000"}, warmPool: 0, kubernetes: {useSandboxClaims: true, startTimeoutSeconds: 2}}',
+        sandbox:
+          '{provider: kubernetes, timeoutSeconds: 60, retries: 1, resources: {cpu: "1000"}, warmPool: 0, kubernetes: {useSandboxClaims: true, startTimeoutSeconds: 2}}',
       });
-      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { KUBECONFIG: cluster.kubeconfig });
+      const r = await reinsAsync(["eval", file, "--json", "--out", join(dir, "run")], { env: { KUBECONFIG: cluster.kubeconfig } });
       expect(r.code, r.stderr).toBe(1);
       const [x] = results(join(dir, "run"));
       expect(x).toMatchObject({ status: "infra-failed", reward: null, tries: 2, error: { code: "SandboxTimeout" } });

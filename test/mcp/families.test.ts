@@ -5,7 +5,6 @@
  * through Claude Code, Codex, OpenClaw and reins-agent (as SFT does) every one scores 1; and an agent
  * that edits the ticket store behind the tools' back does not.
  */
-import { spawnSync } from "node:child_process";
 import { cpSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -19,13 +18,14 @@ import type { VerifierResult } from "../../src/runtime/verifiers/verify.js";
 import { runPlan } from "../executor/helpers.js";
 import { loadHarnessSpec } from "../harness/harness-spec.js";
 import { skipHarness, skipNote } from "../harness/scenario.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const FAMILIES = "examples/mcp/families.yaml";
 
 function render(file: string): { name: string; labels: Record<string, string>; params: Record<string, string>; spec: any }[] {
-  const r = spawnSync(process.execPath, ["bin/reins.js", "render", file, "--json"], { encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(0);
+  const r = reins(["render", file, "--json"]);
+  expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout).documents.map((d: any) => ({
     name: d.metadata.name,
     labels: d.metadata.labels,
@@ -63,7 +63,13 @@ describe("the starter MCP families", () => {
     expect([owner.length, tickets.length]).toEqual([8, 4]);
     for (const d of owner) {
       const [search] = d.spec.mcpServers;
-      expect([search.name, search.shipped, search.where, search.args, search.tools]).toEqual(["search", "web-search", "beside", ["runbooks"], ["search", "fetch"]]);
+      expect([search.name, search.shipped, search.where, search.args, search.tools]).toEqual([
+        "search",
+        "web-search",
+        "beside",
+        ["runbooks"],
+        ["search", "fetch"],
+      ]);
       expect(search.files).toHaveLength(8);
       const { service, owner: team } = d.params;
       expect(d.spec.instruction).toContain(`owns the ${service} service`);
@@ -83,7 +89,7 @@ describe("the starter MCP families", () => {
     expect(JSON.parse(t1.spec.mcpServers[0].files[0].content).tickets.map((t: { id: string }) => t.id)).toEqual(["T-1", "T-2", "T-3"]);
 
     const dir = tempDir("reins-mcp-render-");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "render", FAMILIES], { encoding: "utf8" });
+    const r = reins(["render", FAMILIES]);
     writeFileSync(join(dir, "rendered.yaml"), r.stdout);
     expect(render(join(dir, "rendered.yaml"))).toEqual(docs);
   }, 300_000);
@@ -141,7 +147,9 @@ ${MODEL}`);
       for (const r of results) {
         expect([r.harness, r.status, r.reward], JSON.stringify(r.error ?? r.verifier)).toEqual([r.harness, "ok", 1]);
         const tools = r.mcp!.calls.map((c) => `${c.server}.${c.tool}`);
-        expect(tools).toEqual(familyOf(r.task) === "runbook-owner" ? ["search.search"] : ["tickets.list_tickets", "tickets.update_ticket", "tickets.create_ticket"]);
+        expect(tools).toEqual(
+          familyOf(r.task) === "runbook-owner" ? ["search.search"] : ["tickets.list_tickets", "tickets.update_ticket", "tickets.create_ticket"],
+        );
       }
     }, 900_000);
   });
@@ -184,7 +192,11 @@ function plan0Instruction(plan: ReturnType<typeof compilePlan>["value"] & object
   return plan.tasks.find((t) => t.name === task)!.instruction;
 }
 
-async function runPlanOf(plan: NonNullable<ReturnType<typeof compilePlan>["value"]>, rollouts: ReturnType<typeof sftRollouts>["rollouts"], engine: ReferenceEngine) {
+async function runPlanOf(
+  plan: NonNullable<ReturnType<typeof compilePlan>["value"]>,
+  rollouts: ReturnType<typeof sftRollouts>["rollouts"],
+  engine: ReferenceEngine,
+) {
   const { createExecutor } = await import("../../src/runtime/executor/executor.js");
   const { LocalSandboxProvider } = await import("../../src/runtime/sandbox/local/provider.js");
   const { RunStore } = await import("../../src/runtime/store/run-store.js");

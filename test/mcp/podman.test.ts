@@ -3,11 +3,11 @@
  * and one inside the rollout's pod, both run with the host's node as the pod sees it, relayed and
  * recorded as in local sandboxes; the verifier reads the store the in-pod server wrote.
  */
-import { spawnSync } from "node:child_process";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { findExecutable } from "../../src/runtime/sandbox/host/executables.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const podman = findExecutable("podman");
@@ -60,8 +60,8 @@ spec:
 `,
     );
     const out = join(dir, "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { timeout: 600_000 });
+    expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ rollouts: 2, errors: 0, meanReward: 1 });
     for (const line of readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n")) {
       const rollout = JSON.parse(line);

@@ -20,7 +20,9 @@ const httpServer = http.createServer(async (req, res) => {
   const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
   if (body?.method) seen.push(body.method);
   const server = new McpServer({ name: "echo", version: "1.0.0" });
-  server.registerTool("echo", { description: "Echo", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text: `echo: ${text}` }] }));
+  server.registerTool("echo", { description: "Echo", inputSchema: { text: z.string() } }, async ({ text }) => ({
+    content: [{ type: "text", text: `echo: ${text}` }],
+  }));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   await transport.handleRequest(req, res, body);

@@ -8,24 +8,33 @@
  *   another rollout's servers are out of reach with its key, and each try's ticket store is fresh;
  * - a server that cannot start is an infrastructure failure with its reason, retried, never a 0.
  */
-import { spawnSync } from "node:child_process";
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { skipHarness, skipNote } from "../harness/scenario.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 /** The report.json a rollout wrote, read back from its workspace diff in the run directory. */
 function reportOf(out: string, id: string): Record<string, unknown> {
   const diff = JSON.parse(readFileSync(join(out, "workspace-diff", `${id}.json`), "utf8"));
   const patch: string = diff.files.find((f: { path: string }) => f.path === "report.json").patch;
-  return JSON.parse(patch.split("\n").filter((l) => l.startsWith("+") && !l.startsWith("+++")).map((l) => l.slice(1)).join("\n"));
+  return JSON.parse(
+    patch
+      .split("\n")
+      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
+      .map((l) => l.slice(1))
+      .join("\n"),
+  );
 }
 
 function reinsEval(file: string, out: string) {
-  const r = spawnSync(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 900_000, env: { ...process.env, NO_COLOR: "1" } });
-  const rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-  return { code: r.status, stderr: r.stderr, summary: r.stdout ? JSON.parse(r.stdout) : undefined, rollouts };
+  const r = reins(["eval", file, "--out", out, "--json", "--quiet"], { timeout: 900_000 });
+  const rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  return { code: r.code, stderr: r.stderr, summary: r.stdout ? JSON.parse(r.stdout) : undefined, rollouts };
 }
 
 describe.skipIf(skipHarness("claude-code") || skipHarness("codex") || skipHarness("openclaw"))(`examples/mcp/evaluation.yaml${skipNote("claude-code")}`, () => {
@@ -40,7 +49,8 @@ describe.skipIf(skipHarness("claude-code") || skipHarness("codex") || skipHarnes
     expect(run.summary).toMatchObject({ rollouts: 8, errors: 0, meanReward: 1 });
     expect(Object.keys(run.summary.harnesses).sort()).toEqual(["claude-code", "codex", "openclaw", "reins-agent"]);
     // Codex sends a namespaced call back split (namespace mcp__search, name search); every harness's prompts still extend
-    for (const h of ["claude-code", "codex", "openclaw", "reins-agent"]) expect(run.summary.fidelity.byHarness[h], h).toMatchObject({ prefixBreaks: 0, mismatchedTrainedTokens: 0 });
+    for (const h of ["claude-code", "codex", "openclaw", "reins-agent"])
+      expect(run.summary.fidelity.byHarness[h], h).toMatchObject({ prefixBreaks: 0, mismatchedTrainedTokens: 0 });
     for (const r of run.rollouts) {
       expect([r.status, r.reward, r.tries], JSON.stringify(r.error ?? r.verifier)).toEqual(["ok", 1, 1]);
       expect(r.mcp.servers.map((s: { name: string; where: string; tools: string[] }) => [s.name, s.where, s.tools])).toEqual([
@@ -115,7 +125,13 @@ spec:
 
   it("refuses what is outside the rollout and its allow-list, and records the refusal", () => {
     const tickets = run.rollouts.filter((r) => r.task === "tickets");
-    expect(tickets.map((r) => [r.status, r.reward]), JSON.stringify(tickets.map((r) => [r.error, r.retries]))).toEqual([["ok", 1], ["ok", 1]]);
+    expect(
+      tickets.map((r) => [r.status, r.reward]),
+      JSON.stringify(tickets.map((r) => [r.error, r.retries])),
+    ).toEqual([
+      ["ok", 1],
+      ["ok", 1],
+    ]);
     for (const r of tickets) {
       expect(r.mcp.calls.map((c: { tool: string; error?: { code: string } }) => [c.tool, c.error?.code ?? "ok"])).toEqual([
         ["update_ticket", "ToolNotAllowed"],
@@ -132,7 +148,10 @@ spec:
 
   it("a server that cannot start fails the try as McpServerUnavailable with its stderr, retried, without a reward", () => {
     const broken = run.rollouts.filter((r) => r.task === "broken-server");
-    expect(broken.map((r) => [r.status, r.reward])).toEqual([["infra-failed", null], ["infra-failed", null]]);
+    expect(broken.map((r) => [r.status, r.reward])).toEqual([
+      ["infra-failed", null],
+      ["infra-failed", null],
+    ]);
     for (const r of broken) {
       expect(r.tries).toBeGreaterThan(1);
       expect(r.error.code).toBe("McpServerUnavailable");

@@ -16,7 +16,15 @@ afterEach(async () => {
 
 async function connect(script: string, cwd: string, args: string[] = []): Promise<Client> {
   const client = new Client({ name: "test", version: "1.0.0" });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [path.join(SERVERS, script), ...args], cwd, env: { PATH: process.env.PATH ?? "" }, stderr: "pipe" }));
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [path.join(SERVERS, script), ...args],
+      cwd,
+      env: { PATH: process.env.PATH ?? "" },
+      stderr: "pipe",
+    }),
+  );
   open.push(client);
   return client;
 }
@@ -61,7 +69,15 @@ describe("web-search.mjs", () => {
   it("reads a JSONL corpus given as an argument", async () => {
     const dir = tempDir();
     const file = path.join(dir, "docs.jsonl");
-    fs.writeFileSync(file, [{ id: "d1", title: "Tea", text: "Green tea and black tea." }, { id: "d2", title: "Coffee", text: "Espresso is coffee." }].map((d) => JSON.stringify(d)).join("\n"));
+    fs.writeFileSync(
+      file,
+      [
+        { id: "d1", title: "Tea", text: "Green tea and black tea." },
+        { id: "d2", title: "Coffee", text: "Espresso is coffee." },
+      ]
+        .map((d) => JSON.stringify(d))
+        .join("\n"),
+    );
     const client = await connect("web-search.mjs", dir, [file]);
     const hits = JSON.parse(textOf(await client.callTool({ name: "search", arguments: { query: "espresso" } })));
     expect(hits).toHaveLength(1);
@@ -82,7 +98,10 @@ describe("tickets.mjs", () => {
     expect(open.map((t: { id: string }) => t.id)).toEqual(["T-2"]);
     expect(JSON.parse(textOf(await client.callTool({ name: "get_ticket", arguments: { id: "T-2" } }))).body).toBe("since 9am");
     const saved = JSON.parse(fs.readFileSync(path.join(dir, "tickets.json"), "utf8"));
-    expect(saved.tickets.map((t: { id: string; status: string }) => [t.id, t.status])).toEqual([["T-1", "resolved"], ["T-2", "open"]]);
+    expect(saved.tickets.map((t: { id: string; status: string }) => [t.id, t.status])).toEqual([
+      ["T-1", "resolved"],
+      ["T-2", "open"],
+    ]);
   });
 
   it("refuses invalid input and unknown ids, and starts from a file the task wrote", async () => {

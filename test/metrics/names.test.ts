@@ -36,7 +36,10 @@ describe("metric names", () => {
       deadLeaves: 2,
       timingSeconds: { rollouts: 4, training: 2, publishing: 1, step: 7.5 },
       fidelity: { calls: 20, prefixBreaks: 1, checkedTokens: 120, mismatchedTokens: 0 },
-      byFamilyHarness: { "write-word": { "reins-agent": { rollouts: 4, meanReward: 0.75, passRate: 0.5, branches: 6, deadLeaves: 1 } }, solo: { codex: { rollouts: 4, meanReward: 0.25, passRate: 0, branches: 4, deadLeaves: 1 } } },
+      byFamilyHarness: {
+        "write-word": { "reins-agent": { rollouts: 4, meanReward: 0.75, passRate: 0.5, branches: 6, deadLeaves: 1 } },
+        solo: { codex: { rollouts: 4, meanReward: 0.25, passRate: 0, branches: 4, deadLeaves: 1 } },
+      },
     };
     expect(stepScalars(record)).toEqual({
       "reward/mean": 0.5,
@@ -91,7 +94,16 @@ describe("metric names", () => {
   });
 
   it("names a held-out evaluation's pass rate and reward, per harness, and its time", () => {
-    expect(heldOutScalars({ trainedSteps: 0, passRate: 0.4, meanReward: 0.5, rollouts: 10, seconds: 12.5, byHarness: { codex: { passRate: 0.2, meanReward: 0.3, rollouts: 5 } } })).toEqual({
+    expect(
+      heldOutScalars({
+        trainedSteps: 0,
+        passRate: 0.4,
+        meanReward: 0.5,
+        rollouts: 10,
+        seconds: 12.5,
+        byHarness: { codex: { passRate: 0.2, meanReward: 0.3, rollouts: 5 } },
+      }),
+    ).toEqual({
       "held_out/pass_rate": 0.4,
       "held_out/reward/mean": 0.5,
       "held_out/num_rollouts": 10,

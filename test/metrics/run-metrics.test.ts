@@ -19,34 +19,37 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { metricsPython } from "../../src/runtime/metrics/sink.js";
 import { stepScalars } from "../../src/runtime/metrics/names.js";
 import { editSpec, events, experiment, jsonl } from "../control/helpers.js";
+import { reins, type ReinsResult } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 let dir: string;
 let out: string;
-let run: ReturnType<typeof spawnSync> & { stdout: string; stderr: string };
+let run: ReinsResult;
 
 beforeAll(() => {
   dir = tempDir("reins-run-metrics-");
   const file = experiment(dir);
   editSpec(file, [
-    [/  steps: 3\n/, "  steps: 2\n"],
+    [/ {2}steps: 3\n/, "  steps: 2\n"],
     // Every group trains (zero-variance groups too), in 2 mini-batches: the trainer's metrics exist at every step.
     [/dropZeroVariance: true, positiveOnly: true/, "dropZeroVariance: false, positiveOnly: false"],
     // A KL penalty to the frozen reference, so that kl is measured.
-    [/    miniBatches: \d+\n/, "    miniBatches: 2\n    klCoef: 0.01\n"],
-    [/  seed: 7\n/, "  seed: 7\n  metrics: {tensorboard: true, wandb: {project: reins-test}}\n"],
+    [/ {4}miniBatches: \d+\n/, "    miniBatches: 2\n    klCoef: 0.01\n"],
+    [/ {2}seed: 7\n/, "  seed: 7\n  metrics: {tensorboard: true, wandb: {project: reins-test}}\n"],
   ]);
   // The sink's interpreter, run in a new network namespace (no interface up, nowhere to connect);
   // it notes which namespace it ran in.
   const wrapper = join(dir, "python-without-network");
-  writeFileSync(wrapper, `#!/bin/sh\nMARK=${join(dir, "sink.netns")} exec unshare --net -- sh -c 'readlink /proc/self/ns/net > "$MARK"; exec "$@"' sh ${metricsPython({})} "$@"\n`);
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nMARK=${join(dir, "sink.netns")} exec unshare --net -- sh -c 'readlink /proc/self/ns/net > "$MARK"; exec "$@"' sh ${metricsPython({})} "$@"\n`,
+  );
   chmodSync(wrapper, 0o755);
   out = join(dir, "run");
-  run = spawnSync(process.execPath, ["bin/reins.js", "run", file, "--out", out, "--json"], {
-    encoding: "utf8",
+  run = reins(["run", file, "--out", out, "--json"], {
     timeout: 1_500_000, // generous: a loaded 2-core machine
-    env: { ...process.env, REINS_METRICS_PYTHON: wrapper },
-  }) as typeof run;
+    env: { REINS_METRICS_PYTHON: wrapper },
+  });
 }, 1_560_000);
 
 function readSinks(): { tensorboard: Record<string, [number, number][]>; wandb: { runs: number; history: Record<string, number>[] } } {
@@ -57,13 +60,17 @@ function readSinks(): { tensorboard: Record<string, [number, number][]>; wandb: 
 
 describe("reins run with spec.metrics", () => {
   it("shows live progress with counts, rate and ETA, and the reins view command first and last; stdout stays JSON", () => {
-    expect(run.status, run.stderr).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ steps: 2, runDir: out });
     const lines = run.stderr.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^\[\s+0s\] run directory .*; watch it: reins view /);
     expect(lines[0]!.endsWith(`reins view ${out}`)).toBe(true);
     expect(lines.at(-1)).toMatch(new RegExp(`^\\[\\s*\\d+s\\] see the run: reins view ${out}$`));
-    const has = (re: RegExp) => expect(lines.some((l) => re.test(l)), `${re} in\n${run.stderr}`).toBe(true);
+    const has = (re: RegExp) =>
+      expect(
+        lines.some((l) => re.test(l)),
+        `${re} in\n${run.stderr}`,
+      ).toBe(true);
     has(/\] SFT reference replays: 1\/4 rollouts, [\d.]+ rollouts\/(s|min), ETA \S+, \S+ elapsed/);
     has(/\] SFT reference replays: 4\/4 rollouts in \S+, [\d.]+ rollouts\/(s|min) \(pass \d+%\)$/);
     has(/\] SFT: 1\/3 steps, [\d.]+ steps\/(s|min), ETA \S+, \S+ elapsed$/);

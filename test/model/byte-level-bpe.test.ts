@@ -39,7 +39,7 @@ function corpus(): string[] {
     "日本語のテキストと中文混合，한국어 텍스트。",
     "emoji 👩‍👩‍👧‍👦 🎉🚀 e\u0301 A\u030A ﬁ ſ Kelvin \u212A",
     "tabs\t\tand   spaces    \n\n\r\n  trailing   \u00a0\u2009\u200b\ufeff\u0085",
-    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\nok</think>\n<tool_call>\n{\"name\": \"w\"}\n</tool_call><|im_end|>",
+    '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\nok</think>\n<tool_call>\n{"name": "w"}\n</tool_call><|im_end|>',
     "1234567890 3.14159 0xDEADBEEF ١٢٣ ½ Ⅻ",
     "'s 'T 'RE 'Ve don't I'LL 'ſ 'Ｓ",
     "Ελληνικά Русский текст עברית العربية हिन्दी ไทย",
@@ -79,7 +79,10 @@ describe("byte-level BPE fast path", () => {
   beforeAll(async () => {
     fast = await loadTokenizer({ type: "qwen3" });
     const { TokenizerLoader } = (await import("@lenml/tokenizers")) as unknown as { TokenizerLoader: { fromPreTrained(m: object): General } };
-    general = TokenizerLoader.fromPreTrained({ tokenizerJSON: JSON.parse(readFileSync(QWEN3_JSON, "utf8")), tokenizerConfig: JSON.parse(readFileSync(join(dirname(QWEN3_JSON), "tokenizer_config.json"), "utf8")) });
+    general = TokenizerLoader.fromPreTrained({
+      tokenizerJSON: JSON.parse(readFileSync(QWEN3_JSON, "utf8")),
+      tokenizerConfig: JSON.parse(readFileSync(join(dirname(QWEN3_JSON), "tokenizer_config.json"), "utf8")),
+    });
     texts = corpus();
   }, 60_000);
 
@@ -99,7 +102,9 @@ describe("byte-level BPE fast path", () => {
   it("encodes every text of the corpus as the general tokenizer does", () => {
     const bad = texts.filter((t) => JSON.stringify(fast.encode(t)) !== JSON.stringify(general.encode(t, { add_special_tokens: false })));
     expect(bad.map((t) => t.slice(0, 80))).toEqual([]);
-    expect(fast.encode("still whole after the long runs <|im_end|>")).toEqual(general.encode("still whole after the long runs <|im_end|>", { add_special_tokens: false }));
+    expect(fast.encode("still whole after the long runs <|im_end|>")).toEqual(
+      general.encode("still whole after the long runs <|im_end|>", { add_special_tokens: false }),
+    );
   }, 120_000);
 
   it("decodes any ids as the general tokenizer does: split characters, added tokens, ids beyond the vocabulary", () => {
@@ -120,12 +125,22 @@ describe("byte-level BPE fast path", () => {
     expect(mayHoldLongPiece("1".repeat(100_000))).toBe(false);
   });
 
-  it.skipIf(SKIP)("encodes the corpus as Hugging Face's own tokenizers library does", () => {
-    const python = execFileSync("bash", ["scripts/install-python.sh", "--print"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const script = "import json,sys\nfrom tokenizers import Tokenizer\nt=Tokenizer.from_file(sys.argv[1])\nprint(json.dumps([e.ids for e in t.encode_batch(json.load(sys.stdin), add_special_tokens=False)]))";
-    const out = execFileSync(python, ["-c", script, QWEN3_JSON], { input: JSON.stringify(texts), encoding: "utf8", maxBuffer: 256 << 20, env: { ...process.env, HF_HUB_OFFLINE: "1" } });
-    const reference = JSON.parse(out) as number[][];
-    const bad = texts.filter((t, i) => JSON.stringify(fast.encode(t)) !== JSON.stringify(reference[i]));
-    expect(bad.map((t) => t.slice(0, 80))).toEqual([]);
-  }, 120_000);
+  it.skipIf(SKIP)(
+    "encodes the corpus as Hugging Face's own tokenizers library does",
+    () => {
+      const python = execFileSync("bash", ["scripts/install-python.sh", "--print"], { cwd: ROOT, encoding: "utf8" }).trim();
+      const script =
+        "import json,sys\nfrom tokenizers import Tokenizer\nt=Tokenizer.from_file(sys.argv[1])\nprint(json.dumps([e.ids for e in t.encode_batch(json.load(sys.stdin), add_special_tokens=False)]))";
+      const out = execFileSync(python, ["-c", script, QWEN3_JSON], {
+        input: JSON.stringify(texts),
+        encoding: "utf8",
+        maxBuffer: 256 << 20,
+        env: { ...process.env, HF_HUB_OFFLINE: "1" },
+      });
+      const reference = JSON.parse(out) as number[][];
+      const bad = texts.filter((t, i) => JSON.stringify(fast.encode(t)) !== JSON.stringify(reference[i]));
+      expect(bad.map((t) => t.slice(0, 80))).toEqual([]);
+    },
+    120_000,
+  );
 });

@@ -22,7 +22,12 @@ describe("ChatTemplate pieces (Qwen3)", () => {
   it("header + message groups + generation prompt equal the template's own rendering", async () => {
     const tok = await loadTokenizer({ type: "qwen3" });
     const t = new ChatTemplate(tok.chatTemplate!);
-    const tools = [{ type: "function" as const, function: { name: "write", description: "Write a file", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
+    const tools = [
+      {
+        type: "function" as const,
+        function: { name: "write", description: "Write a file", parameters: { type: "object", properties: { path: { type: "string" } } } },
+      },
+    ];
     const call = { type: "function" as const, function: { name: "write", arguments: { path: "a" } } };
     const msgs: TemplateMessage[] = [
       { role: "user", content: "make a" },

@@ -10,7 +10,7 @@
  * The comparisons need the scale environment (scripts/install-python.sh, transformers 5.19);
  * REINS_SKIP_SCALE_PYTHON=1 skips them. The error cases run everywhere.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
@@ -22,7 +22,9 @@ import { loadTokenizer, readTokenizerTexts } from "../../src/runtime/model/token
 import type { ProxyHandle } from "../../src/runtime/proxy/api.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { httpCall } from "../proxy/helpers.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
+import { scriptedModelYaml } from "../specs.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SKIP = process.env.REINS_SKIP_SCALE_PYTHON === "1";
@@ -87,7 +89,11 @@ const READ_TOOL = {
 };
 const RUN_TOOL = {
   type: "function",
-  function: { name: "run_command", description: "Run a shell command.", parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] } },
+  function: {
+    name: "run_command",
+    description: "Run a shell command.",
+    parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+  },
 };
 
 interface Conversation {
@@ -98,8 +104,21 @@ interface Conversation {
 
 /** What a harness sends (OpenAI chat); transformers gets the same with tool-call arguments as objects. */
 const CONVERSATIONS: Conversation[] = [
-  { name: "system + user", messages: [{ role: "system", content: "You are a careful coding agent." }, { role: "user", content: "Say hello in Rust. ünïcödé 你好" }] },
-  { name: "tools listed", messages: [{ role: "system", content: "Use the tools." }, { role: "user", content: "What is in notes.txt?" }], tools: [READ_TOOL, RUN_TOOL] },
+  {
+    name: "system + user",
+    messages: [
+      { role: "system", content: "You are a careful coding agent." },
+      { role: "user", content: "Say hello in Rust. ünïcödé 你好" },
+    ],
+  },
+  {
+    name: "tools listed",
+    messages: [
+      { role: "system", content: "Use the tools." },
+      { role: "user", content: "What is in notes.txt?" },
+    ],
+    tools: [READ_TOOL, RUN_TOOL],
+  },
   {
     name: "assistant text in history, no system",
     messages: [
@@ -167,12 +186,11 @@ function transformers<T>(python: string, requests: object[]): T[] {
 }
 
 function reins(args: string[], cwd: string) {
-  const r = spawnSync(process.execPath, [join(ROOT, "bin/reins.js"), ...args], { cwd, encoding: "utf8", timeout: 120_000, env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { cwd, timeout: 120_000, env: { REINS_DEBUG: "" } });
 }
 
 function modelYaml(tokenizer: string, extra: string[] = []): string {
-  return ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: policy}", "spec:", `  tokenizer: ${tokenizer}`, ...extra.map((l) => `  ${l}`), "  engine:", "    type: scripted", "    script:", "      - text: All right.", ""].join("\n");
+  return scriptedModelYaml({ name: "policy", tokenizer, spec: extra, texts: ["All right."] });
 }
 
 async function loadModel(file: string): Promise<ResolvedModel> {
@@ -218,7 +236,11 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
     expect(saved[0]!.files).toEqual(["chat_template.jinja", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]);
     expect(saved[1]!.files).not.toContain("chat_template.jinja");
     expect(JSON.parse(readFileSync(join(work, "qwen3-4x", "tokenizer_config.json"), "utf8")).chat_template).toContain("<|im_start|>");
-    expect(JSON.parse(readFileSync(join(work, "named", "tokenizer_config.json"), "utf8")).chat_template.map((t: { name: string }) => t.name).sort()).toEqual(["default", "tool_use"]);
+    expect(
+      JSON.parse(readFileSync(join(work, "named", "tokenizer_config.json"), "utf8"))
+        .chat_template.map((t: { name: string }) => t.name)
+        .sort(),
+    ).toEqual(["default", "tool_use"]);
     expect(saved[4]!.files).toContain("additional_chat_templates/tool_use.jinja");
   });
 
@@ -242,23 +264,27 @@ describe.skipIf(SKIP)(`Hugging Face directories written by transformers${NOTE}`,
     expect((await loadModel(join(work, "named-default.yaml"))).chatTemplate).toBe(PLAIN_TEMPLATE);
   }, 600_000);
 
-  it.each(["qwen3", "qwen3-4x", "llama", "named", "named-5x"])("%s: every call's prompt ids through the proxy equal transformers' apply_chat_template", async (name) => {
-    const model = await loadModel(join(work, `${name}.yaml`));
-    const proxy = await startProxy({ model });
-    proxies.push(proxy);
-    const ours: number[][] = [];
-    for (const [i, c] of CONVERSATIONS.entries()) {
-      const r = proxy.registerRollout(`${name}-${i}`);
-      const body = { model: "policy", messages: c.messages, ...(c.tools ? { tools: c.tools } : {}) };
-      const reply = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${r.apiKey}` } });
-      expect(reply.status, reply.text).toBe(200);
-      expect(JSON.parse(reply.text).choices[0].message.content).toBe("All right.");
-      ours.push(proxy.records(r.path)[0]!.promptIds);
-    }
-    const reference = references.get(name);
-    CONVERSATIONS.forEach((c, i) => expect(ours[i], `${c.name}\n${reference!.texts[i]}`).toEqual(reference!.ids[i]));
-    if (name !== "qwen3" && name !== "qwen3-4x") expect(ours[0]![0]).toBe(saved[2]!.ids["<|begin_of_text|>"]);
-  }, 600_000);
+  it.each(["qwen3", "qwen3-4x", "llama", "named", "named-5x"])(
+    "%s: every call's prompt ids through the proxy equal transformers' apply_chat_template",
+    async (name) => {
+      const model = await loadModel(join(work, `${name}.yaml`));
+      const proxy = await startProxy({ model });
+      proxies.push(proxy);
+      const ours: number[][] = [];
+      for (const [i, c] of CONVERSATIONS.entries()) {
+        const r = proxy.registerRollout(`${name}-${i}`);
+        const body = { model: "policy", messages: c.messages, ...(c.tools ? { tools: c.tools } : {}) };
+        const reply = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${r.apiKey}` } });
+        expect(reply.status, reply.text).toBe(200);
+        expect(JSON.parse(reply.text).choices[0].message.content).toBe("All right.");
+        ours.push(proxy.records(r.path)[0]!.promptIds);
+      }
+      const reference = references.get(name);
+      CONVERSATIONS.forEach((c, i) => expect(ours[i], `${c.name}\n${reference!.texts[i]}`).toEqual(reference!.ids[i]));
+      if (name !== "qwen3" && name !== "qwen3-4x") expect(ours[0]![0]).toBe(saved[2]!.ids["<|begin_of_text|>"]);
+    },
+    600_000,
+  );
 
   it("the proxy's tokenizer threads load the directory's tokenizer.json", async () => {
     const spec = { type: "huggingface" as const, path: join(work, "llama") };
@@ -296,21 +322,32 @@ describe("Hugging Face directories that reins cannot use", () => {
     dir("bad-template", { "tokenizer_config.json": config, "chat_template.jinja": "{% for m in messages %}{{ m.content }" });
     dir("no-template", { "tokenizer_config.json": config });
     dir("no-eos", { "tokenizer_config.json": "{}", "chat_template.jinja": PLAIN_TEMPLATE });
-    dir("bad-eos-id", { "tokenizer_config.json": config, "chat_template.jinja": PLAIN_TEMPLATE, "generation_config.json": JSON.stringify({ eos_token_id: 99999999 }) });
+    dir("bad-eos-id", {
+      "tokenizer_config.json": config,
+      "chat_template.jinja": PLAIN_TEMPLATE,
+      "generation_config.json": JSON.stringify({ eos_token_id: 99999999 }),
+    });
     dir("bad-config", { "tokenizer_config.json": "{not json", "chat_template.jinja": PLAIN_TEMPLATE });
     dir("named", { "tokenizer_config.json": config, "chat_template.jinja": PLAIN_TEMPLATE, "additional_chat_templates/rag.jinja": PLAIN_TEMPLATE });
     // Renders the last message only: the prompt of a conversation is not its calls' prompts put together.
-    dir("rewrites", { "tokenizer_config.json": config, "chat_template.jinja": "{{ messages[-1].content }}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}" });
+    dir("rewrites", {
+      "tokenizer_config.json": config,
+      "chat_template.jinja": "{{ messages[-1].content }}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    });
     // A filter @huggingface/jinja does not have.
-    dir("unrenderable", { "tokenizer_config.json": config, "chat_template.jinja": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | wordwrap(20) }}<|im_end|>\n{% endfor %}" });
+    dir("unrenderable", {
+      "tokenizer_config.json": config,
+      "chat_template.jinja": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | wordwrap(20) }}<|im_end|>\n{% endfor %}",
+    });
     const write = (name: string, tokenizer: string, extra: string[] = []) => writeFileSync(join(work, `${name}.yaml`), modelYaml(tokenizer, extra));
     write("missing", "{type: huggingface, path: ./nowhere}");
     write("a-file", "{type: huggingface, path: ./no-template/tokenizer.json}");
-    for (const name of ["no-tokenizer", "bad-template", "no-template", "no-eos", "bad-eos-id", "bad-config", "rewrites", "unrenderable"]) write(name, `{type: huggingface, path: ./${name}}`);
+    for (const name of ["no-tokenizer", "bad-template", "no-template", "no-eos", "bad-eos-id", "bad-config", "rewrites", "unrenderable"])
+      write(name, `{type: huggingface, path: ./${name}}`);
     write("named", "{type: huggingface, path: ./named}");
     write("unknown-name", "{type: huggingface, path: ./named, template: tool_use}");
     write("two-templates", "{type: huggingface, path: ./named, template: default}", [`chatTemplate: ${JSON.stringify(PLAIN_TEMPLATE)}`]);
-    write("own-template", "{type: huggingface, path: ./bad-template}", [`chatTemplate: ${JSON.stringify(PLAIN_TEMPLATE)}`, "stopTokens: [\"<|im_end|>\"]"]);
+    write("own-template", "{type: huggingface, path: ./bad-template}", [`chatTemplate: ${JSON.stringify(PLAIN_TEMPLATE)}`, 'stopTokens: ["<|im_end|>"]']);
   });
 
   /** `reins validate FILE --json` fails (exit 1) with the code, at the value of tokenizer.`field`, with a hint. */
@@ -322,7 +359,12 @@ describe("Hugging Face directories that reins cannot use", () => {
     expect(json.ok).toBe(false);
     const d = json.diagnostics.find((x: { code: string }) => x.code === code);
     const line = readFileSync(join(work, `${name}.yaml`), "utf8").split("\n")[4]!; // `  tokenizer: {type: huggingface, path: ..., template: ...}`
-    expect(d, JSON.stringify(json.diagnostics)).toMatchObject({ severity: "error", file: `${name}.yaml`, line: 5, column: line.indexOf(`${field}: `) + field.length + 3 });
+    expect(d, JSON.stringify(json.diagnostics)).toMatchObject({
+      severity: "error",
+      file: `${name}.yaml`,
+      line: 5,
+      column: line.indexOf(`${field}: `) + field.length + 3,
+    });
     expect(d.message).toContain(says);
     expect(d.hint).toMatch(/\S/);
   }

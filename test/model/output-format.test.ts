@@ -36,7 +36,12 @@ describe("renderTurn / parseCompletion", () => {
     const full = template.render(
       [
         { role: "user", content: "u" },
-        { role: "assistant", content: "ok", reasoning_content: "plan", tool_calls: [{ type: "function", function: { name: "f", arguments: { b: 1, a: "x\ny" } } }] },
+        {
+          role: "assistant",
+          content: "ok",
+          reasoning_content: "plan",
+          tool_calls: [{ type: "function", function: { name: "f", arguments: { b: 1, a: "x\ny" } } }],
+        },
       ],
       undefined,
       false,

@@ -20,7 +20,12 @@ describe("anthropic-messages dialect", () => {
   let proxy: ProxyHandle;
   beforeAll(async () => {
     proxy = await startProxy({
-      model: scriptedModel([TOOL_TURN, { text: "done" }, { raw: `<tool_call>\n{"name": "Write", "arguments": ${BAD_ARGS}\n</tool_call>` }, { text: "cut short by the limit", finish: "length" }]),
+      model: scriptedModel([
+        TOOL_TURN,
+        { text: "done" },
+        { raw: `<tool_call>\n{"name": "Write", "arguments": ${BAD_ARGS}\n</tool_call>` },
+        { text: "cut short by the limit", finish: "length" },
+      ]),
     });
   });
   afterAll(() => proxy.close());
@@ -98,7 +103,10 @@ describe("anthropic-messages dialect", () => {
 
   it("counts tokens without recording a call", async () => {
     const r = proxy.registerRollout("a-count");
-    const reply = await httpCall(`${r.baseUrl}/v1/messages/count_tokens`, { body: { model: "m", messages: body.messages, system: body.system, tools: body.tools }, headers: { "x-api-key": r.apiKey } });
+    const reply = await httpCall(`${r.baseUrl}/v1/messages/count_tokens`, {
+      body: { model: "m", messages: body.messages, system: body.system, tools: body.tools },
+      headers: { "x-api-key": r.apiKey },
+    });
     expect(reply.status).toBe(200);
     const n = JSON.parse(reply.text).input_tokens;
     expect(n).toBeGreaterThan(50);
@@ -117,7 +125,13 @@ describe("anthropic-messages dialect", () => {
         { role: "system", content: [{ type: "text", text: "env: cwd=/w" }] },
         ...body.messages,
         { role: "assistant", content: first.content },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: tu.id, content: [{ type: "text", text: "written" }] }, { type: "text", text: "<system-reminder>ok</system-reminder>" }] },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: tu.id, content: [{ type: "text", text: "written" }] },
+            { type: "text", text: "<system-reminder>ok</system-reminder>" },
+          ],
+        },
       ],
     });
     expect(reply.status).toBe(200);

@@ -82,7 +82,10 @@ describe("credentials and routes", () => {
     expect(JSON.parse(bad.text).error.type).toBe("invalid_request_error");
     const noMessages = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m" }, headers: { authorization: `Bearer ${r.apiKey}` } });
     expect(noMessages.status).toBe(400);
-    const weird = await httpCall(`${r.baseUrl}/v1/chat/completions`, { raw: Buffer.from("x"), headers: { authorization: `Bearer ${r.apiKey}`, "content-encoding": "compress" } });
+    const weird = await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+      raw: Buffer.from("x"),
+      headers: { authorization: `Bearer ${r.apiKey}`, "content-encoding": "compress" },
+    });
     expect(weird.status).toBe(415);
     const recs = proxy.records("auth-body");
     expect(recs.map((x) => x.error?.kind ?? "ok")).toEqual(["ok", "bad-request", "bad-request", "bad-request"]);
@@ -110,7 +113,16 @@ describe("credentials and routes", () => {
       ],
     });
     const h = { authorization: `Bearer ${r.apiKey}` };
-    await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "system", content: "You are a title generator" }, { role: "user", content: "x" }] }, headers: h });
+    await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+      body: {
+        model: "m",
+        messages: [
+          { role: "system", content: "You are a title generator" },
+          { role: "user", content: "x" },
+        ],
+      },
+      headers: h,
+    });
     await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: chatBody, headers: { ...h, "x-agent": "sub" } });
     await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: chatBody, headers: h });
     expect(proxy.records("auth-classes").map((x) => x.callClass)).toEqual(["title", "subagent", "main"]);

@@ -17,17 +17,44 @@ const compaction: ResolvedCallClassRule = { class: "compaction", match: { finalU
 
 describe("finalUserTextIncludes", () => {
   it("matches when the request ends with a user message containing the text", () => {
-    expect(classifyCall([compaction], request([{ role: "user", content: "task" }, { role: "assistant", content: "ok", toolCalls: [] }, { role: "user", content: compactionPrompt }]), {})).toBe("compaction");
+    expect(
+      classifyCall(
+        [compaction],
+        request([
+          { role: "user", content: "task" },
+          { role: "assistant", content: "ok", toolCalls: [] },
+          { role: "user", content: compactionPrompt },
+        ]),
+        {},
+      ),
+    ).toBe("compaction");
   });
 
   it("looks past system messages after that user message (harness reminders)", () => {
-    expect(classifyCall([compaction], request([{ role: "user", content: compactionPrompt }, { role: "system", content: "<total_tokens>9 left</total_tokens>" }]), {})).toBe("compaction");
+    expect(
+      classifyCall(
+        [compaction],
+        request([
+          { role: "user", content: compactionPrompt },
+          { role: "system", content: "<total_tokens>9 left</total_tokens>" },
+        ]),
+        {},
+      ),
+    ).toBe("compaction");
   });
 
   it("does not match the same text earlier in the conversation, nor in a final tool result", () => {
-    const earlier = request([{ role: "user", content: compactionPrompt }, { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "Bash", arguments: "{}" }] }, { role: "tool", toolCallId: "t1", content: "done" }]);
+    const earlier = request([
+      { role: "user", content: compactionPrompt },
+      { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "Bash", arguments: "{}" }] },
+      { role: "tool", toolCallId: "t1", content: "done" },
+    ]);
     expect(classifyCall([compaction], earlier, {})).toBe("main");
-    const inToolResult = request([{ role: "user", content: "task" }, { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "Bash", arguments: "{}" }] }, { role: "tool", toolCallId: "t1", content: compactionPrompt }]);
+    const inToolResult = request([
+      { role: "user", content: "task" },
+      { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "Bash", arguments: "{}" }] },
+      { role: "tool", toolCallId: "t1", content: compactionPrompt },
+    ]);
     expect(classifyCall([compaction], inToolResult, {})).toBe("main");
   });
 
@@ -37,7 +64,10 @@ describe("finalUserTextIncludes", () => {
 });
 
 describe("headerIncludes", () => {
-  const rule: ResolvedCallClassRule = { class: "compaction", match: { headerIncludes: { name: "X-Codex-Turn-Metadata", value: '"request_kind":"compaction"' } } };
+  const rule: ResolvedCallClassRule = {
+    class: "compaction",
+    match: { headerIncludes: { name: "X-Codex-Turn-Metadata", value: '"request_kind":"compaction"' } },
+  };
   const present: ResolvedCallClassRule = { class: "subagent", match: { headerIncludes: { name: "x-claude-code-agent-id", value: "" } } };
   const req = request([{ role: "user", content: "task" }]);
 
@@ -68,7 +98,12 @@ describe("rules", () => {
   });
 
   it("reject an empty text to look for, and unknown conditions", () => {
-    const spec = (match: unknown) => ({ apiVersion: "reins/v1alpha1", kind: "Harness", metadata: { name: "h" }, spec: { command: ["x"], callClasses: [{ class: "compaction", match }] } });
+    const spec = (match: unknown) => ({
+      apiVersion: "reins/v1alpha1",
+      kind: "Harness",
+      metadata: { name: "h" },
+      spec: { command: ["x"], callClasses: [{ class: "compaction", match }] },
+    });
     expect(HarnessDocument.safeParse(spec({ finalUserTextIncludes: "" })).success).toBe(false);
     expect(HarnessDocument.safeParse(spec({ headerIncludes: { name: "", value: "x" } })).success).toBe(false);
     expect(HarnessDocument.safeParse(spec({ userTextIncludes: "x" })).success).toBe(false);

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pidAlive } from "../suite-hygiene.js";
 import { httpCall } from "./helpers.js";
+import { scriptedModelYaml } from "../specs.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 // Runs the command module directly (independent of how main.ts wires commands).
@@ -33,11 +34,11 @@ describe("reins proxy", () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "reins-cli-proxy-"));
+    await writeFile(join(dir, "model.yaml"), scriptedModelYaml({ texts: ["hello there"] }));
     await writeFile(
-      join(dir, "model.yaml"),
-      ["apiVersion: reins/v1alpha1", "kind: Model", "metadata:", "  name: tiny", "spec:", "  tokenizer: {type: qwen3}", "  engine:", "    type: scripted", "    script:", "      - text: hello there", ""].join("\n"),
+      join(dir, "bad.yaml"),
+      ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: tiny}", "spec:", "  tokenizr: {type: qwen3}", ""].join("\n"),
     );
-    await writeFile(join(dir, "bad.yaml"), ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: tiny}", "spec:", "  tokenizr: {type: qwen3}", ""].join("\n"));
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -49,9 +50,15 @@ describe("reins proxy", () => {
       const line = p.stdout().split("\n")[0]!;
       expect(line).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/r\/<rollout-id>$/);
       const base = line.replace("<rollout-id>", "cli-1");
-      const denied = await httpCall(`${base}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content: "hi" }] }, headers: { authorization: "Bearer nope" } });
+      const denied = await httpCall(`${base}/v1/chat/completions`, {
+        body: { model: "m", messages: [{ role: "user", content: "hi" }] },
+        headers: { authorization: "Bearer nope" },
+      });
       expect(denied.status).toBe(401);
-      const ok = await httpCall(`${base}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content: "hi" }] }, headers: { authorization: "Bearer k-test" } });
+      const ok = await httpCall(`${base}/v1/chat/completions`, {
+        body: { model: "m", messages: [{ role: "user", content: "hi" }] },
+        headers: { authorization: "Bearer k-test" },
+      });
       expect(JSON.parse(ok.text).choices[0].message.content).toBe("hello there");
       p.child.kill("SIGTERM");
       expect(await p.exit).toBe(0);
@@ -65,7 +72,7 @@ describe("reins proxy", () => {
 
   it("with proxy.processes, says how many, serves rollouts on each and records them all, and leaves no process", async () => {
     const config = join(dir, "model-processes.yaml");
-    await writeFile(config, (await readFile(join(dir, "model.yaml"), "utf8")) + "  proxy: {processes: 2}\n");
+    await writeFile(config, `${await readFile(join(dir, "model.yaml"), "utf8")}  proxy: {processes: 2}\n`);
     const rec = join(dir, "calls-processes.jsonl");
     const p = run(["proxy", "--config", config, "--key", "k-test", "--record", rec]);
     try {
@@ -77,14 +84,20 @@ describe("reins proxy", () => {
       const { ownerOfPath } = await import("../../src/runtime/proxy/processes/protocol.js");
       expect(new Set(ids.map((id) => ownerOfPath(id, 2))).size).toBe(2);
       for (const id of ids) {
-        const ok = await httpCall(`${base.replace("<rollout-id>", id)}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content: "hi" }] }, headers: { authorization: "Bearer k-test" } });
+        const ok = await httpCall(`${base.replace("<rollout-id>", id)}/v1/chat/completions`, {
+          body: { model: "m", messages: [{ role: "user", content: "hi" }] },
+          headers: { authorization: "Bearer k-test" },
+        });
         expect(JSON.parse(ok.text).choices[0].message.content).toBe("hello there");
       }
       const children = (await readFile(`/proc/${p.child.pid}/task/${p.child.pid}/children`, "utf8")).trim().split(/\s+/).filter(Boolean).map(Number);
       expect(children).toHaveLength(2);
       p.child.kill("SIGTERM");
       expect(await p.exit).toBe(0);
-      const records = (await readFile(rec, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { rolloutId: string });
+      const records = (await readFile(rec, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { rolloutId: string });
       expect(records.map((r) => r.rolloutId).sort()).toEqual(ids);
       await waitFor(() => children.every((pid) => !pidAlive(pid)), "the proxy's processes to end", 10_000);
     } finally {

@@ -51,7 +51,9 @@ describe("scripted engine", () => {
     expect(await texts("codex", "b", 2)).toEqual(["for the agent<|im_end|>", "for all<|im_end|>"]);
     // A rollout whose harness the proxy did not name gets only the turns for every harness.
     expect(await texts(undefined, "c", 1)).toEqual(["for all<|im_end|>"]);
-    await expect(engine.generate(req({ rolloutId: "a", harness: "claude-code" }))).rejects.toThrow(/the script has 2 turn\(s\) for claude-code and rollout a asked for turn 3/);
+    await expect(engine.generate(req({ rolloutId: "a", harness: "claude-code" }))).rejects.toThrow(
+      /the script has 2 turn\(s\) for claude-code and rollout a asked for turn 3/,
+    );
   });
 
   it("truncates at maxTokens, streams the same ids in chunks", async () => {
@@ -123,24 +125,42 @@ describe("openai-compatible engine (fake server on 127.0.0.1)", () => {
   const vllmChoice = (ids: number[], lps: number[], finish: string | null, extra: Record<string, unknown> = {}) => ({
     id: "cmpl-1",
     object: "text_completion",
-    choices: [{ index: 0, text: "", logprobs: { tokens: ids.map((i) => `token_id:${i}`), token_logprobs: lps, top_logprobs: null }, finish_reason: finish, ...extra }],
+    choices: [
+      { index: 0, text: "", logprobs: { tokens: ids.map((i) => `token_id:${i}`), token_logprobs: lps, top_logprobs: null }, finish_reason: finish, ...extra },
+    ],
   });
 
   it("vLLM /v1/completions: sends token ids and sampling, reads token_id:N tokens and logprobs", async () => {
     process.env.REINS_TEST_ENGINE_KEY = "sk-test";
     reply = () => ({ json: vllmChoice([9707, 1879, IM_END], [-0.1, -0.2, -0.3], "stop", { stop_reason: IM_END }) });
-    const engine = await createEngine({ type: "openai-compatible", baseUrl: `${base}/v1`, model: "qwen3-0.6b", apiKeyEnv: "REINS_TEST_ENGINE_KEY" }, { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) });
+    const engine = await createEngine(
+      { type: "openai-compatible", baseUrl: `${base}/v1`, model: "qwen3-0.6b", apiKeyEnv: "REINS_TEST_ENGINE_KEY" },
+      { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) },
+    );
     const out = await engine.generate(req({ sampling: { ...sampling, seed: 7 } }));
     expect(out).toEqual({ ids: [9707, 1879, IM_END], logprobs: [-0.1, -0.2, -0.3], finish: "stop", weightsVersion: "qwen3-0.6b" });
     const s = seen.at(-1)!;
     expect(s.url).toBe("/v1/completions");
     expect(s.auth).toBe("Bearer sk-test");
-    expect(s.body).toMatchObject({ model: "qwen3-0.6b", prompt: [1, 2, 3], max_tokens: 64, temperature: 0.7, top_p: 0.9, logprobs: 1, stop_token_ids: [IM_END], return_tokens_as_token_ids: true, seed: 7 });
+    expect(s.body).toMatchObject({
+      model: "qwen3-0.6b",
+      prompt: [1, 2, 3],
+      max_tokens: 64,
+      temperature: 0.7,
+      top_p: 0.9,
+      logprobs: 1,
+      stop_token_ids: [IM_END],
+      return_tokens_as_token_ids: true,
+      seed: 7,
+    });
   });
 
   it("appends the stop token a server left out, prefers token_ids, maps length", async () => {
     reply = () => ({ json: vllmChoice([5, 6], [-1, -2], "stop", { token_ids: [9707, 1879] }) });
-    const engine = await createEngine({ type: "openai-compatible", baseUrl: base, model: "m" }, { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) });
+    const engine = await createEngine(
+      { type: "openai-compatible", baseUrl: base, model: "m" },
+      { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) },
+    );
     expect(await engine.generate(req())).toMatchObject({ ids: [9707, 1879, IM_END], logprobs: [-1, -2, 0], finish: "stop" });
     expect(seen.at(-1)!.url).toBe("/v1/completions");
     reply = () => ({ json: vllmChoice([9707, 1879], [-1, -2], "length") });
@@ -149,7 +169,10 @@ describe("openai-compatible engine (fake server on 127.0.0.1)", () => {
 
   it("streams vLLM chunks", async () => {
     reply = () => ({ sse: [vllmChoice([9707], [-0.5], null), vllmChoice([1879], [-0.25], null), vllmChoice([IM_END], [-0.125], "stop"), "[DONE]"] });
-    const engine = await createEngine({ type: "openai-compatible", baseUrl: `${base}/v1`, model: "m" }, { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) });
+    const engine = await createEngine(
+      { type: "openai-compatible", baseUrl: `${base}/v1`, model: "m" },
+      { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) },
+    );
     const got: number[][] = [];
     const out = await engine.generateStream!(req(), (c) => got.push(c.ids));
     expect(got).toEqual([[9707], [1879], [IM_END]]);
@@ -158,8 +181,22 @@ describe("openai-compatible engine (fake server on 127.0.0.1)", () => {
   });
 
   it("llama-server /completion: token-id prompt, n_probs, ids from tokens, EOS appended", async () => {
-    reply = () => ({ json: { content: "Hello world", tokens: [9707, 1879], completion_probabilities: [{ id: 9707, logprob: -0.5 }, { id: 1879, logprob: -0.75 }], stop: true, stop_type: "eos" } });
-    const engine = await createEngine({ type: "openai-compatible", baseUrl: `${base}/v1`, model: "m", api: "llama-server" }, { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) });
+    reply = () => ({
+      json: {
+        content: "Hello world",
+        tokens: [9707, 1879],
+        completion_probabilities: [
+          { id: 9707, logprob: -0.5 },
+          { id: 1879, logprob: -0.75 },
+        ],
+        stop: true,
+        stop_type: "eos",
+      },
+    });
+    const engine = await createEngine(
+      { type: "openai-compatible", baseUrl: `${base}/v1`, model: "m", api: "llama-server" },
+      { model: scriptedModel([]), runtime: await loadModelRuntime(scriptedModel([])) },
+    );
     expect(await engine.generate(req())).toMatchObject({ ids: [9707, 1879, IM_END], logprobs: [-0.5, -0.75, 0], finish: "stop" });
     expect(seen.at(-1)!.url).toBe("/completion");
     expect(seen.at(-1)!.body).toMatchObject({ prompt: [1, 2, 3], n_predict: 64, n_probs: 1, return_tokens: true });
@@ -187,7 +224,10 @@ describe("openai-compatible engine (fake server on 127.0.0.1)", () => {
     const proxy = await startProxy({ model });
     try {
       const r = proxy.registerRollout("e2e");
-      const out = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", stream: true, messages: [{ role: "user", content: "hi" }] }, headers: { authorization: `Bearer ${r.apiKey}` } });
+      const out = await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+        body: { model: "m", stream: true, messages: [{ role: "user", content: "hi" }] },
+        headers: { authorization: `Bearer ${r.apiKey}` },
+      });
       expect(accumulateChat(parseSse(out.text)).content).toBe("Hello world");
       const rec = proxy.records("e2e")[0]!;
       expect(rec.completionIds).toEqual([9707, 1879, IM_END]);

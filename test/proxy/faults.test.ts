@@ -15,7 +15,11 @@ const anthropicBody = {
   tools: [{ name: "Write", input_schema: WRITE_TOOL_SCHEMA }],
   messages: [{ role: "user", content: "Create hello.txt containing hi" }],
 };
-const chatBody = { model: "m", tools: [{ type: "function", function: { name: "Write", parameters: WRITE_TOOL_SCHEMA } }], messages: [{ role: "user", content: "Create hello.txt" }] };
+const chatBody = {
+  model: "m",
+  tools: [{ type: "function", function: { name: "Write", parameters: WRITE_TOOL_SCHEMA } }],
+  messages: [{ role: "user", content: "Create hello.txt" }],
+};
 
 describe("faults", () => {
   it("engine error → 5xx in the dialect's shape, recorded; the identical retry succeeds", async () => {
@@ -49,7 +53,12 @@ describe("faults", () => {
   });
 
   it("cut stream mid tool call: the client sees a broken stream, the record says so, the harness's recovery call works", async () => {
-    const model = scriptedModel([{ ...TOOL_TURN, fault: "cut-stream" }, TOOL_TURN, { ...TOOL_TURN, fault: "cut-stream" }, { ...TOOL_TURN, fault: "cut-stream" }]);
+    const model = scriptedModel([
+      { ...TOOL_TURN, fault: "cut-stream" },
+      TOOL_TURN,
+      { ...TOOL_TURN, fault: "cut-stream" },
+      { ...TOOL_TURN, fault: "cut-stream" },
+    ]);
     const rt = await loadModelRuntime(model);
     const proxy = await startProxy({ model });
     try {
@@ -63,7 +72,14 @@ describe("faults", () => {
       // Claude Code keeps the finished blocks, drops the partial tool_use and asks to resume
       const kept = message.content.filter((b: any) => b.type !== "tool_use");
       const retry = await httpCall(`${r.baseUrl}/v1/messages`, {
-        body: { ...anthropicBody, messages: [...anthropicBody.messages, { role: "assistant", content: kept }, { role: "user", content: "<system-reminder>\nYour response above was cut off mid-stream.\n</system-reminder>" }] },
+        body: {
+          ...anthropicBody,
+          messages: [
+            ...anthropicBody.messages,
+            { role: "assistant", content: kept },
+            { role: "user", content: "<system-reminder>\nYour response above was cut off mid-stream.\n</system-reminder>" },
+          ],
+        },
         headers: { "x-api-key": r.apiKey },
       });
       expect(retry.status).toBe(200);
@@ -78,10 +94,16 @@ describe("faults", () => {
       expect(text).toContain("<|im_start|>assistant\nI'll create the file now.  \n<|im_end|>");
       expect(text).not.toContain(TOOL_TURN.reasoning);
 
-      const chat = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { ...chatBody, stream: true }, headers: { authorization: `Bearer ${r.apiKey}` } });
+      const chat = await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+        body: { ...chatBody, stream: true },
+        headers: { authorization: `Bearer ${r.apiKey}` },
+      });
       expect(chat.cut).toBe(true);
       expect(chat.text).not.toContain("[DONE]");
-      const resp = await httpCall(`${r.baseUrl}/v1/responses`, { body: { model: "m", stream: true, input: "x", tools: [{ type: "function", name: "Write", parameters: WRITE_TOOL_SCHEMA }] }, headers: { authorization: `Bearer ${r.apiKey}` } });
+      const resp = await httpCall(`${r.baseUrl}/v1/responses`, {
+        body: { model: "m", stream: true, input: "x", tools: [{ type: "function", name: "Write", parameters: WRITE_TOOL_SCHEMA }] },
+        headers: { authorization: `Bearer ${r.apiKey}` },
+      });
       expect(resp.cut).toBe(true);
       expect(parseSse(resp.text).some((e) => e.event === "response.function_call_arguments.delta")).toBe(true);
       expect(parseSse(resp.text).some((e) => e.event === "response.completed")).toBe(false);
@@ -110,7 +132,10 @@ describe("faults", () => {
     const proxy = await startProxy({ model: scriptedModel([{ raw: 'ok\n<tool_call>\n{"name": "Write", "arguments": {"content": "h', finish: "length" }]) });
     try {
       const r = proxy.registerRollout("f-unterminated");
-      const reply = await httpCall(`${r.baseUrl}/v1/responses`, { body: { model: "m", stream: true, input: "x" }, headers: { authorization: `Bearer ${r.apiKey}` } });
+      const reply = await httpCall(`${r.baseUrl}/v1/responses`, {
+        body: { model: "m", stream: true, input: "x" },
+        headers: { authorization: `Bearer ${r.apiKey}` },
+      });
       const { items, final } = accumulateResponses(parseSse(reply.text));
       expect(final.status).toBe("incomplete");
       expect(items.find((i) => i.type === "function_call").arguments).toBe('{"content": "h');
@@ -126,7 +151,10 @@ describe("faults", () => {
     const proxy = await startProxy({ model: scriptedModel([{ text: "x" }], { maxContextTokens: 20 }) });
     try {
       const r = proxy.registerRollout("f-ctx");
-      const reply = await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content: "word ".repeat(50) }] }, headers: { authorization: `Bearer ${r.apiKey}` } });
+      const reply = await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+        body: { model: "m", messages: [{ role: "user", content: "word ".repeat(50) }] },
+        headers: { authorization: `Bearer ${r.apiKey}` },
+      });
       expect(reply.status).toBe(400);
       expect(JSON.parse(reply.text).error.code).toBe("context_length_exceeded");
       expect(proxy.records("f-ctx")[0]!.error?.kind).toBe("bad-request");
@@ -159,7 +187,10 @@ describe("faults", () => {
     try {
       const r = proxy.registerRollout("f-gone");
       const body = JSON.stringify({ ...chatBody, stream: true });
-      const req = request(`${r.baseUrl}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${r.apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } });
+      const req = request(`${r.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${r.apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      });
       req.on("error", () => {});
       req.end(body);
       setTimeout(() => req.destroy(), 300);

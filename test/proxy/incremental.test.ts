@@ -17,15 +17,33 @@ describe("incremental rendering", () => {
     const proxy = await startProxy({ model });
     try {
       const r = proxy.registerRollout("inc");
-      const tools = [{ type: "function", function: { name: "read", description: "Read a file", parameters: { type: "object", properties: { path: { type: "string" }, offset: { type: "integer" } } } } }];
-      const messages: any[] = [{ role: "system", content: "You read files. ".repeat(200) }, { role: "user", content: "Summarize all parts." }];
+      const tools = [
+        {
+          type: "function",
+          function: {
+            name: "read",
+            description: "Read a file",
+            parameters: { type: "object", properties: { path: { type: "string" }, offset: { type: "integer" } } },
+          },
+        },
+      ];
+      const messages: any[] = [
+        { role: "system", content: "You read files. ".repeat(200) },
+        { role: "user", content: "Summarize all parts." },
+      ];
       const results: string[] = [];
       for (let i = 0; i < TURNS; i++) {
-        const reply = JSON.parse((await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", tools, messages }, headers: { authorization: `Bearer ${r.apiKey}` } })).text);
+        const reply = JSON.parse(
+          (await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", tools, messages }, headers: { authorization: `Bearer ${r.apiKey}` } }))
+            .text,
+        );
         const msg = reply.choices[0].message;
         const result = `part ${i}: ${"lorem ipsum dolor sit amet ".repeat(60)}`;
         results.push(result);
-        messages.push({ role: "assistant", content: msg.content, tool_calls: msg.tool_calls }, { role: "tool", tool_call_id: msg.tool_calls[0].id, content: result });
+        messages.push(
+          { role: "assistant", content: msg.content, tool_calls: msg.tool_calls },
+          { role: "tool", tool_call_id: msg.tool_calls[0].id, content: result },
+        );
       }
       const recs = proxy.records("inc");
       expect(recs).toHaveLength(TURNS);
@@ -41,11 +59,19 @@ describe("incremental rendering", () => {
       expect(last.tokenizedPromptTokens).toBeLessThan(last.promptIds.length / 10);
       // a request that rewrites history (e.g. compaction) branches: only the part after the edit is new
       const compacted = [messages[0], { role: "user", content: "Summary so far: parts 0-11 read." }];
-      expect((await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", tools, messages: compacted }, headers: { authorization: `Bearer ${r.apiKey}` } })).status).toBe(200);
+      expect(
+        (
+          await httpCall(`${r.baseUrl}/v1/chat/completions`, {
+            body: { model: "m", tools, messages: compacted },
+            headers: { authorization: `Bearer ${r.apiKey}` },
+          })
+        ).status,
+      ).toBe(200);
       const branch = proxy.records("inc")[TURNS]!;
       expect(branch.reused).toEqual([]);
       expect(branch.tokenizedPromptTokens).toBe(rt.tokenizer.encode("<|im_start|>user\nSummary so far: parts 0-11 read.<|im_end|>\n").length);
-      const header = recs[0]!.promptIds.length - rt.tokenizer.encode("<|im_start|>user\nSummarize all parts.<|im_end|>\n").length - rt.generationPromptIds.length;
+      const header =
+        recs[0]!.promptIds.length - rt.tokenizer.encode("<|im_start|>user\nSummarize all parts.<|im_end|>\n").length - rt.generationPromptIds.length;
       expect(startsWithIds(branch.promptIds, recs[0]!.promptIds.slice(0, header))).toBe(true);
     } finally {
       await proxy.close();
@@ -57,7 +83,13 @@ describe("segments shared across rollouts", () => {
   it("a second rollout with the same system prompt and first message tokenizes nothing new", async () => {
     const proxy = await startProxy({ model: scriptedModel([{ text: "a" }]) });
     try {
-      const body = { model: "m", messages: [{ role: "system", content: "A long shared system prompt. ".repeat(100) }, { role: "user", content: "same task" }] };
+      const body = {
+        model: "m",
+        messages: [
+          { role: "system", content: "A long shared system prompt. ".repeat(100) },
+          { role: "user", content: "same task" },
+        ],
+      };
       for (const id of ["share-1", "share-2"]) {
         const r = proxy.registerRollout(id);
         expect((await httpCall(`${r.baseUrl}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${r.apiKey}` } })).status).toBe(200);

@@ -14,8 +14,14 @@ import { httpCall, scriptedModel } from "./helpers.js";
 describe("sameValue", () => {
   it("is JSON.stringify's equality: key order, undefined keys, arrays and nesting count", () => {
     const cases: [unknown, unknown][] = [
-      [{ a: 1, b: [1, { c: "x" }] }, { a: 1, b: [1, { c: "x" }] }],
-      [{ a: 1, b: 2 }, { b: 2, a: 1 }],
+      [
+        { a: 1, b: [1, { c: "x" }] },
+        { a: 1, b: [1, { c: "x" }] },
+      ],
+      [
+        { a: 1, b: 2 },
+        { b: 2, a: 1 },
+      ],
       [{ a: 1, b: undefined }, { a: 1 }],
       [{ a: [1, 2] }, { a: [1, 2, 3] }],
       [{ a: "x" }, { a: "y" }],
@@ -43,7 +49,7 @@ describe("KeyMemo", () => {
     expect(a.keyOf(0, { s: "sys", t: [1] }, make, shared)).toBe(k1);
     expect(made).toBe(1);
     // another position, another value, key order: made afresh
-    expect(a.keyOf(1, { s: "sys", t: [1] }, make, shared)).toBe("k2:" + JSON.stringify({ s: "sys", t: [1] }));
+    expect(a.keyOf(1, { s: "sys", t: [1] }, make, shared)).toBe(`k2:${JSON.stringify({ s: "sys", t: [1] })}`);
     expect(a.keyOf(0, { t: [1], s: "sys" }, make, shared)).toBe(`k3:${JSON.stringify({ t: [1], s: "sys" })}`);
     // a second memo finds the first one's last value in the shared memo
     const b = new KeyMemo();
@@ -65,7 +71,14 @@ describe("prompts with remembered keys", () => {
       { tools: tool({ properties: { path: { type: "string" } }, type: "object" }), system: `${system.slice(0, -2)}!` },
       { tools: tool({ type: "object", properties: { path: { type: "string" } } }), system },
       { tools: tool({ type: "object", properties: { path: { type: "string" }, mode: { type: "string" } } }), system },
-    ].map(({ tools, system }) => ({ model: "m", tools, messages: [{ role: "system", content: system }, { role: "user", content: "write hi" }] }));
+    ].map(({ tools, system }) => ({
+      model: "m",
+      tools,
+      messages: [
+        { role: "system", content: system },
+        { role: "user", content: "write hi" },
+      ],
+    }));
     try {
       for (const [i, body] of bodies.entries()) {
         const r = proxy.registerRollout(`memo-${i}`);
@@ -88,9 +101,14 @@ describe("prompts with remembered keys", () => {
     const proxy = await startProxy({ model });
     try {
       const r = proxy.registerRollout("memo-edit");
-      const messages: Record<string, unknown>[] = [{ role: "system", content: "sys" }, { role: "user", content: "first question" }];
+      const messages: Record<string, unknown>[] = [
+        { role: "system", content: "sys" },
+        { role: "user", content: "first question" },
+      ];
       const post = async () => {
-        const reply = JSON.parse((await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", messages }, headers: { authorization: `Bearer ${r.apiKey}` } })).text);
+        const reply = JSON.parse(
+          (await httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", messages }, headers: { authorization: `Bearer ${r.apiKey}` } })).text,
+        );
         return reply.choices[0].message as { content: string };
       };
       messages.push({ role: "assistant", content: (await post()).content }, { role: "user", content: "second question" });

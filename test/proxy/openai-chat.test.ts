@@ -5,19 +5,32 @@ import { startProxy } from "../../src/runtime/proxy/server.js";
 import { accumulateChat, httpCall, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
 
 const tools = [{ type: "function", function: { name: "Write", description: "Write a file", parameters: WRITE_TOOL_SCHEMA } }];
-const base = { model: "scripted-model", messages: [{ role: "system", content: "be brief" }, { role: "user", content: "Create hello.txt containing hi" }], tools };
+const base = {
+  model: "scripted-model",
+  messages: [
+    { role: "system", content: "be brief" },
+    { role: "user", content: "Create hello.txt containing hi" },
+  ],
+  tools,
+};
 
 describe("openai-chat dialect", () => {
   let proxy: ProxyHandle;
   const records: CallRecord[] = [];
   beforeAll(async () => {
     proxy = await startProxy({
-      model: scriptedModel([TOOL_TURN, { text: "done" }, { text: "a long answer that will not fit", finish: "length" }, { raw: '<tool_call>\n{"name": "Write", "arguments": {"content":  "hi"\n</tool_call>' }]),
+      model: scriptedModel([
+        TOOL_TURN,
+        { text: "done" },
+        { text: "a long answer that will not fit", finish: "length" },
+        { raw: '<tool_call>\n{"name": "Write", "arguments": {"content":  "hi"\n</tool_call>' },
+      ]),
       onRecord: (r) => records.push(r),
     });
   });
   afterAll(() => proxy.close());
-  const call = (r: RolloutRegistration, body: unknown) => httpCall(`${r.baseUrl}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${r.apiKey}` } });
+  const call = (r: RolloutRegistration, body: unknown) =>
+    httpCall(`${r.baseUrl}/v1/chat/completions`, { body, headers: { authorization: `Bearer ${r.apiKey}` } });
 
   it("answers non-streaming with reasoning_content, tool_calls and usage", async () => {
     const r = proxy.registerRollout("chat-plain");
@@ -36,8 +49,20 @@ describe("openai-chat dialect", () => {
     expect(tc.function.name).toBe("Write");
     expect(JSON.parse(tc.function.arguments)).toEqual(TOOL_TURN.toolCalls[0]!.arguments);
     const rec = proxy.records("chat-plain")[0]!;
-    expect(j.usage).toEqual({ prompt_tokens: rec.promptIds.length, completion_tokens: rec.completionIds.length, total_tokens: rec.promptIds.length + rec.completionIds.length });
-    expect(rec).toMatchObject({ dialect: "openai-chat", stream: false, model: "scripted-model", finishReason: "tool_calls", parse: { ok: true }, callClass: "main", weightsVersion: "scripted" });
+    expect(j.usage).toEqual({
+      prompt_tokens: rec.promptIds.length,
+      completion_tokens: rec.completionIds.length,
+      total_tokens: rec.promptIds.length + rec.completionIds.length,
+    });
+    expect(rec).toMatchObject({
+      dialect: "openai-chat",
+      stream: false,
+      model: "scripted-model",
+      finishReason: "tool_calls",
+      parse: { ok: true },
+      callClass: "main",
+      weightsVersion: "scripted",
+    });
     expect(rec.completionLogprobs).toHaveLength(rec.completionIds.length);
     expect(rec.completionIds.at(-1)).toBe(151645);
   });

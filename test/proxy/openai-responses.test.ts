@@ -11,10 +11,7 @@ const body = {
   parallel_tool_calls: true,
   reasoning: { effort: "low", summary: "auto" },
   include: ["reasoning.encrypted_content"],
-  tools: [
-    { type: "function", name: "Write", description: "Write a file", parameters: WRITE_TOOL_SCHEMA, strict: false },
-    { type: "web_search" },
-  ],
+  tools: [{ type: "function", name: "Write", description: "Write a file", parameters: WRITE_TOOL_SCHEMA, strict: false }, { type: "web_search" }],
   input: [
     { type: "message", role: "developer", content: [{ type: "input_text", text: "You are Codex." }] },
     { type: "message", role: "user", content: [{ type: "input_text", text: "Create hello.txt containing hi" }] },
@@ -78,24 +75,35 @@ describe("openai-responses dialect", () => {
     const reply = await call(r, { model: "m", instructions: "be brief", input: "hello", stream: false });
     expect(reply.status).toBe(200);
     const { tokenizer } = await import("../../src/runtime/model/model-runtime.js").then((m) => m.loadModelRuntime(scriptedModel([])));
-    expect(tokenizer.decode(proxy.records("resp-string")[0]!.promptIds)).toBe("<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n");
+    expect(tokenizer.decode(proxy.records("resp-string")[0]!.promptIds)).toBe(
+      "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
+    );
   });
 });
 
 describe("openai-responses custom (freeform) tools", () => {
   it("answers a call to a custom tool as custom_tool_call and recognises it when echoed back", async () => {
     const patch = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n";
-    const proxy = await startProxy({ model: scriptedModel([{ text: "Patching.", toolCalls: [{ name: "apply_patch", arguments: { input: patch } }] }, { text: "done" }]) });
+    const proxy = await startProxy({
+      model: scriptedModel([{ text: "Patching.", toolCalls: [{ name: "apply_patch", arguments: { input: patch } }] }, { text: "done" }]),
+    });
     try {
       const r = proxy.registerRollout("resp-custom");
       const post = (b: unknown) => httpCall(`${r.baseUrl}/v1/responses`, { body: b, headers: { authorization: `Bearer ${r.apiKey}` } });
-      const tools = [{ type: "custom", name: "apply_patch", description: "Apply a patch", format: { type: "grammar", syntax: "lark", definition: "start: patch" } }];
+      const tools = [
+        { type: "custom", name: "apply_patch", description: "Apply a patch", format: { type: "grammar", syntax: "lark", definition: "start: patch" } },
+      ];
       const input: any[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "add hello.txt" }] }];
       const events = parseSse((await post({ model: "m", stream: true, tools, input })).text);
       const { items } = accumulateResponses(events);
       const call = items.find((i) => i.type === "custom_tool_call");
       expect(call).toMatchObject({ name: "apply_patch", input: patch });
-      expect(events.filter((e) => e.event === "response.custom_tool_call_input.delta").map((e) => e.json.delta).join("")).toBe(patch);
+      expect(
+        events
+          .filter((e) => e.event === "response.custom_tool_call_input.delta")
+          .map((e) => e.json.delta)
+          .join(""),
+      ).toBe(patch);
       for (const it of items) {
         const { id: _id, status: _s, ...rest } = it;
         input.push(rest);
@@ -120,7 +128,9 @@ describe("openai-responses namespaced tools (Codex's MCP servers)", () => {
       type: "namespace",
       name: "mcp__search",
       description: "Tools in the mcp__search namespace.",
-      tools: [{ type: "function", name: "search", description: "Search the runbooks", parameters: { type: "object", properties: { query: { type: "string" } } } }],
+      tools: [
+        { type: "function", name: "search", description: "Search the runbooks", parameters: { type: "object", properties: { query: { type: "string" } } } },
+      ],
     },
   ];
   const script = [{ text: "", toolCalls: [{ name: "mcp__search__search", arguments: { query: "billing owner" } }] }, { text: "done" }];

@@ -22,13 +22,27 @@ import { accumulateChat, httpCall, parseSse, scriptedModel, startsWithIds, TOOL_
 
 const TURNS = [TOOL_TURN, { text: "Done: hello.txt holds hi." }];
 const SCRIPT = Array.from({ length: 40 }, (_, i) => TURNS[i % 2]!);
-const first = { model: "m", stream: true, messages: [{ role: "system", content: "You write files." }, { role: "user", content: "Create hello.txt" }] };
+const first = {
+  model: "m",
+  stream: true,
+  messages: [
+    { role: "system", content: "You write files." },
+    { role: "user", content: "Create hello.txt" },
+  ],
+};
 
 /** The second turn of a conversation: the streamed answer carried back with a tool result, as a harness does. */
 function secondTurn(answerSse: string): Record<string, unknown> {
   const { content, toolCalls } = accumulateChat(parseSse(answerSse));
   const calls = toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
-  return { ...first, messages: [...first.messages, { role: "assistant", content, tool_calls: calls }, ...calls.map((c) => ({ role: "tool", tool_call_id: c.id, content: "wrote 2 bytes" }))] };
+  return {
+    ...first,
+    messages: [
+      ...first.messages,
+      { role: "assistant", content, tool_calls: calls },
+      ...calls.map((c) => ({ role: "tool", tool_call_id: c.id, content: "wrote 2 bytes" })),
+    ],
+  };
 }
 
 async function converse(r: RolloutRegistration): Promise<void> {
@@ -73,11 +87,19 @@ describe("proxy processes", () => {
     const post = (r: RolloutRegistration, body: unknown) =>
       new Promise<{ status: number; text: string; socket: unknown }>((resolve, reject) => {
         const payload = JSON.stringify(body);
-        const req = request(`${r.baseUrl}/v1/chat/completions`, { method: "POST", agent, headers: { authorization: `Bearer ${r.apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } }, (res) => {
-          let text = "";
-          res.on("data", (c) => (text += c));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, text, socket: req.socket }));
-        });
+        const req = request(
+          `${r.baseUrl}/v1/chat/completions`,
+          {
+            method: "POST",
+            agent,
+            headers: { authorization: `Bearer ${r.apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+          },
+          (res) => {
+            let text = "";
+            res.on("data", (c) => (text += c));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, text, socket: req.socket }));
+          },
+        );
         req.on("error", reject);
         req.end(payload);
       });
@@ -101,10 +123,18 @@ describe("proxy processes", () => {
     const post = (url: string, key: string) =>
       new Promise<number>((resolve, reject) => {
         const payload = JSON.stringify(first);
-        const req = request(url, { method: "POST", agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } }, (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-        });
+        const req = request(
+          url,
+          {
+            method: "POST",
+            agent,
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+          },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+          },
+        );
         req.on("error", reject);
         req.end(payload);
       });
@@ -149,7 +179,11 @@ describe("proxy processes", () => {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { echoed: body.length } }));
       return true;
     });
-    const call = (key: string, name = "files") => httpCall(`${a.baseUrl}/mcp/${name}`, { body: { jsonrpc: "2.0", id: 1, method: "ping" }, headers: { authorization: `Bearer ${key}`, accept: "application/json, text/event-stream" } });
+    const call = (key: string, name = "files") =>
+      httpCall(`${a.baseUrl}/mcp/${name}`, {
+        body: { jsonrpc: "2.0", id: 1, method: "ping" },
+        headers: { authorization: `Bearer ${key}`, accept: "application/json, text/event-stream" },
+      });
     const ok = await call(a.apiKey);
     expect(ok.status, ok.text).toBe(200);
     expect(JSON.parse(ok.text).result.echoed).toBeGreaterThan(0);
@@ -175,8 +209,14 @@ describe("an engine given to a proxy of several processes", () => {
     };
     const engine: Engine = {
       type: "counting",
-      generate: async (req) => (check(req), inner.generate(req)),
-      generateStream: async (req, onChunk) => (check(req), inner.generateStream!(req, onChunk)),
+      generate: async (req) => {
+        check(req);
+        return inner.generate(req);
+      },
+      generateStream: async (req, onChunk) => {
+        check(req);
+        return inner.generateStream!(req, onChunk);
+      },
     };
     const proxy = await startProxy({ model, engine, processes: 2 });
     try {
@@ -188,7 +228,10 @@ describe("an engine given to a proxy of several processes", () => {
         spliced(proxy.records(r.path));
       }
       const bad = proxy.registerRollout("e-bad");
-      const answer = await httpCall(`${bad.baseUrl}/v1/chat/completions`, { body: { ...first, stream: false }, headers: { authorization: `Bearer ${bad.apiKey}` } });
+      const answer = await httpCall(`${bad.baseUrl}/v1/chat/completions`, {
+        body: { ...first, stream: false },
+        headers: { authorization: `Bearer ${bad.apiKey}` },
+      });
       expect(answer.status).toBeGreaterThanOrEqual(500);
       expect(answer.text).toContain("boom: the engine is down");
       await proxy.settle(bad.path);
@@ -223,7 +266,9 @@ describe("proxy processes end", () => {
     // least loaded first: d-1 on the first process, d-2 on the second
     process.kill(proxy.processIds![1]!, "SIGKILL");
     await new Promise((r) => setTimeout(r, 300));
-    const lost = await httpCall(`${two.baseUrl}/v1/chat/completions`, { body: first, headers: { authorization: `Bearer ${two.apiKey}` } }).catch((e: Error) => ({ status: 0, text: e.message }));
+    const lost = await httpCall(`${two.baseUrl}/v1/chat/completions`, { body: first, headers: { authorization: `Bearer ${two.apiKey}` } }).catch(
+      (e: Error) => ({ status: 0, text: e.message }),
+    );
     expect(lost.status).toBe(0);
     const kept = await httpCall(`${one.baseUrl}/v1/chat/completions`, { body: first, headers: { authorization: `Bearer ${one.apiKey}` } });
     expect(kept.status, kept.text).toBe(200);
@@ -240,7 +285,10 @@ describe("proxy processes end", () => {
       const dead = proxy.processIds![1]!;
       // a shared-key path that process 1 serves, before and after its death
       const path = Array.from({ length: 64 }, (_, i) => `s-${i}`).find((p) => ownerOfPath(p, 2) === 1)!;
-      const sharedCall = () => httpCall(`${proxy.url}/r/${path}/v1/chat/completions`, { body: { ...first, stream: false }, headers: { authorization: "Bearer shared-key" } }).catch((e: Error) => ({ status: 0, text: e.message }));
+      const sharedCall = () =>
+        httpCall(`${proxy.url}/r/${path}/v1/chat/completions`, { body: { ...first, stream: false }, headers: { authorization: "Bearer shared-key" } }).catch(
+          (e: Error) => ({ status: 0, text: e.message }),
+        );
       expect((await sharedCall()).status).toBe(200);
       process.kill(dead, "SIGKILL");
       const t0 = Date.now();
@@ -272,7 +320,10 @@ describe("proxy processes end", () => {
       process.stdout.write(JSON.stringify(proxy.processIds) + "\\n");
       setInterval(() => {}, 1000);
     `;
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: process.cwd(),
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     const pids = await new Promise<number[]>((resolve, reject) => {
       let out = "";
       child.stdout!.on("data", (c) => {

@@ -41,6 +41,7 @@ describe("parsePath", () => {
       expect(route, url).toMatchObject({ kind: "bad-path", dialect: "openai-chat", message: expect.stringContaining("not valid percent-encoding") });
     }
     expect(parsePath("GET", "/r/roll-1/v1/models/qwen%2Ftiny")).toEqual({ path: "roll-1", route: { kind: "models", id: "qwen/tiny" } });
-    for (const method of ["GET", "POST", "HEAD", "PUT"]) for (const url of ["/r/%E0%A4%A/v1/models", "/r/%/mcp/x", "/%zz", "/r/%zz/%zz/%zz"]) expect(() => parsePath(method, url)).not.toThrow();
+    for (const method of ["GET", "POST", "HEAD", "PUT"])
+      for (const url of ["/r/%E0%A4%A/v1/models", "/r/%/mcp/x", "/%zz", "/r/%zz/%zz/%zz"]) expect(() => parsePath(method, url)).not.toThrow();
   });
 });

@@ -13,7 +13,17 @@ import { parseCompletion } from "../../src/runtime/model/output-format.js";
 import { type OutputPiece, OutputStream } from "../../src/runtime/model/output-stream.js";
 import { flushWindowMs } from "../../src/runtime/proxy/call-stream.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
-import { accumulateAnthropic, accumulateChat, accumulateResponses, httpCall, type ParsedEvent, parseSse, scriptedModel, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
+import {
+  accumulateAnthropic,
+  accumulateChat,
+  accumulateResponses,
+  httpCall,
+  type ParsedEvent,
+  parseSse,
+  scriptedModel,
+  TOOL_TURN,
+  WRITE_TOOL_SCHEMA,
+} from "./helpers.js";
 
 /** The scripted engine, streamed one token at a time with a pause before each: a deliberately slow engine. */
 class SlowEngine implements Engine {
@@ -60,12 +70,24 @@ async function slowProxy(script: ScriptedTurn[], msPerToken: number) {
 
 const TOOLS_CHAT = [{ type: "function", function: { name: "Write", parameters: WRITE_TOOL_SCHEMA } }];
 const DIALECTS = {
-  "openai-chat": { path: "/v1/chat/completions", body: { model: "m", tools: TOOLS_CHAT, stream_options: { include_usage: true }, messages: [{ role: "user", content: "go" }] } },
+  "openai-chat": {
+    path: "/v1/chat/completions",
+    body: { model: "m", tools: TOOLS_CHAT, stream_options: { include_usage: true }, messages: [{ role: "user", content: "go" }] },
+  },
   "anthropic-messages": {
     path: "/v1/messages",
-    body: { model: "claude", max_tokens: 1000, thinking: { type: "enabled", budget_tokens: 500 }, tools: [{ name: "Write", input_schema: WRITE_TOOL_SCHEMA }], messages: [{ role: "user", content: "go" }] },
+    body: {
+      model: "claude",
+      max_tokens: 1000,
+      thinking: { type: "enabled", budget_tokens: 500 },
+      tools: [{ name: "Write", input_schema: WRITE_TOOL_SCHEMA }],
+      messages: [{ role: "user", content: "go" }],
+    },
   },
-  "openai-responses": { path: "/v1/responses", body: { model: "m", reasoning: { effort: "low" }, input: "go", tools: [{ type: "function", name: "Write", parameters: WRITE_TOOL_SCHEMA }] } },
+  "openai-responses": {
+    path: "/v1/responses",
+    body: { model: "m", reasoning: { effort: "low" }, input: "go", tools: [{ type: "function", name: "Write", parameters: WRITE_TOOL_SCHEMA }] },
+  },
 } as const;
 type DialectName = keyof typeof DIALECTS;
 
@@ -75,12 +97,20 @@ const TURNS: { name: string; turn: ScriptedTurn }[] = [
   { name: "reasoning + text + tool call", turn: TOOL_TURN },
   {
     name: "two tool calls, no text",
-    turn: { reasoning: "two files", toolCalls: [{ name: "Write", arguments: { file_path: "a.txt", content: "a <b>\n</tool_call" } }, { name: "Write", arguments: { file_path: "b.txt", content: "ünïcödé 🌍" } }] },
+    turn: {
+      reasoning: "two files",
+      toolCalls: [
+        { name: "Write", arguments: { file_path: "a.txt", content: "a <b>\n</tool_call" } },
+        { name: "Write", arguments: { file_path: "b.txt", content: "ünïcödé 🌍" } },
+      ],
+    },
   },
   { name: "unicode text", turn: { text: "héllo 🌍 — 漢字と絵文字 🎉🎉 ok" } },
   {
     name: "text between tool calls",
-    turn: { raw: 'Before.\n<tool_call>\n{"name": "Write", "arguments": {"file_path": "x", "content": "1"}}\n</tool_call>\nBetween.\n<tool_call>\n{"name": "Write", "arguments": {"file_path": "y", "content": "2"}}\n</tool_call>' },
+    turn: {
+      raw: 'Before.\n<tool_call>\n{"name": "Write", "arguments": {"file_path": "x", "content": "1"}}\n</tool_call>\nBetween.\n<tool_call>\n{"name": "Write", "arguments": {"file_path": "y", "content": "2"}}\n</tool_call>',
+    },
   },
   { name: "invalid tool JSON", turn: { raw: 'Oops.\n<tool_call>\n{"name": "Write", "arguments": {"file_path": "x", "content": "1"}\n</tool_call>' } },
   { name: "unterminated tool call cut by the limit", turn: { raw: 'ok\n<tool_call>\n{"name": "Write", "arguments": {"content": "h', finish: "length" } },
@@ -109,18 +139,32 @@ function contentOfJson(dialect: DialectName, text: string): Content {
   const j = JSON.parse(text);
   if (dialect === "openai-chat") {
     const m = j.choices[0].message;
-    return { reasoning: m.reasoning_content ?? "", text: m.content ?? "", tools: (m.tool_calls ?? []).map((t: any) => ({ id: t.id, name: t.function.name, args: t.function.arguments })) };
+    return {
+      reasoning: m.reasoning_content ?? "",
+      text: m.content ?? "",
+      tools: (m.tool_calls ?? []).map((t: any) => ({ id: t.id, name: t.function.name, args: t.function.arguments })),
+    };
   }
   if (dialect === "anthropic-messages") {
     const blocks: any[] = j.content;
-    const join = (type: string, key: string) => blocks.filter((b) => b.type === type).map((b) => b[key]).join("");
+    const join = (type: string, key: string) =>
+      blocks
+        .filter((b) => b.type === type)
+        .map((b) => b[key])
+        .join("");
     const tools = blocks.filter((b) => b.type === "tool_use").map((b) => ({ id: b.id, name: b.name, args: b.input.INVALID_JSON ?? JSON.stringify(b.input) }));
     return { reasoning: join("thinking", "thinking"), text: join("text", "text"), tools };
   }
   const items: any[] = j.output;
   return {
-    reasoning: items.filter((i) => i.type === "reasoning").map((i) => i.summary[0].text).join(""),
-    text: items.filter((i) => i.type === "message").map((i) => i.content[0].text).join(""),
+    reasoning: items
+      .filter((i) => i.type === "reasoning")
+      .map((i) => i.summary[0].text)
+      .join(""),
+    text: items
+      .filter((i) => i.type === "message")
+      .map((i) => i.content[0].text)
+      .join(""),
     tools: items.filter((i) => i.type === "function_call").map((i) => ({ id: i.call_id, name: i.name, args: i.arguments })),
   };
 }
@@ -137,7 +181,11 @@ function contentOfStream(dialect: DialectName, events: ParsedEvent[]): Content {
     const raw = new Map<number, string>();
     for (const e of events) if (e.json?.delta?.type === "input_json_delta") raw.set(e.json.index, (raw.get(e.json.index) ?? "") + e.json.delta.partial_json);
     const blocks: any[] = message.content;
-    const join = (type: string, key: string) => blocks.filter((b) => b.type === type).map((b) => b[key]).join("");
+    const join = (type: string, key: string) =>
+      blocks
+        .filter((b) => b.type === type)
+        .map((b) => b[key])
+        .join("");
     // a tool_use block carries its input as an object: compare the streamed JSON as the object it makes
     const asInput = (s: string) => {
       try {
@@ -153,7 +201,11 @@ function contentOfStream(dialect: DialectName, events: ParsedEvent[]): Content {
   const { items, final, argsDeltas } = accumulateResponses(events);
   // the items streamed are the response's output (one message item unless text follows a tool call)
   if (items.filter((i) => i.type === "message").length <= 1) expect(items).toEqual(final.output);
-  const deltas = (type: string) => events.filter((e) => e.event === type).map((e) => e.json.delta).join("");
+  const deltas = (type: string) =>
+    events
+      .filter((e) => e.event === type)
+      .map((e) => e.json.delta)
+      .join("");
   expect(final).toBeDefined();
   return {
     reasoning: deltas("response.reasoning_summary_text.delta"),
@@ -166,11 +218,11 @@ describe("token-by-token streaming", () => {
   it("the reader of the output format releases only what the finished parse confirms, at every split", () => {
     const format = { toolCallFormat: "qwen3" as const, reasoning: { start: "<think>", end: "</think>" } };
     const raws = [
-      "<think>\nplan\n</think>\n\nHello <b> world\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"</tool\"}}\n</tool_call>\nafter\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>",
+      '<think>\nplan\n</think>\n\nHello <b> world\n<tool_call>\n{"name": "f", "arguments": {"a": "</tool"}}\n</tool_call>\nafter\n<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>',
       "  <think>\n\n</think>\n\n\nText with\n\nblank lines\n",
       "plain text, no reasoning at all <tool_",
       "<think>never closed\n",
-      "x\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}\n",
+      'x\n<tool_call>\n{"name": "f", "arguments": {"a": 1}\n',
       "<think>a</think>b",
     ];
     for (const raw of raws) {
@@ -184,7 +236,10 @@ describe("token-by-token streaming", () => {
         const join = (kind: string) => all.map((p) => (p.kind === kind && p.kind !== "tool" ? p.text : "")).join("");
         expect(join("reasoning"), raw).toBe(parsed.reasoning);
         expect(join("text"), raw).toBe(parsed.text);
-        expect(all.flatMap((p) => (p.kind === "tool" ? [p.call] : [])), raw).toEqual(parsed.toolCalls);
+        expect(
+          all.flatMap((p) => (p.kind === "tool" ? [p.call] : [])),
+          raw,
+        ).toEqual(parsed.toolCalls);
       }
     }
     // text is released while the completion is still being written, before the marker that follows it
@@ -206,10 +261,23 @@ describe("token-by-token streaming", () => {
           const whole = contentOfJson(dialect, await ask(wholeRollout, dialect, false));
           const streamed = contentOfStream(dialect, parseSse(await ask(streamRollout, dialect, true)));
           // the same call keys make the same tool-call ids: compare without them, then the ids' shape
-          expect({ ...streamed, tools: streamed.tools.map((t) => ({ ...t, id: "" })) }, name).toEqual({ ...whole, tools: whole.tools.map((t) => ({ ...t, id: "" })) });
-          expect(streamed.tools.every((t) => t.id.length > 0), name).toBe(true);
+          expect({ ...streamed, tools: streamed.tools.map((t) => ({ ...t, id: "" })) }, name).toEqual({
+            ...whole,
+            tools: whole.tools.map((t) => ({ ...t, id: "" })),
+          });
+          expect(
+            streamed.tools.every((t) => t.id.length > 0),
+            name,
+          ).toBe(true);
         }
-        const pick = (r: string) => proxy.records(r).map(({ completionIds, completionLogprobs, parse, finishReason, weightsVersion }) => ({ completionIds, completionLogprobs, parse, finishReason, weightsVersion }));
+        const pick = (r: string) =>
+          proxy.records(r).map(({ completionIds, completionLogprobs, parse, finishReason, weightsVersion }) => ({
+            completionIds,
+            completionLogprobs,
+            parse,
+            finishReason,
+            weightsVersion,
+          }));
         expect(pick("stream")).toHaveLength(TURNS.length);
         expect(pick("stream")).toEqual(pick("whole"));
       } finally {
@@ -257,7 +325,11 @@ describe("token-by-token streaming", () => {
         const events = parseSse(await ask(proxy.registerRollout(`seq-${dialect}`), dialect, true));
         return events.map(label).filter((l, i, all) => i === 0 || l !== all[i - 1]);
       };
-      expect(await seq("anthropic-messages", (e) => (e.event === "content_block_delta" ? e.json.delta.type : e.event === "content_block_start" ? `start:${e.json.content_block.type}` : e.event!))).toEqual([
+      expect(
+        await seq("anthropic-messages", (e) =>
+          e.event === "content_block_delta" ? e.json.delta.type : e.event === "content_block_start" ? `start:${e.json.content_block.type}` : e.event!,
+        ),
+      ).toEqual([
         "message_start",
         "ping",
         "start:thinking",
@@ -273,7 +345,9 @@ describe("token-by-token streaming", () => {
         "message_delta",
         "message_stop",
       ]);
-      expect(await seq("openai-responses", (e) => (e.event === "response.output_item.added" ? `added:${e.json.item.type}` : e.event!.replace(/^response\./, "")))).toEqual([
+      expect(
+        await seq("openai-responses", (e) => (e.event === "response.output_item.added" ? `added:${e.json.item.type}` : e.event!.replace(/^response\./, ""))),
+      ).toEqual([
         "created",
         "in_progress",
         "added:reasoning",
@@ -305,7 +379,16 @@ describe("token-by-token streaming", () => {
         if (d.content) return "content";
         return d.tool_calls[0].function.name ? "tool_call:name" : "tool_call:arguments";
       };
-      expect(await seq("openai-chat", chatLabel)).toEqual(["role", "reasoning_content", "content", "tool_call:name", "tool_call:arguments", "finish:tool_calls", "usage", "[DONE]"]);
+      expect(await seq("openai-chat", chatLabel)).toEqual([
+        "role",
+        "reasoning_content",
+        "content",
+        "tool_call:name",
+        "tool_call:arguments",
+        "finish:tool_calls",
+        "usage",
+        "[DONE]",
+      ]);
     } finally {
       await proxy.close();
     }
@@ -323,7 +406,10 @@ describe("token-by-token streaming", () => {
       expect(events.some((e) => e.event === "message_stop" || e.event === "message_delta")).toBe(false);
       expect(accumulateAnthropic(events).message.content[1]).toEqual({ type: "text", text: TOOL_TURN.text });
       const [rec] = proxy.records("cut");
-      expect(rec).toMatchObject({ finishReason: "aborted", error: { kind: "engine", message: expect.stringMatching(/^stream cut after event \d+ of \d+: .*cut-stream/) } });
+      expect(rec).toMatchObject({
+        finishReason: "aborted",
+        error: { kind: "engine", message: expect.stringMatching(/^stream cut after event \d+ of \d+: .*cut-stream/) },
+      });
       expect(rec!.completionIds).toHaveLength(engine.total);
     } finally {
       await proxy.close();
@@ -335,21 +421,25 @@ describe("token-by-token streaming", () => {
 function streamRequest(url: string, body: unknown, headers: Record<string, string>, onEvent: (e: ParsedEvent) => void): Promise<string> {
   return new Promise((resolve, reject) => {
     const payload = Buffer.from(JSON.stringify(body));
-    const req = request(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "content-length": String(payload.length) }, agent: false }, (res) => {
-      let all = "";
-      let pending = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => {
-        all += chunk;
-        pending += chunk;
-        const end = pending.lastIndexOf("\n\n");
-        if (end < 0) return;
-        for (const e of parseSse(pending.slice(0, end + 2))) onEvent(e);
-        pending = pending.slice(end + 2);
-      });
-      res.on("end", () => resolve(all));
-      res.on("error", reject);
-    });
+    const req = request(
+      url,
+      { method: "POST", headers: { ...headers, "content-type": "application/json", "content-length": String(payload.length) }, agent: false },
+      (res) => {
+        let all = "";
+        let pending = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          all += chunk;
+          pending += chunk;
+          const end = pending.lastIndexOf("\n\n");
+          if (end < 0) return;
+          for (const e of parseSse(pending.slice(0, end + 2))) onEvent(e);
+          pending = pending.slice(end + 2);
+        });
+        res.on("end", () => resolve(all));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(payload);
   });

@@ -5,12 +5,22 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadModelRuntime, type ModelRuntime } from "../../src/runtime/model/model-runtime.js";
-import type { ProxyHandle, RolloutRegistration } from "../../src/runtime/proxy/api.js";
+import type { ProxyHandle } from "../../src/runtime/proxy/api.js";
 import type { CallRecord } from "../../src/runtime/records/index.js";
 import { renderPromptFresh } from "../../src/runtime/proxy/render.js";
 import { openaiChat } from "../../src/runtime/proxy/dialects/openai-chat.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
-import { accumulateAnthropic, accumulateResponses, httpCall, indexOfIds, parseSse, scriptedModel, startsWithIds, TOOL_TURN, WRITE_TOOL_SCHEMA } from "./helpers.js";
+import {
+  accumulateAnthropic,
+  accumulateResponses,
+  httpCall,
+  indexOfIds,
+  parseSse,
+  scriptedModel,
+  startsWithIds,
+  TOOL_TURN,
+  WRITE_TOOL_SCHEMA,
+} from "./helpers.js";
 
 const SECOND_TURN = {
   reasoning: "One more file.\n",
@@ -49,12 +59,23 @@ describe("TITO with harness re-serializations", () => {
       max_tokens: 32000,
       stream: true,
       thinking: { type: "enabled", budget_tokens: 31999 },
-      system: [{ type: "text", text: "billing" }, { type: "text", text: "You are Claude Code.", cache_control: { type: "ephemeral" } }],
+      system: [
+        { type: "text", text: "billing" },
+        { type: "text", text: "You are Claude Code.", cache_control: { type: "ephemeral" } },
+      ],
       tools: [{ name: "Write", description: "Write a file", input_schema: WRITE_TOOL_SCHEMA }],
     };
     const sysMsg = (cached: boolean) =>
-      cached ? { role: "system", content: [{ type: "text", text: "env: cwd=/w", cache_control: { type: "ephemeral" } }] } : { role: "system", content: "env: cwd=/w" };
-    const user = (cached: boolean) => ({ role: "user", content: [{ type: "text", text: "<system-reminder>ctx</system-reminder>" }, { type: "text", text: "Create two files", ...(cached ? { cache_control: { type: "ephemeral" } } : {}) }] });
+      cached
+        ? { role: "system", content: [{ type: "text", text: "env: cwd=/w", cache_control: { type: "ephemeral" } }] }
+        : { role: "system", content: "env: cwd=/w" };
+    const user = (cached: boolean) => ({
+      role: "user",
+      content: [
+        { type: "text", text: "<system-reminder>ctx</system-reminder>" },
+        { type: "text", text: "Create two files", ...(cached ? { cache_control: { type: "ephemeral" } } : {}) },
+      ],
+    });
     const echo = (message: any, keepThinking: boolean) => ({
       role: "assistant",
       content: message.content
@@ -97,11 +118,18 @@ describe("TITO with harness re-serializations", () => {
     const tools = [{ type: "function", function: { name: "Write", parameters: WRITE_TOOL_SCHEMA } }];
     const sys = { role: "system", content: "You are OpenClaw." };
     const userMsg = { role: "user", content: "[Sun 2026-11-29 06:50 UTC] Create two files" };
-    const ctx = (n: number) => ({ role: "user", content: `<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: ${n}\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>` });
+    const ctx = (n: number) => ({
+      role: "user",
+      content: `<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: ${n}\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>`,
+    });
     const rewrite = (msg: any) => ({
       role: "assistant",
       content: msg.content,
-      tool_calls: msg.tool_calls.map((tc: any) => ({ ...tc, id: tc.id.replaceAll("_", ""), function: { ...tc.function, arguments: JSON.stringify(JSON.parse(tc.function.arguments)) } })),
+      tool_calls: msg.tool_calls.map((tc: any) => ({
+        ...tc,
+        id: tc.id.replaceAll("_", ""),
+        function: { ...tc.function, arguments: JSON.stringify(JSON.parse(tc.function.arguments)) },
+      })),
     });
     const result = (msg: any, text: string) => ({ role: "tool", tool_call_id: msg.tool_calls[0].id.replaceAll("_", ""), content: text });
 
@@ -129,17 +157,27 @@ describe("TITO with harness re-serializations", () => {
     const r = proxy.registerRollout("tito-qwen");
     const post = (b: unknown) => httpCall(`${r.baseUrl}/v1/chat/completions`, { body: b, headers: { authorization: `Bearer ${r.apiKey}` } });
     const tools = [{ type: "function", function: { name: "Write", parameters: WRITE_TOOL_SCHEMA } }];
-    const messages: any[] = [{ role: "system", content: "You are Qwen Code." }, { role: "user", content: [{ type: "text", text: "<system-reminder>x</system-reminder>" }, { type: "text", text: "Create two files" }] }];
+    const messages: any[] = [
+      { role: "system", content: "You are Qwen Code." },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "<system-reminder>x</system-reminder>" },
+          { type: "text", text: "Create two files" },
+        ],
+      },
+    ];
     for (let i = 0; i < 2; i++) {
       const stream = parseSse((await post({ model: "m", tools, stream: true, stream_options: { include_usage: true }, messages })).text);
       const choice = stream.map((e) => e.json?.choices?.[0]).filter(Boolean);
       const content = choice.map((c: any) => c.delta.content ?? "").join("");
       const reasoning = choice.map((c: any) => c.delta.reasoning_content ?? "").join("");
       const calls: any[] = [];
-      for (const c of choice) for (const tc of c.delta.tool_calls ?? []) {
-        calls[tc.index] ??= { id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } };
-        calls[tc.index].function.arguments += tc.function.arguments ?? "";
-      }
+      for (const c of choice)
+        for (const tc of c.delta.tool_calls ?? []) {
+          calls[tc.index] ??= { id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } };
+          calls[tc.index].function.arguments += tc.function.arguments ?? "";
+        }
       const compact = calls.map((tc) => ({ ...tc, function: { ...tc.function, arguments: JSON.stringify(JSON.parse(tc.function.arguments)) } }));
       messages.push({ role: "assistant", content, tool_calls: compact, reasoning_content: reasoning.replace(/\n$/, "") });
       messages.push({ role: "tool", tool_call_id: calls[0].id, content: [{ type: "text", text: "done" }] });
@@ -160,12 +198,25 @@ describe("TITO with harness re-serializations", () => {
       { type: "message", role: "user", content: [{ type: "input_text", text: "<environment_context>cwd=/w</environment_context>" }] },
       { type: "message", role: "user", content: [{ type: "input_text", text: "Create two files" }] },
     ];
-    const body = { model: "gpt-5-codex", stream: true, store: false, reasoning: { effort: "low", summary: "auto" }, include: ["reasoning.encrypted_content"], tools };
+    const body = {
+      model: "gpt-5-codex",
+      stream: true,
+      store: false,
+      reasoning: { effort: "low", summary: "auto" },
+      include: ["reasoning.encrypted_content"],
+      tools,
+    };
     for (let i = 0; i < 2; i++) {
       const { items } = accumulateResponses(parseSse((await post({ ...body, input })).text));
       for (const item of items) {
         const { id: _id, status: _s, ...rest } = item;
-        input.push(item.type === "reasoning" ? { type: "reasoning", summary: item.summary, encrypted_content: item.encrypted_content } : item.type === "message" ? { ...rest, id: item.id } : rest);
+        input.push(
+          item.type === "reasoning"
+            ? { type: "reasoning", summary: item.summary, encrypted_content: item.encrypted_content }
+            : item.type === "message"
+              ? { ...rest, id: item.id }
+              : rest,
+        );
       }
       const fc = items.find((it) => it.type === "function_call");
       input.push({ type: "function_call_output", call_id: fc.call_id, output: "Wrote file" });
@@ -201,7 +252,10 @@ describe("TITO with harness re-serializations", () => {
     try {
       const r = p.registerRollout("tito-pi-retry");
       const post = (b: unknown) => httpCall(`${r.baseUrl}/v1/chat/completions`, { body: b, headers: { authorization: `Bearer ${r.apiKey}` } });
-      const messages: any[] = [{ role: "system", content: "pi" }, { role: "user", content: "finish up" }];
+      const messages: any[] = [
+        { role: "system", content: "pi" },
+        { role: "user", content: "finish up" },
+      ];
       expect((await post({ model: "m", stream: true, messages })).cut).toBe(true);
       const answer = JSON.parse((await post({ model: "m", messages })).text).choices[0].message;
       await post({ model: "m", messages: [...messages, { role: "assistant", content: answer.content }, { role: "user", content: "thanks" }] });

@@ -64,7 +64,13 @@ const result: RolloutResult = {
 };
 
 /** The minimal record another tool may write: only what trajectories need. */
-const minimal = (seq: number, promptIds: number[], completionIds: number[]) => ({ rolloutId: "ext-1", seq, promptIds, completionIds, completionLogprobs: completionIds.map(() => -0.1) });
+const minimal = (seq: number, promptIds: number[], completionIds: number[]) => ({
+  rolloutId: "ext-1",
+  seq,
+  promptIds,
+  completionIds,
+  completionLogprobs: completionIds.map(() => -0.1),
+});
 
 const codes = (r: { diagnostics: { code: string; line: number }[] }) => r.diagnostics.map((d) => [d.code, d.line]);
 
@@ -115,7 +121,10 @@ describe("writer and reader", () => {
       weightsVersion: "unknown",
       timings: { receivedMs: 0, doneMs: 0 },
     });
-    const rollouts = parseRolloutResults('{"id": "x", "step": 0, "task": "t", "harness": "h", "status": "ok", "reward": 1, "passed": true}\n', "rollouts.jsonl");
+    const rollouts = parseRolloutResults(
+      '{"id": "x", "step": 0, "task": "t", "harness": "h", "status": "ok", "reward": 1, "passed": true}\n',
+      "rollouts.jsonl",
+    );
     expect(rollouts.diagnostics).toEqual([]);
     expect(rollouts.value[0]).toMatchObject({ id: "x", pair: "t@h", tries: 1, calls: 0, retries: [], harnessExit: null, verifier: null });
   });
@@ -212,11 +221,15 @@ describe("reins trajectories on another tool's records", () => {
   it("builds the tree and the advantages from the five required fields alone", async () => {
     const calls = join(dir, "ext.jsonl");
     const rewards = join(dir, "rewards.json");
-    await writeFile(calls, [minimal(0, [1, 2, 3], [4, 5]), minimal(1, [1, 2, 3, 4, 5, 6], [7])].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    await writeFile(calls, `${[minimal(0, [1, 2, 3], [4, 5]), minimal(1, [1, 2, 3, 4, 5, 6], [7])].map((r) => JSON.stringify(r)).join("\n")}\n`);
     await writeFile(rewards, JSON.stringify({ "ext-1": { reward: 1, task: "t", harness: "h" } }));
     let stdout = "";
     let stderr = "";
-    const code = await runTrajectories(calls, { json: true, rewards }, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } });
+    const code = await runTrajectories(
+      calls,
+      { json: true, rewards },
+      { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } },
+    );
     expect(stderr).toBe("");
     expect(code).toBe(0);
     const [row] = JSON.parse(stdout).rollouts;

@@ -7,7 +7,15 @@ import { buildTar } from "../../src/runtime/sandbox/files/tar-writer.js";
 import { tarEntriesFor } from "../../src/runtime/sandbox/files/exec-transport.js";
 import { wrapForContainer, waitForListenerCommand } from "../../src/runtime/sandbox/container-command.js";
 import { OutputBuffer } from "../../src/runtime/sandbox/host/output-buffer.js";
-import { buildEnterArgv, buildHelperArgv, buildHelperConfineArgv, buildKeeperArgs, buildKeeperScript, portHex, type KeeperLayout } from "../../src/runtime/sandbox/local/keeper-args.js";
+import {
+  buildEnterArgv,
+  buildHelperArgv,
+  buildHelperConfineArgv,
+  buildKeeperArgs,
+  buildKeeperScript,
+  portHex,
+  type KeeperLayout,
+} from "../../src/runtime/sandbox/local/keeper-args.js";
 import { resolveHidden, withSandboxUser } from "../../src/runtime/sandbox/local/host.js";
 import { parseProcStat } from "../../src/runtime/sandbox/host/process-tree.js";
 import { locateSandboxPath } from "../../src/runtime/sandbox/files/transport.js";
@@ -22,7 +30,7 @@ const dir = tempDir("reins-builders-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("tar writer", () => {
-  it("produces archives GNU tar extracts exactly, long paths and binary content included", () => {
+  it("produces archives GNU tar extracts exactly, long paths and binary content included", async () => {
     const longName = `${"d".repeat(90)}/${"e".repeat(90)}/${"f".repeat(120)}.txt`;
     const entries = tarEntriesFor(
       [
@@ -33,7 +41,7 @@ describe("tar writer", () => {
       ],
       ["/workspace", "/home/sandbox"],
     );
-    const archive = buildTar(entries);
+    const archive = await buildTar(entries);
     expect(archive.length % 512).toBe(0);
     const out = path.join(dir, "extract");
     mkdirSync(out);
@@ -48,7 +56,7 @@ describe("tar writer", () => {
     expect(listing).toContain("workspace/a/");
   });
 
-  it("writes directories and symlinks (long link texts in a PAX header) that GNU tar extracts as links", () => {
+  it("writes directories and symlinks (long link texts in a PAX header) that GNU tar extracts as links", async () => {
     const longTarget = `../${"t".repeat(150)}/x`;
     const entries = tarEntriesFor(
       [
@@ -62,7 +70,7 @@ describe("tar writer", () => {
     );
     const out = path.join(dir, "extract-links");
     mkdirSync(out);
-    execFileSync("tar", ["-x", "-f", "-", "-C", out], { input: buildTar(entries) });
+    execFileSync("tar", ["-x", "-f", "-", "-C", out], { input: await buildTar(entries) });
     expect(readlinkSync(path.join(out, "workspace/node_modules/.bin/x"))).toBe("../x/bin.js");
     expect(readlinkSync(path.join(out, "workspace/abs"))).toBe("/etc/hostname");
     expect(readlinkSync(path.join(out, "workspace/long"))).toBe(longTarget);
@@ -243,7 +251,12 @@ describe("sandbox limits builders", () => {
     const dir = tempDir("reins-confine-");
     const tasks = path.join(dir, "tasks");
     const limits = { ...limitsOf({ cpu: "1", memoryMiB: 64, openFiles: 100, cpuSeconds: 7 }), pids: 50 };
-    const argv = buildConfineArgv({ joins: [tasks], limits, fallback: { memory: true, disk: false }, ownUid: false }, ["/bin/sh", "-c", 'cat "$0"; echo " $(ulimit -n) $(ulimit -t) $(ulimit -v)"', tasks]);
+    const argv = buildConfineArgv({ joins: [tasks], limits, fallback: { memory: true, disk: false }, ownUid: false }, [
+      "/bin/sh",
+      "-c",
+      'cat "$0"; echo " $(ulimit -n) $(ulimit -t) $(ulimit -v)"',
+      tasks,
+    ]);
     const [joined, nofile, cpu, vmem] = execFileSync(argv[0], argv.slice(1)).toString().trim().split(/\s+/);
     expect([nofile, cpu, vmem]).toEqual(["100", "7", String(64 * 1024)]);
     expect(joined).toBe("0");
@@ -267,13 +280,47 @@ describe("sandbox limits builders", () => {
   });
 
   it("enter through the helper with the same user, namespaces and confinement as the chain", () => {
-    const confinement = { joins: ["/sys/fs/cgroup/pids/x/tasks"], limits: limitsOf({ openFiles: 100 }), fallback: { memory: false, disk: false }, ownUid: false };
+    const confinement = {
+      joins: ["/sys/fs/cgroup/pids/x/tasks"],
+      limits: limitsOf({ openFiles: 100 }),
+      fallback: { memory: false, disk: false },
+      ownUid: false,
+    };
     const argv = buildHelperArgv("/cache/reins-enter", { targetPid: 42, uid: 1000, gid: 1001, cwd: "/workspace/x", argv: ["echo", "hi"] }, confinement);
-    expect(argv).toEqual(["/cache/reins-enter", "-t", "42", "-u", "1000", "-g", "1001", "-P", "-j", "/sys/fs/cgroup/pids/x/tasks", "-l", "nofile=100", "-l", "cpu=3600", "-C", "/workspace/x", "--", "echo", "hi"]);
+    expect(argv).toEqual([
+      "/cache/reins-enter",
+      "-t",
+      "42",
+      "-u",
+      "1000",
+      "-g",
+      "1001",
+      "-P",
+      "-j",
+      "/sys/fs/cgroup/pids/x/tasks",
+      "-l",
+      "nofile=100",
+      "-l",
+      "cpu=3600",
+      "-C",
+      "/workspace/x",
+      "--",
+      "echo",
+      "hi",
+    ]);
     const shared = buildHelperArgv("/h", { targetPid: 42, uid: 1, gid: 1, cwd: "/", argv: ["-P"], ownPidNamespace: false }, { ...confinement, joins: [] });
     expect(shared.slice(0, shared.indexOf("--"))).not.toContain("-P");
     expect(shared.slice(-2)).toEqual(["--", "-P"]);
-    expect(buildHelperConfineArgv("/h", { ...confinement, joins: [] }, ["/usr/bin/bwrap", "--"])).toEqual(["/h", "-l", "nofile=100", "-l", "cpu=3600", "--", "/usr/bin/bwrap", "--"]);
+    expect(buildHelperConfineArgv("/h", { ...confinement, joins: [] }, ["/usr/bin/bwrap", "--"])).toEqual([
+      "/h",
+      "-l",
+      "nofile=100",
+      "-l",
+      "cpu=3600",
+      "--",
+      "/usr/bin/bwrap",
+      "--",
+    ]);
   });
 
   it("cap each writable root with its own tmpfs, owned by the sandbox user", () => {

@@ -4,7 +4,7 @@
  * local sandbox.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SnapshotWriter } from "../../src/runtime/sandbox/files/snapshot-writer.js";
@@ -13,23 +13,17 @@ import type { LocalSandbox } from "../../src/runtime/sandbox/local/sandbox.js";
 import { LocalSandboxProvider } from "../../src/runtime/sandbox/local/provider.js";
 import type { CopyLimits } from "../../src/runtime/sandbox/provider.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
-import { tempDir } from "./helpers.js";
+import { freshDirs } from "./helpers.js";
 
-const root = tempDir("reins-copy-");
-let n = 0;
-const fresh = (name: string): string => {
-  const dir = path.join(root, `${name}-${n++}`);
-  mkdirSync(dir);
-  return dir;
-};
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const fresh = freshDirs("reins-copy");
 
 /** Feeds an archive to a TarReader in small, odd-sized chunks (as a websocket delivers it). */
-function extract(archive: Buffer, limits: CopyLimits = {}) {
+async function extract(archive: Buffer, limits: CopyLimits = {}) {
   const dir = fresh("out");
   const writer = new SnapshotWriter(dir, limits);
   const reader = new TarReader(writer);
   for (let at = 0; at < archive.length; at += 777) reader.push(archive.subarray(at, at + 777));
+  await reader.end();
   return { dir, reader, report: writer.result() };
 }
 
@@ -72,10 +66,10 @@ describe("tar reader", () => {
     ["GNU tar", ["tar", "--format=gnu"]],
     ["GNU tar, pax format", ["tar", "--format=pax"]],
     ["busybox tar (the image's)", ["busybox", "tar"]],
-  ])("reads what %s writes: files, long names, links, modes; special files skipped", (_name, tar) => {
+  ])("reads what %s writes: files, long names, links, modes; special files skipped", async (_name, tar) => {
     const src = sampleTree();
     const archive = execFileSync(tar[0], [...tar.slice(1), "-c", "-f", "-", "-C", src, "."], { maxBuffer: 64 * 1024 * 1024 });
-    const { dir, reader, report } = extract(archive);
+    const { dir, reader, report } = await extract(archive);
     expect(reader.error).toBeUndefined();
     expect(reader.complete).toBe(true);
     expectSameTree(dir);
@@ -84,7 +78,7 @@ describe("tar reader", () => {
     expect(report.incomplete).toBeUndefined();
   });
 
-  it("never writes outside its directory: .. and absolute names, and files behind a planted symlink", () => {
+  it("never writes outside its directory: .. and absolute names, and files behind a planted symlink", async () => {
     const outside = fresh("outside");
     const src = fresh("hostile");
     writeFileSync(path.join(src, "x"), "escaped");
@@ -96,37 +90,37 @@ describe("tar reader", () => {
     const fileDir = fresh("file");
     mkdirSync(path.join(fileDir, "d"));
     writeFileSync(path.join(fileDir, "d/planted"), "through the link");
-    const archive = path.join(root, "planted.tar");
+    const archive = path.join(path.dirname(linkDir), "planted.tar");
     execFileSync("tar", ["-c", "-f", archive, "-C", linkDir, "d"]);
     execFileSync("tar", ["-r", "-f", archive, "-C", fileDir, "d/planted"]);
     for (const tar of [dotdot, absolute, readFileSync(archive)]) {
-      const { dir, report } = extract(tar);
+      const { dir, report } = await extract(tar);
       expect(report.skipped.length).toBeGreaterThan(0);
       expect(existsSync(path.join(dir, "..", "x"))).toBe(false);
     }
     expect(existsSync(path.join(outside, "planted"))).toBe(false);
-    expect(existsSync(path.join(root, "x"))).toBe(false);
+    expect(existsSync(path.join(path.dirname(linkDir), "x"))).toBe(false);
   });
 
-  it("keeps a large file's beginning and size, and stops at its entry limit", () => {
+  it("keeps a large file's beginning and size, and stops at its entry limit", async () => {
     const src = fresh("big");
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
     big.write("head", 0);
     writeFileSync(path.join(src, "big.bin"), big);
     for (let i = 0; i < 20; i++) writeFileSync(path.join(src, `f${i}`), String(i));
     const archive = execFileSync("tar", ["-c", "-f", "-", "-C", src, "."], { maxBuffer: 64 * 1024 * 1024 });
-    const capped = extract(archive, { maxFileBytes: 1024 * 1024 });
+    const capped = await extract(archive, { maxFileBytes: 1024 * 1024 });
     const copy = readFileSync(path.join(capped.dir, "big.bin"));
     expect(copy.length).toBe(big.length);
     expect(copy.subarray(0, 1024 * 1024).equals(big.subarray(0, 1024 * 1024))).toBe(true);
     expect(copy.subarray(1024 * 1024).every((b) => b === 0)).toBe(true);
     expect(capped.report.truncated).toEqual(["big.bin"]);
     expect(capped.report.bytes).toBe(1024 * 1024 + 20 + 10);
-    expect(extract(archive, { maxEntries: 5 }).report.incomplete).toMatch(/more than 5 entries/);
+    expect((await extract(archive, { maxEntries: 5 })).report.incomplete).toMatch(/more than 5 entries/);
   });
 
-  it("refuses what is not a tar archive", () => {
-    const { reader } = extract(Buffer.from("x".repeat(2048)));
+  it("refuses what is not a tar archive", async () => {
+    const { reader } = await extract(Buffer.from("x".repeat(2048)));
     expect(reader.error).toMatch(/not a tar archive/);
     expect(reader.complete).toBe(false);
   });
@@ -138,7 +132,11 @@ describe("local sandbox copy in and out", () => {
 
   it("copies the workspace out as the sandbox left it, links never followed", async () => {
     const box = await provider.create({ id: "copy-out", runId: "copy", network: "none" });
-    const made = await box.exec(["sh", "-c", "mkdir -p out/deep empty && printf 42 > out/deep/answer.txt && ln -s /etc/passwd leak && ln -s out/deep/answer.txt ok && mkfifo pipe && printf x > /tmp/not-copied"]);
+    const made = await box.exec([
+      "sh",
+      "-c",
+      "mkdir -p out/deep empty && printf 42 > out/deep/answer.txt && ln -s /etc/passwd leak && ln -s out/deep/answer.txt ok && mkfifo pipe && printf x > /tmp/not-copied",
+    ]);
     expect(made.exitCode).toBe(0);
     const dir = fresh("snapshot");
     const report = await box.copyOut(".", dir);
@@ -160,7 +158,7 @@ describe("local sandbox copy in and out", () => {
     const box = await provider.create({ id: "copy-in", runId: "copy", network: "none" });
     const src = fresh("hidden");
     mkdirSync(path.join(src, "sub"));
-    writeFileSync(path.join(src, "sub/check.sh"), "#!/bin/sh\necho checked \"$@\"\n");
+    writeFileSync(path.join(src, "sub/check.sh"), '#!/bin/sh\necho checked "$@"\n');
     chmodSync(path.join(src, "sub/check.sh"), 0o755);
     writeFileSync(path.join(src, "expected.txt"), "42");
     await box.copyIn(src, "/home/sandbox/.verify");

@@ -54,7 +54,9 @@ describe("harness images", () => {
     expect(harnessRepository("registry.example:5000/team/sandbox@sha256:abc", "codex")).toBe("registry.example:5000/team/reins-harness-codex");
     expect(harnessRepository("sandbox", "codex")).toBe("reins-harness-codex");
     const image = planHarnessImage({ harness: "codex", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/x", digest: "sha256:1" }] });
-    expect(containerfileOf(image)).toBe(`FROM ${BASE}\nCOPY rootfs/ /\nLABEL reins.dev/harness="codex"\nLABEL reins.dev/image-recipe="2"\nLABEL reins.dev/base-image="sha256:b"\n`);
+    expect(containerfileOf(image)).toBe(
+      `FROM ${BASE}\nCOPY rootfs/ /\nLABEL reins.dev/harness="codex"\nLABEL reins.dev/image-recipe="2"\nLABEL reins.dev/base-image="sha256:b"\n`,
+    );
   });
   it("move files that a sandbox's own directories would hide to a place of their own, and their paths with them", () => {
     expect(hiddenInput(["/opt/reins/agent.mjs", "/root/.cache/reins/harnesses/x"])).toBeUndefined();
@@ -62,7 +64,15 @@ describe("harness images", () => {
     expect(hiddenInput(["/home/sandbox/.npm"])).toEqual({ path: "/home/sandbox/.npm", root: "/home/sandbox" });
     expect(hiddenInput(["/workspaces/x", "/tmpfoo/x"])).toBeUndefined();
     const agent = "/tmp/checkout/src/runtime/harness/reins-agent";
-    const image = planHarnessImage({ harness: "reins-agent", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/node", digest: "sha256:1" }, { path: agent, digest: "sha256:2" }] });
+    const image = planHarnessImage({
+      harness: "reins-agent",
+      base: BASE,
+      baseId: "sha256:b",
+      inputs: [
+        { path: "/opt/node", digest: "sha256:1" },
+        { path: agent, digest: "sha256:2" },
+      ],
+    });
     const moved = image.inputs.find((i) => i.path === agent)!;
     expect(moved.at).toMatch(/^\/opt\/reins\/inputs\/[0-9a-f]{12}\/reins-agent$/);
     expect(image.inputs.find((i) => i.path === "/opt/node")!.at).toBe("/opt/node");
@@ -71,7 +81,15 @@ describe("harness images", () => {
     expect(relocate(image.inputs, "/opt/node/bin/node")).toBe("/opt/node/bin/node");
     expect(relocate(image.inputs, `${agent}-other/x`)).toBe(`${agent}-other/x`);
     // The place is part of the tag: the same files at another place are another image.
-    const elsewhere = planHarnessImage({ harness: "reins-agent", base: BASE, baseId: "sha256:b", inputs: [{ path: "/opt/node", digest: "sha256:1" }, { path: "/work/checkout/src/runtime/harness/reins-agent", digest: "sha256:2" }] });
+    const elsewhere = planHarnessImage({
+      harness: "reins-agent",
+      base: BASE,
+      baseId: "sha256:b",
+      inputs: [
+        { path: "/opt/node", digest: "sha256:1" },
+        { path: "/work/checkout/src/runtime/harness/reins-agent", digest: "sha256:2" },
+      ],
+    });
     expect(elsewhere.name).not.toBe(image.name);
   });
 });

@@ -1,8 +1,8 @@
 /** Shared helpers for sandbox tests: host-side process search, a stand-in proxy, temp dirs. */
 import http from "node:http";
-import { readdirSync, readFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { tempDir } from "../temp.js";
 import { createSocketBridge, type SocketBridge } from "../../src/runtime/sandbox/socket-bridge.js";
 
 /** Host pids whose command line contains `marker` (a unique argument such as "987.654"). */
@@ -23,6 +23,17 @@ export function hostPidsWith(marker: string): number[] {
 }
 
 export { tempDir } from "../temp.js";
+
+/** Numbered fresh directories `<prefix>-<n>` under one temp directory of the test file. */
+export function freshDirs(prefix: string): (name: string) => string {
+  const root = tempDir(`${prefix}-`);
+  let n = 0;
+  return (name) => {
+    const dir = path.join(root, `${name}-${n++}`);
+    mkdirSync(dir);
+    return dir;
+  };
+}
 
 export function uniqueMarker(): string {
   return `${Math.floor(Math.random() * 9000) + 1000}.${Math.floor(Math.random() * 900) + 100}`;
@@ -77,10 +88,5 @@ export async function startOtherServer(): Promise<{ port: number; hits: number; 
 
 /** Node one-liner that fetches a URL and prints the body or the error code. */
 export function fetchScript(url: string): string[] {
-  return [
-    "node",
-    "-e",
-    "fetch(process.argv[1]).then(r=>r.text()).then(t=>console.log('BODY '+t),e=>console.log('ERR '+(e.cause?.code??e.message)))",
-    url,
-  ];
+  return ["node", "-e", "fetch(process.argv[1]).then(r=>r.text()).then(t=>console.log('BODY '+t),e=>console.log('ERR '+(e.cause?.code??e.message)))", url];
 }

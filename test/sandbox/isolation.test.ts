@@ -49,7 +49,10 @@ describe("local sandbox isolation", () => {
   it("cannot read another sandbox's workspace, by its host path or otherwise", async () => {
     const bHost = b.workspaceHostPath;
     expect(existsSync(path.join(bHost, "b-private.txt"))).toBe(true);
-    const r = await sh(a, `cat ${bHost}/b-private.txt; ls ${path.dirname(bHost)}; grep -rl "b's work" /tmp /home /run /workspace 2>/dev/null; find /tmp /home /run /var /opt /workspace -name b-private.txt 2>/dev/null`);
+    const r = await sh(
+      a,
+      `cat ${bHost}/b-private.txt; ls ${path.dirname(bHost)}; grep -rl "b's work" /tmp /home /run /workspace 2>/dev/null; find /tmp /home /run /var /opt /workspace -name b-private.txt 2>/dev/null`,
+    );
     expect(r.stdout).not.toContain("b's work");
     expect(r.stdout).not.toContain("b-private.txt");
     expect(r.stderr).toMatch(/No such file or directory/);
@@ -59,7 +62,12 @@ describe("local sandbox isolation", () => {
     const r = await sh(a, `cat ${homeSecret}; ls -A /root /home; cat ${runDir}/calls.jsonl; cat ${varSecretDir}/secret; cat /etc/shadow; echo done`);
     expect(r.stdout).not.toContain("secret");
     expect(r.stdout).not.toContain("other rollouts");
-    expect(r.stdout.trim().split("\n").filter((l) => l && l !== "done" && !l.endsWith(":"))).toEqual(["sandbox"]);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l && l !== "done" && !l.endsWith(":")),
+    ).toEqual(["sandbox"]);
   });
 
   it("gets none of the runner's environment", async () => {
@@ -137,7 +145,10 @@ describe("local sandbox isolation", () => {
   });
 
   it("sees only its own processes and cannot signal the runner", async () => {
-    const r = await sh(a, `cat /proc/[0-9]*/comm | sort -u | tr '\\n' ' '; echo; kill -0 ${process.pid} 2>&1 && echo SIGNALLED; id -u; grep CapEff /proc/self/status`);
+    const r = await sh(
+      a,
+      `cat /proc/[0-9]*/comm | sort -u | tr '\\n' ' '; echo; kill -0 ${process.pid} 2>&1 && echo SIGNALLED; id -u; grep CapEff /proc/self/status`,
+    );
     const [comms, ...rest] = r.stdout.trim().split("\n");
     expect(comms.split(" ")).not.toContain("node");
     expect(comms.split(" ")).toContain("socat");

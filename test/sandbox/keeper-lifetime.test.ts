@@ -55,7 +55,10 @@ function recordedGroups(rootDir: string): string[] {
   const out = new Set<string>();
   for (const name of readdirSync(rootDir).filter((n) => !n.startsWith("."))) {
     try {
-      for (const line of readFileSync(path.join(rootDir, name, "cgroups"), "utf8").split("\n").filter(Boolean)) out.add(line);
+      for (const line of readFileSync(path.join(rootDir, name, "cgroups"), "utf8")
+        .split("\n")
+        .filter(Boolean))
+        out.add(line);
     } catch {
       // no groups
     }
@@ -76,15 +79,17 @@ describe("local sandboxes and the runner that made them", () => {
   it.each([
     { when: "as it starts the keeper", kill: `setImmediate(() => process.kill(process.pid, "SIGKILL"))` },
     { when: "once the keeper is on its way", kill: `setTimeout(() => process.kill(process.pid, "SIGKILL"), 4)` },
-  ])("a runner killed while its sandbox starts ($when) leaves no bwrap, forwarder or spawner, and the next runner removes its groups", async ({ kill }) => {
-    const dir = tempDir("reins-keeper-life-");
-    const rootDir = path.join(dir, "state");
-    const socket = path.join(dir, "proxy.sock");
-    const port = 40_000 + Math.floor(Math.random() * 20_000);
-    // A runner like `reins run`: one sandbox made (with a spare prepared for the next), then
-    // killed with SIGKILL right after it starts the next sandbox's keeper (before bwrap runs), or a
-    // little later (its request with the spawner, bwrap on its way).
-    const script = `
+  ])(
+    "a runner killed while its sandbox starts ($when) leaves no bwrap, forwarder or spawner, and the next runner removes its groups",
+    async ({ kill }) => {
+      const dir = tempDir("reins-keeper-life-");
+      const rootDir = path.join(dir, "state");
+      const socket = path.join(dir, "proxy.sock");
+      const port = 40_000 + Math.floor(Math.random() * 20_000);
+      // A runner like `reins run`: one sandbox made (with a spare prepared for the next), then
+      // killed with SIGKILL right after it starts the next sandbox's keeper (before bwrap runs), or a
+      // little later (its request with the spawner, bwrap on its way).
+      const script = `
       import net from "node:net";
       import { LocalSandboxProvider } from "./src/runtime/sandbox/local/provider.ts";
       await new Promise((r) => net.createServer().listen(${JSON.stringify(socket)}, r));
@@ -95,74 +100,80 @@ describe("local sandboxes and the runner that made them", () => {
       await new Promise((r) => setTimeout(r, 100));
       void provider.create(spec("second"));
       ${kill};`;
-    const runner = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let spawnerSocket = "";
-    runner.stdout.on("data", (d: Buffer) => (spawnerSocket += d.toString()));
-    let stderr = "";
-    runner.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const signal = await new Promise((res) => runner.once("exit", (_code, sig) => res(sig)));
-    expect(signal, stderr).toBe("SIGKILL");
+      const runner = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let spawnerSocket = "";
+      runner.stdout.on("data", (d: Buffer) => (spawnerSocket += d.toString()));
+      let stderr = "";
+      runner.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const signal = await new Promise((res) => runner.once("exit", (_code, sig) => res(sig)));
+      expect(signal, stderr).toBe("SIGKILL");
 
-    // bwrap names the runner's state root in its arguments; socat listens on the sandbox's port;
-    // a spawner names its socket, in a directory of the host's temporary directory.
-    expect(await waitUntilNone(rootDir, `TCP-LISTEN:${port},`)).toEqual([]);
-    spawnerSocket = spawnerSocket.trim();
-    // Where reins's C programs build here, the runner had a spawner.
-    if (await nativeProgram("spawn")) expect(spawnerSocket).toMatch(/reins-spawn-/);
-    if (spawnerSocket) {
-      expect(await waitUntilNone(spawnerSocket)).toEqual([]);
-      expect(existsSync(path.dirname(spawnerSocket))).toBe(false);
-    }
+      // bwrap names the runner's state root in its arguments; socat listens on the sandbox's port;
+      // a spawner names its socket, in a directory of the host's temporary directory.
+      expect(await waitUntilNone(rootDir, `TCP-LISTEN:${port},`)).toEqual([]);
+      spawnerSocket = spawnerSocket.trim();
+      // Where reins's C programs build here, the runner had a spawner.
+      if (await nativeProgram("spawn")) expect(spawnerSocket).toMatch(/reins-spawn-/);
+      if (spawnerSocket) {
+        expect(await waitUntilNone(spawnerSocket)).toEqual([]);
+        expect(existsSync(path.dirname(spawnerSocket))).toBe(false);
+      }
 
-    // Its state root removed before anyone pruned it, as a test's temporary directory is.
-    const groups = recordedGroups(rootDir);
-    if (cgroups) expect(groups.length).toBeGreaterThan(0);
-    rmSync(rootDir, { recursive: true, force: true });
+      // Its state root removed before anyone pruned it, as a test's temporary directory is.
+      const groups = recordedGroups(rootDir);
+      if (cgroups) expect(groups.length).toBeGreaterThan(0);
+      rmSync(rootDir, { recursive: true, force: true });
 
-    // The next runner (another state root) prepares its host: the dead runner's groups are gone
-    // (any runner on this host that prepares its host meanwhile removes them too).
-    const next = new LocalSandboxProvider({ rootDir: path.join(dir, "next") });
-    try {
-      await next.create({ id: "next", runId: "r", network: "none" });
-      expect(groups.filter(existsSync)).toEqual([]);
-    } finally {
-      await next.close();
-    }
-  }, 60_000);
+      // The next runner (another state root) prepares its host: the dead runner's groups are gone
+      // (any runner on this host that prepares its host meanwhile removes them too).
+      const next = new LocalSandboxProvider({ rootDir: path.join(dir, "next") });
+      try {
+        await next.create({ id: "next", runId: "r", network: "none" });
+        expect(groups.filter(existsSync)).toEqual([]);
+      } finally {
+        await next.close();
+      }
+    },
+    60_000,
+  );
 
-  it.skipIf(!cgroups)("pruning removes only the groups of runners that no longer run, never a live runner's", async () => {
-    const host = cgroups!;
-    const live = new LocalSandboxProvider({ rootDir: tempDir("reins-keeper-live-") });
-    try {
-      const box = (await live.create({ id: "live", runId: "r", network: "none" })) as LocalSandbox;
-      await new Promise((r) => setTimeout(r, 100)); // its spare: empty groups, made in advance
-      const liveGroups = recordedGroups(live.rootDir);
-      expect(new Set(liveGroups.map((g) => path.basename(g))).size).toBe(2); // the sandbox's and the spare's
+  it.skipIf(!cgroups)(
+    "pruning removes only the groups of runners that no longer run, never a live runner's",
+    async () => {
+      const host = cgroups!;
+      const live = new LocalSandboxProvider({ rootDir: tempDir("reins-keeper-live-") });
+      try {
+        const box = (await live.create({ id: "live", runId: "r", network: "none" })) as LocalSandbox;
+        await new Promise((r) => setTimeout(r, 100)); // its spare: empty groups, made in advance
+        const liveGroups = recordedGroups(live.rootDir);
+        expect(new Set(liveGroups.map((g) => path.basename(g))).size).toBe(2); // the sandbox's and the spare's
 
-      const parent = Object.values(host.parents)[0] as string;
-      const group = (name: string): string => {
-        const dir = path.join(parent, name);
-        mkdirSync(dir);
-        made.push(dir);
-        return dir;
-      };
-      const dead = group(groupNameFor("/x/s0-p5-a1-dead01", "999999999 1")); // no such pid
-      const reused = group(groupNameFor("/x/s0-p5-a1-reuse1", `${process.pid} 1`)); // this pid, another start time
-      const mine = group(groupNameFor("/x/s0-p5-a1-mine01", ownerStamp() as string));
-      const otherNamespace = group(`s0-p5-a1-other1@1.999999999.1`);
-      const unnamed = group("s0-p5-a1-legacy");
+        const parent = Object.values(host.parents)[0] as string;
+        const group = (name: string): string => {
+          const dir = path.join(parent, name);
+          mkdirSync(dir);
+          made.push(dir);
+          return dir;
+        };
+        const dead = group(groupNameFor("/x/s0-p5-a1-dead01", "999999999 1")); // no such pid
+        const reused = group(groupNameFor("/x/s0-p5-a1-reuse1", `${process.pid} 1`)); // this pid, another start time
+        const mine = group(groupNameFor("/x/s0-p5-a1-mine01", ownerStamp() as string));
+        const otherNamespace = group(`s0-p5-a1-other1@1.999999999.1`);
+        const unnamed = group("s0-p5-a1-legacy");
 
-      await pruneStaleGroups(host);
-      expect(existsSync(dead)).toBe(false);
-      expect(existsSync(reused)).toBe(false);
-      expect([mine, otherNamespace, unnamed].filter(existsSync)).toEqual([mine, otherNamespace, unnamed]);
-      expect(liveGroups.filter(existsSync)).toEqual(liveGroups);
-      expect((await box.exec(["true"])).exitCode).toBe(0);
-    } finally {
-      removeMadeGroups();
-      await live.close();
-    }
-  }, 60_000);
+        await pruneStaleGroups(host);
+        expect(existsSync(dead)).toBe(false);
+        expect(existsSync(reused)).toBe(false);
+        expect([mine, otherNamespace, unnamed].filter(existsSync)).toEqual([mine, otherNamespace, unnamed]);
+        expect(liveGroups.filter(existsSync)).toEqual(liveGroups);
+        expect((await box.exec(["true"])).exitCode).toBe(0);
+      } finally {
+        removeMadeGroups();
+        await live.close();
+      }
+    },
+    60_000,
+  );
 
   it("closing a provider destroys its spares and the sandboxes still being created", async () => {
     const dir = tempDir("reins-keeper-close-");

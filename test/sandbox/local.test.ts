@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { symlink } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -183,7 +183,7 @@ describe("local sandbox files", () => {
     expect(existsSync("/etc/evil")).toBe(false);
     await symlink(secret, path.join(box.workspaceHostPath, "host-made-link")).catch(() => undefined);
     await expect(box.writeFiles([{ path: "host-made-link", content: "overwrite" }])).rejects.toBeInstanceOf(SandboxError);
-    expect((await import("node:fs/promises").then((fs) => fs.readFile(secret, "utf8")))).toBe("host secret");
+    expect(await import("node:fs/promises").then((fs) => fs.readFile(secret, "utf8"))).toBe("host secret");
   });
 });
 
@@ -197,7 +197,11 @@ describe("local sandbox links and directories", () => {
         { path: "dangling", target: "nowhere/x" },
       ],
     });
-    const r = await box.exec(["sh", "-c", "node_modules/.bin/tool; readlink abs dangling; ls -A out/empty | wc -l; stat -c %u node_modules/.bin/tool out/empty"]);
+    const r = await box.exec([
+      "sh",
+      "-c",
+      "node_modules/.bin/tool; readlink abs dangling; ls -A out/empty | wc -l; stat -c %u node_modules/.bin/tool out/empty",
+    ]);
     expect(r.stdout).toBe(`tool\n/etc/hostname\nnowhere/x\n0\n${box.uid}\n${box.uid}\n`);
   });
 
@@ -233,7 +237,11 @@ describe("local sandbox mounts", () => {
         { hostPath: shared, sandboxPath: "/srv2/out", readOnly: false },
       ],
     });
-    const r = await withMounts.exec(["sh", "-c", `node ${cache}/tool.js; cat /tmp/cache/tools/tool.js >/dev/null && echo tmp-ok; echo x > ${cache}/new 2>/dev/null || echo ro; echo y > /srv2/out/w && echo rw`]);
+    const r = await withMounts.exec([
+      "sh",
+      "-c",
+      `node ${cache}/tool.js; cat /tmp/cache/tools/tool.js >/dev/null && echo tmp-ok; echo x > ${cache}/new 2>/dev/null || echo ro; echo y > /srv2/out/w && echo rw`,
+    ]);
     expect(r.stdout).toBe("from cache\ntmp-ok\nro\nrw\n");
     expect(existsSync(path.join(shared, "w"))).toBe(true);
     await withMounts.destroy();
@@ -258,7 +266,11 @@ describe("local sandbox lifecycle", () => {
     try {
       const box2 = (await shared.create({ id: "stop", runId: "test-local", network: "none" })) as LocalSandbox;
       const marker = uniqueMarker();
-      const r = await box2.exec(["sh", "-c", `echo kept > kept.txt; setsid nohup sh -c 'trap "" TERM HUP INT; sleep ${marker}' >/dev/null 2>&1 & (sleep ${marker} >/dev/null 2>&1 &) ; exit 0`]);
+      const r = await box2.exec([
+        "sh",
+        "-c",
+        `echo kept > kept.txt; setsid nohup sh -c 'trap "" TERM HUP INT; sleep ${marker}' >/dev/null 2>&1 & (sleep ${marker} >/dev/null 2>&1 &) ; exit 0`,
+      ]);
       expect(r.exitCode).toBe(0);
       for (let i = 0; i < 100 && hostPidsWith(marker).length < 2; i++) await new Promise((res) => setTimeout(res, 20));
       expect(hostPidsWith(marker).length).toBe(2);

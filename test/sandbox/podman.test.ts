@@ -77,7 +77,10 @@ describe.skipIf(skip)("podman provider", () => {
   });
 
   it("runs commands as the sandbox user with the explicit env, a read-only root and no capabilities", async () => {
-    const r = await box.exec(["sh", "-c", 'id -u; pwd; echo "$GREETING"; touch /x 2>&1; grep CapEff /proc/self/status; env | cut -d= -f1 | sort | tr "\\n" " "'], { env: { EXTRA: "1" } });
+    const r = await box.exec(
+      ["sh", "-c", 'id -u; pwd; echo "$GREETING"; touch /x 2>&1; grep CapEff /proc/self/status; env | cut -d= -f1 | sort | tr "\\n" " "'],
+      { env: { EXTRA: "1" } },
+    );
     const lines = r.stdout.trim().split("\n");
     expect(lines.slice(0, 3)).toEqual(["1000", "/workspace", "hi"]);
     expect(r.stdout).toMatch(/Read-only file system/);
@@ -88,7 +91,10 @@ describe.skipIf(skip)("podman provider", () => {
   });
 
   it("writes and reads workspace files, seen on both sides", async () => {
-    await box.writeFiles([{ path: "task/input.txt", content: "from host" }, { path: "/home/sandbox/.tool/config", content: "cfg" }]);
+    await box.writeFiles([
+      { path: "task/input.txt", content: "from host" },
+      { path: "/home/sandbox/.tool/config", content: "cfg" },
+    ]);
     const r = await box.exec(["sh", "-c", "cat task/input.txt; echo; cat ~/.tool/config; echo made > out.txt"]);
     expect(r.stdout).toBe("from host\ncfg");
     expect((await box.readFile("out.txt")).toString()).toBe("made\n");
@@ -150,9 +156,25 @@ describe.skipIf(skip)("podman provider", () => {
       expect(statSync(path.join(snapshot, "empty")).isDirectory()).toBe(true);
       // Links and empty directories in, as the verifier's sandbox gets them: busybox tar -x as the sandbox user.
       const longTarget = `../${"t".repeat(150)}`;
-      await s.writeFiles([], { directories: [{ path: "out/empty" }], links: [{ path: "node_modules/.bin/x", target: "../x/cli.js" }, { path: "abs", target: "/etc/hostname" }, { path: "long", target: longTarget }] });
-      const seen = await s.exec(["sh", "-c", "for f in node_modules/.bin/x abs long; do readlink \"$f\"; done; ls -A out/empty | wc -l; stat -c %u abs out/empty"]);
-      expect(seen.stdout.trim().split("\n").map((l) => l.trim())).toEqual(["../x/cli.js", "/etc/hostname", longTarget, "0", "1000", "1000"]);
+      await s.writeFiles([], {
+        directories: [{ path: "out/empty" }],
+        links: [
+          { path: "node_modules/.bin/x", target: "../x/cli.js" },
+          { path: "abs", target: "/etc/hostname" },
+          { path: "long", target: longTarget },
+        ],
+      });
+      const seen = await s.exec([
+        "sh",
+        "-c",
+        'for f in node_modules/.bin/x abs long; do readlink "$f"; done; ls -A out/empty | wc -l; stat -c %u abs out/empty',
+      ]);
+      expect(
+        seen.stdout
+          .trim()
+          .split("\n")
+          .map((l) => l.trim()),
+      ).toEqual(["../x/cli.js", "/etc/hostname", longTarget, "0", "1000", "1000"]);
     } finally {
       await viaExec.close();
     }
@@ -204,7 +226,10 @@ setInterval(() => undefined, 1000);
       const orphan = JSON.parse(line) as { pod: string; stateDir: string };
       runner.kill("SIGKILL");
       await new Promise((resolve) => runner.once("exit", resolve));
-      const mountedUnder = (dir: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => (l.split(" ")[4] ?? "").startsWith(`${dir}/`));
+      const mountedUnder = (dir: string) =>
+        readFileSync("/proc/self/mountinfo", "utf8")
+          .split("\n")
+          .filter((l) => (l.split(" ")[4] ?? "").startsWith(`${dir}/`));
       expect((await runPodman(kept.state.cli, ["pod", "exists", orphan.pod])).code).toBe(0);
       if (process.getuid?.() === 0) expect(mountedUnder(orphan.stateDir).length).toBe(3);
       // The next runner's first sandbox prepares the host: what the dead one left goes.

@@ -54,8 +54,18 @@ describe("the spawner's requests", () => {
     try {
       const ok = await ask(spawner.socketPath, encodeRequest({ kind: "command", argv: ["/bin/sh", "-c", "echo out; echo err >&2; exit 4"], env: {} }));
       expect(ok.map((f) => f.type)).toContain(0);
-      expect(ok.filter((f) => f.type === 1).map((f) => f.text).join("")).toBe("out\n");
-      expect(ok.filter((f) => f.type === 2).map((f) => f.text).join("")).toBe("err\n");
+      expect(
+        ok
+          .filter((f) => f.type === 1)
+          .map((f) => f.text)
+          .join(""),
+      ).toBe("out\n");
+      expect(
+        ok
+          .filter((f) => f.type === 2)
+          .map((f) => f.text)
+          .join(""),
+      ).toBe("err\n");
       expect(ok.at(-1)).toEqual({ type: 3, text: "4" });
       const relative = await ask(spawner.socketPath, encodeRequest({ kind: "command", argv: ["sh", "-c", "true"], env: {} }));
       expect(relative).toEqual([{ type: 4, text: "malformed request" }]);

@@ -18,12 +18,13 @@
  *   hint, no stack, no marker, and no trainer worker started (trainer.log unchanged). The untampered
  *   run then resumes and finishes.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TrainerWorker } from "../../src/runtime/training/trainer-process.js";
 import { events, experiment, runKilledAfterFirstStep, STACK_TRACE } from "../control/helpers.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { ALGORITHM, makeTinyModel, PYTHON, randomTrees, startWorker, treeBatch, type TinyModel } from "../training/helpers.js";
 
@@ -137,16 +138,19 @@ describe("reins run --resume reads checkpoints only of its run, never a pickle",
   const markers: string[] = [];
 
   function reins(args: string[]) {
-    const r = spawnSync(process.execPath, ["bin/reins.js", ...args], { encoding: "utf8", timeout: 300_000, env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" } });
-    return { code: r.status, stdout: r.stdout, stderr: r.stderr, shown: `reins ${args.join(" ")}\nexit ${r.status}\n${r.stderr}` };
+    const r = launch(args, { timeout: 300_000, env: { REINS_DEBUG: "" } });
+    return { ...r, shown: `reins ${args.join(" ")}\nexit ${r.code}\n${r.stderr}` };
   }
 
   /** events.jsonl with the last checkpoint event (or SFT's) changed by `edit`. */
   function withEvents(edit: (e: any) => void, which: "last" | "sft" = "last"): void {
-    const lines = original.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const lines = original
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const target = which === "last" ? lines.filter((e) => e.type === "checkpoint").at(-1) : lines.find((e) => e.type === "checkpoint" && e.phase === "sft");
     edit(target);
-    writeFileSync(join(runDir, "events.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    writeFileSync(join(runDir, "events.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
   }
 
   /**
@@ -161,7 +165,7 @@ describe("reins run --resume reads checkpoints only of its run, never a pickle",
       expect(r.code, r.shown).toBe(1);
       expect(r.stderr, r.shown).toContain(`error[${code}]`);
       expect(r.stderr, r.shown).toMatch(message);
-      expect(r.stderr.slice(r.stderr.indexOf("hint:")), r.shown).toMatch(/^hint:[^]*start a new run/i);
+      expect(r.stderr.slice(r.stderr.indexOf("hint:")), r.shown).toMatch(/^hint:[\s\S]*start a new run/i);
       expect(r.stderr, r.shown).not.toMatch(STACK_TRACE);
       expect(r.stderr, r.shown).not.toContain("resumed from the checkpoint");
       expect(existsSync(trainerLog) ? readFileSync(trainerLog, "utf8") : "", "no trainer worker started").toBe(logBefore);

@@ -4,11 +4,11 @@
  * instead of hanging: it ends with exit 1 and a diagnostic that names the limit, its value and
  * the position, without writing a plan. The controls show honest specs still compile.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan, validateSpecs, type Diagnostic } from "../../src/compiler/index.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 /** Generous: the property is "ends with an answer", on a loaded 2-core machine. */
@@ -16,8 +16,8 @@ const CLI_TIMEOUT_MS = 60_000;
 
 function reins(args: string[]) {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, ["bin/reins.js", ...args], { encoding: "utf8", timeout: CLI_TIMEOUT_MS, env: { ...process.env, NO_COLOR: "1" }, maxBuffer: 64 * 1024 * 1024 });
-  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, seconds: (Date.now() - t0) / 1000 };
+  const r = launch(args, { timeout: CLI_TIMEOUT_MS });
+  return { ...r, seconds: (Date.now() - t0) / 1000 };
 }
 
 function write(text: string, name = "spec.yaml"): string {
@@ -82,7 +82,14 @@ function expectStopped(file: string, code: string, line: number): Diagnostic {
 
 describe("bounded compilation: small specs cannot exhaust the compiler", () => {
   it("a 1e6-cell matrix is refused from its axis lengths, before any cell is made", () => {
-    const file = write(family(`  matrix: {${"abcdef".split("").map((c) => `${c}: ${TEN}`).join(", ")}}`));
+    const file = write(
+      family(
+        `  matrix: {${"abcdef"
+          .split("")
+          .map((c) => `${c}: ${TEN}`)
+          .join(", ")}}`,
+      ),
+    );
     const d = expectStopped(file, "MatrixTooLarge", 5);
     expect(d.message).toContain("1,000,000 cells");
     expect(d.message).toContain("200,000");
@@ -131,8 +138,13 @@ spec:
 
   it("rendered text is capped per task and for the whole plan, not only per string", () => {
     // 4 strings of 900 KB each: every string fits, the task does not.
-    const file = write(family("  matrix: {a: [1, 2]}", `instruction: "{{repeat \\"x\\" 900}}{{repeat (repeat \\"y\\" 1000) 900}}"
-    workspace: {files: [{path: a, content: "{{repeat (repeat \\"y\\" 1000) 900}}"}, {path: b, content: "{{repeat (repeat \\"y\\" 1000) 900}}"}]}`));
+    const file = write(
+      family(
+        "  matrix: {a: [1, 2]}",
+        `instruction: "{{repeat \\"x\\" 900}}{{repeat (repeat \\"y\\" 1000) 900}}"
+    workspace: {files: [{path: a, content: "{{repeat (repeat \\"y\\" 1000) 900}}"}, {path: b, content: "{{repeat (repeat \\"y\\" 1000) 900}}"}]}`,
+      ),
+    );
     const d = expectStopped(file, "RenderedTooLarge", 8);
     expect(d.message).toContain("2 MiB");
     expect(d.message).toContain("per task");
@@ -180,27 +192,37 @@ spec:
   it("a large parameter value shared by every cell is counted once per task, before any is made", () => {
     // Each of 10,000 tasks would carry the 5,000-item list in its name hash and annotations.
     const big = `[${Array.from({ length: 5000 }, (_, i) => i).join(",")}]`;
-    const file = write(family(`  parameters: [{name: big, type: list}]\n  matrix: {a: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}], big: [${big}]}`));
+    const file = write(
+      family(`  parameters: [{name: big, type: list}]\n  matrix: {a: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}], big: [${big}]}`),
+    );
     const d = expectStopped(file, "FamilyTooLarge", 7);
     expect(d.message).toContain("20,000,000");
   });
 
   it("a template of 100,000 empty `{{a}}` over 10,000 cells is refused from its size: no output, but a billion lookups", () => {
-    const file = write(family(`  matrix: {a: [""], i: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}]}`, `instruction: "${"{{a}}".repeat(100_000)}{{i}}"`));
+    const file = write(
+      family(`  matrix: {a: [""], i: [${Array.from({ length: 10_000 }, (_, i) => i).join(",")}]}`, `instruction: "${"{{a}}".repeat(100_000)}{{i}}"`),
+    );
     const d = expectStopped(file, "FamilyTooLarge", 6);
     expect(d.message).toContain("100,00");
   });
 
   it("an evaluation of a billion rollouts is refused from its counts", () => {
     const file = write(
-      family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace("  harnesses: [{name: noop}]", "  harnesses: [{name: noop}]\n  attempts: 10000"),
+      family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace(
+        "  harnesses: [{name: noop}]",
+        "  harnesses: [{name: noop}]\n  attempts: 10000",
+      ),
     );
     const d = expectStopped(file, "PlanTooLarge", 16);
     expect(d.message).toContain("10,000,000 rollouts");
   });
 
   it("many Evaluations in one `validate` share the rollout limit: each under it, together over it", () => {
-    const base = family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace("  harnesses: [{name: noop}]", "  harnesses: [{name: noop}]\n  attempts: 550");
+    const base = family(`  matrix: {a: [${Array.from({ length: 1000 }, (_, i) => i).join(",")}]}`).replace(
+      "  harnesses: [{name: noop}]",
+      "  harnesses: [{name: noop}]\n  attempts: 550",
+    );
     const second = `---\napiVersion: reins/v1alpha1\nkind: Evaluation\nmetadata: {name: ev2}\nspec:\n  tasks: [{family: fam}]\n  harnesses: [{name: noop}]\n  attempts: 500\n`;
     const r = validateSpecs([write(base + second)], { env: {} });
     const errors = r.diagnostics.filter((d) => d.severity === "error");
@@ -211,14 +233,22 @@ spec:
   it("`validate` of any 1 MB spec ends with an answer", () => {
     const MB = 1024 * 1024;
     const specs: Record<string, string> = {
-      "deep block nesting": Array.from({ length: 2000 }, (_, i) => `${"  ".repeat(i)}a:`).join("\n").slice(0, MB),
-      "deep flow nesting": "a: " + "[".repeat(MB / 2) + "]".repeat(MB / 2),
+      "deep block nesting": Array.from({ length: 2000 }, (_, i) => `${"  ".repeat(i)}a:`)
+        .join("\n")
+        .slice(0, MB),
+      "deep flow nesting": `a: ${"[".repeat(MB / 2)}${"]".repeat(MB / 2)}`,
       "a wide map": `apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t}\nspec:\n${Array.from({ length: 60_000 }, (_, i) => `  k${i}: ${i}`).join("\n")}\n`,
       "many documents": Array.from({ length: 25_000 }, (_, i) => `kind: Task\nmetadata: {name: t${i}}`).join("\n---\n"),
       "a long string": `apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t}\nspec:\n  instruction: "${"x".repeat(MB)}"\n  verifier: {checks: [{fileExists: a}]}\n`,
-      "many tasks": Array.from({ length: 7000 }, (_, i) => `apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t${i}}\nspec: {instruction: do, verifier: {checks: [{fileExists: a}]}}`).join("\n---\n"),
+      "many tasks": Array.from(
+        { length: 7000 },
+        (_, i) => `apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t${i}}\nspec: {instruction: do, verifier: {checks: [{fileExists: a}]}}`,
+      ).join("\n---\n"),
       "a list of a million values": `apiVersion: reins/v1alpha1\nkind: Task\nmetadata: {name: t}\nspec:\n  x: [${"1,".repeat(MB / 2)}1]\n`,
-      "a large template loop": family(`  matrix: {a: [${Array.from({ length: 100_000 }, (_, i) => i).join(",")}]}`, `instruction: "{{#each (range 1 99)}}{{a}}{{/each}}"`),
+      "a large template loop": family(
+        `  matrix: {a: [${Array.from({ length: 100_000 }, (_, i) => i).join(",")}]}`,
+        `instruction: "{{#each (range 1 99)}}{{a}}{{/each}}"`,
+      ),
     };
     for (const [what, text] of Object.entries(specs)) {
       expect(text.length, what).toBeLessThanOrEqual(1.1 * MB);
@@ -226,7 +256,11 @@ spec:
       expect(r.signal, `${what}: ${r.stderr.slice(0, 300)}`).toBeNull();
       expect([0, 1], `${what}: ${r.stderr.slice(0, 300)}`).toContain(r.code);
       const out = JSON.parse(r.stdout) as { ok: boolean; diagnostics: Diagnostic[] };
-      if (r.code === 1) expect(out.diagnostics.some((d) => d.severity === "error" && d.code && d.hint), what).toBe(true);
+      if (r.code === 1)
+        expect(
+          out.diagnostics.some((d) => d.severity === "error" && d.code && d.hint),
+          what,
+        ).toBe(true);
       expect(r.stderr, what).not.toContain("internal error");
     }
   }, 600_000);

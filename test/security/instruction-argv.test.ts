@@ -44,7 +44,7 @@ describe("the shipped harnesses take any instruction as the prompt", () => {
     });
   }
 
-  it.each(HARNESS_NAMES)("%s: with every knob it declares and MCP servers, the added args go before the \"--\"", (name) => {
+  it.each(HARNESS_NAMES)('%s: with every knob it declares and MCP servers, the added args go before the "--"', (name) => {
     const spec = loadHarnessSpec(name);
     const values = { systemPrompt: "-s", appendSystemPrompt: "--x", tools: spec.knobs?.tools?.names?.slice(0, 1), maxTurns: 2 };
     const knobValues = Object.fromEntries(Object.entries(values).filter(([k]) => spec.knobs?.[k as keyof typeof values]));
@@ -56,7 +56,7 @@ describe("the shipped harnesses take any instruction as the prompt", () => {
     if (name === "claude-code") expect(argv).toEqual(expect.arrayContaining(["--max-turns", "2", "--mcp-config", "--strict-mcp-config"]));
   });
 
-  it("a command without \"--\" keeps the old order: added args at its end", () => {
+  it('a command without "--" keeps the old order: added args at its end', () => {
     const harness: ResolvedHarness = { ...loadHarnessSpec("claude-code"), command: ["agent", "--prompt={{instruction}}"], knobValues: { maxTurns: 3 } };
     expect(launch(harness, ctx("-h")).argv).toEqual(["agent", "--prompt=-h", "--max-turns", "3"]);
   });
@@ -111,8 +111,8 @@ describe("the compiler warns of an instruction where options are parsed", () => 
   it.each([
     ['[agent, "--", "{{instruction}}"]', "after --"],
     ['[agent, "--prompt={{instruction}}"]', "bound to a flag"],
-    ["[sh, -c, 'printf %s \"$1\" > a.txt', writer, \"{{instruction}}\"]", "an operand of sh -c"],
-    ["[bash, -ec, 'echo \"$0\"', \"{{instruction}}\"]", "$0 of bash -ec"],
+    ['[sh, -c, \'printf %s "$1" > a.txt\', writer, "{{instruction}}"]', "an operand of sh -c"],
+    ['[bash, -ec, \'echo "$0"\', "{{instruction}}"]', "$0 of bash -ec"],
     ['[agent, "Task: {{instruction}}"]', "not at the start of its argument"],
   ])("no warning for %s (%s)", (command) => {
     expect(argvWarnings(harnessProject(command))).toEqual([]);
@@ -167,7 +167,7 @@ function firstLine(plan: LaunchPlan, ms = 60_000): Promise<string> {
   });
 }
 
-describe("the installed CLIs take \"--version\" as the prompt", () => {
+describe('the installed CLIs take "--version" as the prompt', () => {
   // First stdout line with the instruction as the prompt: a JSON event of a started session.
   const cases = [
     { name: "claude-code", started: /"type":"system".*"subtype":"init"/, version: /\(Claude Code\)/ },
@@ -175,15 +175,23 @@ describe("the installed CLIs take \"--version\" as the prompt", () => {
   ];
   for (const c of cases) {
     const rt = installed(c.name);
-    it.skipIf(!rt)(`${c.name}${rt ? "" : " (skipped: not installed; scripts/install-harnesses.sh)"}`, async () => {
-      const dir = tempDir(`reins-argv-${c.name}-`);
-      const plan = launch(loadHarnessSpec(c.name), { instruction: "--version", workspace: join(dir, "w"), baseUrl: "http://127.0.0.1:9", apiKey: "sk-1", home: join(dir, "home") }, rt!);
-      const line = await firstLine(plan);
-      expect(line).not.toMatch(c.version);
-      expect(line).toMatch(c.started);
-      // Control: without the "--", the same CLI reads the instruction as its --version option.
-      const bare = { ...plan, argv: plan.argv.filter((a, i) => !(a === "--" && i === plan.argv.length - 2)) };
-      expect(await firstLine(bare)).toMatch(c.version);
-    }, 120_000);
+    it.skipIf(!rt)(
+      `${c.name}${rt ? "" : " (skipped: not installed; scripts/install-harnesses.sh)"}`,
+      async () => {
+        const dir = tempDir(`reins-argv-${c.name}-`);
+        const plan = launch(
+          loadHarnessSpec(c.name),
+          { instruction: "--version", workspace: join(dir, "w"), baseUrl: "http://127.0.0.1:9", apiKey: "sk-1", home: join(dir, "home") },
+          rt!,
+        );
+        const line = await firstLine(plan);
+        expect(line).not.toMatch(c.version);
+        expect(line).toMatch(c.started);
+        // Control: without the "--", the same CLI reads the instruction as its --version option.
+        const bare = { ...plan, argv: plan.argv.filter((a, i) => !(a === "--" && i === plan.argv.length - 2)) };
+        expect(await firstLine(bare)).toMatch(c.version);
+      },
+      120_000,
+    );
   }
 });

@@ -11,7 +11,6 @@
  *   would pile up in the runner (a body over its limit unread, calls to a server that does not
  *   read, more than 32 open requests) and answers open calls at once when its server ends.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,6 +24,7 @@ import type { McpCallRecord } from "../../src/runtime/records/rollout-result.js"
 import { CheckContext } from "../../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { runChecks } from "../../src/runtime/verifiers/run-checks.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 /** A plain stdio MCP server (no SDK): `echo` answers its `text` repeated `times` times. Answers end with the id, as the SDK writes them. */
@@ -83,21 +83,31 @@ if (process.env.MODE === "stall") {
 `;
 
 function reinsEval(file: string, out: string) {
-  const r = spawnSync(process.execPath, ["bin/reins.js", "eval", file, "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 600_000, env: { ...process.env, NO_COLOR: "1" } });
+  const r = reins(["eval", file, "--out", out, "--json", "--quiet"], { timeout: 600_000 });
   let rollouts: Record<string, any>[] = [];
   try {
-    rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   } catch {
     // the runner died before writing any
   }
-  return { code: r.status, stderr: r.stderr, rollouts };
+  return { code: r.code, stderr: r.stderr, rollouts };
 }
 
 /** The report.json a rollout wrote, read back from its workspace diff in the run directory. */
 function reportOf(out: string, id: string): Record<string, any> {
   const diff = JSON.parse(readFileSync(join(out, "workspace-diff", `${id}.json`), "utf8"));
   const patch: string = diff.files.find((f: { path: string }) => f.path === "report.json").patch;
-  return JSON.parse(patch.split("\n").filter((l) => l.startsWith("+") && !l.startsWith("+++")).map((l) => l.slice(1)).join("\n"));
+  return JSON.parse(
+    patch
+      .split("\n")
+      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
+      .map((l) => l.slice(1))
+      .join("\n"),
+  );
 }
 
 function evalSpec(dir: string, o: { mode: string; task: string; attempts: number; timeoutSeconds: number; concurrency: number }): string {
@@ -153,7 +163,10 @@ describe("one huge MCP call, and many large ones", () => {
 
   it("end in errors the harness sees as its tool's result; the runner survives and the rollout is scored", () => {
     expect(run.code, run.stderr).toBe(0);
-    expect(run.rollouts.map((r) => [r.status, r.reward, r.tries]), JSON.stringify(run.rollouts.map((r) => r.error))).toEqual([["ok", 1, 1]]);
+    expect(
+      run.rollouts.map((r) => [r.status, r.reward, r.tries]),
+      JSON.stringify(run.rollouts.map((r) => r.error)),
+    ).toEqual([["ok", 1, 1]]);
     const report = reportOf(out, run.rollouts[0]!.id);
     expect(report.hugeArguments).toMatchObject({ status: 200, isError: true });
     expect(report.hugeArguments.start).toContain("McpArgumentsTooLarge");
@@ -227,7 +240,15 @@ describe("the pieces", () => {
 
   it("a forbidden call (present: false) whose arguments were cut counts as made", async () => {
     const ws = tempDir("reins-mcp-check-");
-    const call: McpCallRecord = { server: "files", tool: "write", arguments: { truncated: true, bytes: 200_000, start: '{"pad":"' }, atMs: 1, latencyMs: 1, result: { content: [] }, truncated: { arguments: 200_000 } };
+    const call: McpCallRecord = {
+      server: "files",
+      tool: "write",
+      arguments: { truncated: true, bytes: 200_000, start: '{"pad":"' },
+      atMs: 1,
+      latencyMs: 1,
+      result: { content: [] },
+      truncated: { arguments: 200_000 },
+    };
     const judge = async (check: Record<string, unknown>) =>
       (await runChecks([{ type: "mcpCall", ...check } as ResolvedCheck], new CheckContext(new DirectoryReader(ws), { mcpCalls: [call] }))).results[0]!.pass;
     expect(await judge({ tool: "write", present: false, argumentsInclude: { path: "/etc/secret" } })).toBe(false);
@@ -257,7 +278,8 @@ class FakeServer {
   }
   async send(m: { id?: number; method?: string; params?: Record<string, unknown> }): Promise<void> {
     const reply = (result: unknown) => setImmediate(() => this.onmessage?.({ jsonrpc: "2.0", id: m.id, result }));
-    if (m.method === "initialize") reply({ protocolVersion: m.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "fake", version: "1" } });
+    if (m.method === "initialize")
+      reply({ protocolVersion: m.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "fake", version: "1" } });
     else if (m.method === "tools/list") reply({ tools: [{ name: "echo", inputSchema: { type: "object" } }] });
     else if (m.method === "tools/call") {
       this.forwarded++;
@@ -273,20 +295,37 @@ describe("the relay", () => {
   it("refuses what would pile up in the runner, and answers open calls when its server ends", async () => {
     const fake = new FakeServer();
     const calls: McpCallRecord[] = [];
-    const relay = new McpRelay("fake", fake as unknown as ServerProcess, { allowed: null, startedAt: Date.now(), record: (c) => calls.push(c), maxArgumentBytes: 1000 });
+    const relay = new McpRelay("fake", fake as unknown as ServerProcess, {
+      allowed: null,
+      startedAt: Date.now(),
+      record: (c) => calls.push(c),
+      maxArgumentBytes: 1000,
+    });
     await relay.open(5000);
     const http = createServer((req, res) => void relay.handle(req, res));
     await new Promise<void>((r) => http.listen(0, "127.0.0.1", r));
     const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
     const post = async (body: unknown, session?: string | null) => {
-      const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(session ? { "mcp-session-id": session } : {}) }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      const r = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(session ? { "mcp-session-id": session } : {}) },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
       const text = await r.text();
-      const data = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+      const data = text
+        .split("\n")
+        .filter((l) => l.startsWith("data: "))
+        .map((l) => JSON.parse(l.slice(6)));
       return { status: r.status, session: r.headers.get("mcp-session-id"), message: data[0] ?? (text.startsWith("{") ? JSON.parse(text) : text) };
     };
     const call = (id: number, args: unknown) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: args } });
     try {
-      const { session } = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+      const { session } = await post({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      });
       expect(session).toBeTruthy();
       expect((await post(call(2, { text: "hi" }), session)).message.result.content[0].text).toBe("ok");
       // a body over 4 × maxArgumentBytes + 64 KiB: answered 413 unread, recorded with the tool it names

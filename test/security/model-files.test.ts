@@ -12,12 +12,18 @@
  * diagnostic with a position and a hint, and the secret it reached for is nowhere in the output
  * or the plan.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compilePlan, validateSpecs, type Diagnostic } from "../../src/compiler/index.js";
-import { CHAT_TEMPLATE_LIMITS, ChatTemplateTooMuchWork, chatTemplateWorkProblem, parseChatTemplate, renderChatTemplate } from "../../src/compiler/resolve/chat-template-render.js";
+import {
+  CHAT_TEMPLATE_LIMITS,
+  ChatTemplateTooMuchWork,
+  chatTemplateWorkProblem,
+  parseChatTemplate,
+  renderChatTemplate,
+} from "../../src/compiler/resolve/chat-template-render.js";
 import { ChatTemplate, ChatTemplateError } from "../../src/runtime/model/chat-template.js";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
 import { ensureInitialPolicy, trainedSteps } from "../../src/runtime/control/policy.js";
@@ -25,6 +31,7 @@ import { locateModel } from "../../src/runtime/policy/model-dir.js";
 import type { ProxyHandle } from "../../src/runtime/proxy/api.js";
 import { startProxy } from "../../src/runtime/proxy/server.js";
 import { httpCall, scriptedModel } from "../proxy/helpers.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const REPO = resolve(".");
@@ -32,12 +39,13 @@ const MiB = 1024 * 1024;
 /** In the environment of every reins the tests start, and in the secret files outside the project. */
 const SECRET = "TOPSECRET-model-files-5c1e9a";
 
-const CHATML = "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}";
+const CHATML =
+  "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}";
 /** Work that never ends in practice: 200 million items, or 4 × 10^10 iterations. */
 const RANGE_BOMB = "{% for i in range(200000000) %}x{% endfor %}";
 const NESTED_LOOPS = "{% for i in range(200000) %}{% for j in range(200000) %}{% endfor %}{% endfor %}";
 /** Cubic in the number of messages: cheap for the compiler's five-message conversation, not for 300 messages. */
-const CUBIC = "{%- for a in messages %}{%- for b in messages %}{%- for c in messages %}{%- endfor %}{%- endfor %}{%- endfor %}" + CHATML;
+const CUBIC = `{%- for a in messages %}{%- for b in messages %}{%- for c in messages %}{%- endfor %}{%- endfor %}{%- endfor %}${CHATML}`;
 
 /** An Evaluation of one task with the Model `m` (its spec lines given), served to reins's own agent harness. */
 function evaluation(modelLines: string[]): string {
@@ -98,14 +106,8 @@ function hostSecret(): string {
 /** The CLI as a user meets it, with the secret in its environment and a hard timeout (a hang fails, not stalls). */
 function reins(args: string[], timeout = 30_000) {
   const started = Date.now();
-  const r = spawnSync(process.execPath, [join(REPO, "bin/reins.js"), ...args], {
-    cwd: REPO,
-    encoding: "utf8",
-    timeout,
-    maxBuffer: 64 * MiB,
-    env: { ...process.env, NO_COLOR: "1", REINS_MODEL_FILES_SECRET: SECRET },
-  });
-  return { code: r.status, signal: r.signal, stdout: r.stdout ?? "", stderr: r.stderr ?? "", seconds: (Date.now() - started) / 1000 };
+  const r = launch(args, { cwd: REPO, timeout, env: { REINS_MODEL_FILES_SECRET: SECRET } });
+  return { ...r, seconds: (Date.now() - started) / 1000 };
 }
 
 /** Line and column (1-based) of `value` on the first line of eval.yaml that holds `near`. */
@@ -128,7 +130,9 @@ function expectValidateRefused(dir: string, expected: { code: string; line: numb
   expect(r.seconds).toBeLessThan(20);
   expect(r.stdout + r.stderr).not.toContain(SECRET);
   const ds = errors(JSON.parse(r.stdout).diagnostics as Diagnostic[]);
-  expect(ds.map((d) => ({ code: d.code, file: d.file, line: d.line, column: d.column }))).toEqual(expected.map((e) => ({ ...e, file: join(dir, "eval.yaml") })));
+  expect(ds.map((d) => ({ code: d.code, file: d.file, line: d.line, column: d.column }))).toEqual(
+    expected.map((e) => ({ ...e, file: join(dir, "eval.yaml") })),
+  );
   for (const d of ds) expect(d.hint).toMatch(/\S{10}/);
   return ds;
 }
@@ -138,7 +142,9 @@ function expectRefused(dir: string, expected: { code: string; line: number; colu
   const opts = { env: {}, ...(projectRoot ? { projectRoot } : {}) };
   const started = Date.now();
   const ds = errors(validateSpecs([join(dir, "eval.yaml")], opts).diagnostics);
-  expect(ds.map((d) => ({ code: d.code, file: d.file, line: d.line, column: d.column }))).toEqual(expected.map((e) => ({ ...e, file: join(dir, "eval.yaml") })));
+  expect(ds.map((d) => ({ code: d.code, file: d.file, line: d.line, column: d.column }))).toEqual(
+    expected.map((e) => ({ ...e, file: join(dir, "eval.yaml") })),
+  );
   for (const d of ds) expect(d.hint).toMatch(/\S{10}/);
   const plan = compilePlan([join(dir, "eval.yaml")], opts);
   expect(plan.value).toBeUndefined();
@@ -191,10 +197,33 @@ describe("a Model's files are read only from its project", () => {
     const cases: { model: string[]; files?: Record<string, string>; link: [string, string]; near: string; value: string }[] = [
       { model: ["tokenizer: {type: file, path: tokenizer.json}"], link: ["tokenizer.json", "tokenizer.json"], near: "tokenizer:", value: "tokenizer.json" },
       { model: ["tokenizer: {type: huggingface, path: hf}"], link: ["", "hf"], near: "tokenizer:", value: "hf}" },
-      { model: ["tokenizer: {type: huggingface, path: hf}"], files: { "hf/tokenizer.json": "{}" }, link: ["tokenizer_config.json", "hf/tokenizer_config.json"], near: "tokenizer:", value: "hf}" },
-      { model: ["tokenizer: {type: huggingface, path: hf}"], files: { "hf/tokenizer.json": "{}", "hf/tokenizer_config.json": "{}" }, link: ["chat_template.jinja", "hf/additional_chat_templates/tool_use.jinja"], near: "tokenizer:", value: "hf}" },
-      { model: ["tokenizer: {type: file, path: tok/tokenizer.json}"], files: { "tok/tokenizer.json": "{}" }, link: ["tokenizer_config.json", "tok/tokenizer_config.json"], near: "tokenizer:", value: "tok/tokenizer.json" },
-      { model: ["tokenizer: {type: qwen3}", "chatTemplateFile: template.jinja"], link: ["chat_template.jinja", "template.jinja"], near: "chatTemplateFile:", value: "template.jinja" },
+      {
+        model: ["tokenizer: {type: huggingface, path: hf}"],
+        files: { "hf/tokenizer.json": "{}" },
+        link: ["tokenizer_config.json", "hf/tokenizer_config.json"],
+        near: "tokenizer:",
+        value: "hf}",
+      },
+      {
+        model: ["tokenizer: {type: huggingface, path: hf}"],
+        files: { "hf/tokenizer.json": "{}", "hf/tokenizer_config.json": "{}" },
+        link: ["chat_template.jinja", "hf/additional_chat_templates/tool_use.jinja"],
+        near: "tokenizer:",
+        value: "hf}",
+      },
+      {
+        model: ["tokenizer: {type: file, path: tok/tokenizer.json}"],
+        files: { "tok/tokenizer.json": "{}" },
+        link: ["tokenizer_config.json", "tok/tokenizer_config.json"],
+        near: "tokenizer:",
+        value: "tok/tokenizer.json",
+      },
+      {
+        model: ["tokenizer: {type: qwen3}", "chatTemplateFile: template.jinja"],
+        link: ["chat_template.jinja", "template.jinja"],
+        near: "chatTemplateFile:",
+        value: "template.jinja",
+      },
     ];
     for (const c of cases) {
       const dir = project(evaluation(c.model), c.files ?? {});
@@ -211,7 +240,10 @@ describe("a Model's files are read only from its project", () => {
     for (const path of [join(secret, "tokenizer.json"), "../nowhere/tokenizer.json", "/etc/shadow"]) {
       const dir = project(evaluation([`tokenizer: {type: file, path: ${path}}`]));
       const r = validateSpecs([join(dir, "eval.yaml")], { env: {} });
-      expect(errors(r.diagnostics).map((d) => [d.code, d.line]), path).toEqual([["OutsideProject", at(dir, "tokenizer:", path).line]]);
+      expect(
+        errors(r.diagnostics).map((d) => [d.code, d.line]),
+        path,
+      ).toEqual([["OutsideProject", at(dir, "tokenizer:", path).line]]);
     }
   });
 
@@ -263,7 +295,11 @@ describe("a Model's files are read only from its project", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(readFileSync(out, "utf8")).model.chatTemplate).toBe(CHATML);
 
-    const file = project(evaluation(["tokenizer: {type: file, path: tok/tokenizer.json}", "chatTemplateFile: t.jinja"]), { "tok/tokenizer.json": "{}", "tok/tokenizer_config.json": "{}", "t.jinja": CHATML });
+    const file = project(evaluation(["tokenizer: {type: file, path: tok/tokenizer.json}", "chatTemplateFile: t.jinja"]), {
+      "tok/tokenizer.json": "{}",
+      "tok/tokenizer_config.json": "{}",
+      "t.jinja": CHATML,
+    });
     expect(errors(validateSpecs([join(file, "eval.yaml")], { env: {} }).diagnostics)).toEqual([]);
     // A tokenizer that does not exist yet (reins creates a policy's on its first run) is the runtime's to report.
     const later = project(evaluation(["tokenizer: {type: file, path: policy/tokenizer.json}"]));
@@ -288,10 +324,17 @@ describe("the runtime checks a Model's files again when it loads them", () => {
     symlinkSync("/proc/self/environ", join(dir, "hf", "chat_template.jinja"));
     const started = Date.now();
     await expect(loadTokenizer({ type: "file", path: join(dir, "environ.json") })).rejects.toMatchObject({ code: "NotRegularFile" });
-    await expect(loadTokenizer({ type: "file", path: join(dir, "pipe.json") })).rejects.toMatchObject({ code: "NotRegularFile", message: expect.stringContaining("FIFO") });
+    await expect(loadTokenizer({ type: "file", path: join(dir, "pipe.json") })).rejects.toMatchObject({
+      code: "NotRegularFile",
+      message: expect.stringContaining("FIFO"),
+    });
     await expect(loadTokenizer({ type: "file", path: join(dir, "big.json") })).rejects.toMatchObject({ code: "FileTooLarge" });
     await expect(loadTokenizer({ type: "huggingface", path: join(dir, "hf") })).rejects.toMatchObject({ code: "NotRegularFile" });
-    const errs = await Promise.all([join(dir, "environ.json"), join(dir, "hf")].map((p) => loadTokenizer({ type: p.endsWith("hf") ? "huggingface" : "file", path: p }).catch((e: Error) => e.message)));
+    const errs = await Promise.all(
+      [join(dir, "environ.json"), join(dir, "hf")].map((p) =>
+        loadTokenizer({ type: p.endsWith("hf") ? "huggingface" : "file", path: p }).catch((e: Error) => e.message),
+      ),
+    );
     for (const m of errs) expect(m).not.toContain(SECRET);
     expect(Date.now() - started).toBeLessThan(10_000);
   });
@@ -369,10 +412,16 @@ describe("chat templates run on a work budget", () => {
     const messages: unknown[] = [{ role: "system", content: "be brief" }];
     for (let i = 0; i < 1000; i++) {
       messages.push({ role: "user", content: `task ${i}` });
-      messages.push({ role: "assistant", content: "<think>plan</think>ok", tool_calls: [{ type: "function", function: { name: "write", arguments: { path: `a${i}` } } }] });
+      messages.push({
+        role: "assistant",
+        content: "<think>plan</think>ok",
+        tool_calls: [{ type: "function", function: { name: "write", arguments: { path: `a${i}` } } }],
+      });
       messages.push({ role: "tool", content: "done" });
     }
-    const tools = [{ type: "function", function: { name: "write", description: "Write a file", parameters: { type: "object", properties: { path: { type: "string" } } } } }];
+    const tools = [
+      { type: "function", function: { name: "write", description: "Write a file", parameters: { type: "object", properties: { path: { type: "string" } } } } },
+    ];
     const context = { messages, tools, add_generation_prompt: true };
     expect(renderChatTemplate(parseChatTemplate(source), structuredClone(context))).toBe(new Template(source).render(structuredClone(context)));
     expect(chatTemplateWorkProblem(source)).toBeUndefined();
@@ -380,7 +429,8 @@ describe("chat templates run on a work budget", () => {
 
   describe("the proxy", () => {
     // Loops 9 million times (minutes in the interpreter) for a message that says "spin"; ChatML otherwise.
-    const SPIN = "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- if m.content == 'spin' %}{%- for i in range(3000) %}{%- for j in range(3000) %}{%- endfor %}{%- endfor %}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}";
+    const SPIN =
+      "{%- for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- if m.content == 'spin' %}{%- for i in range(3000) %}{%- for j in range(3000) %}{%- endfor %}{%- endfor %}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}";
     let proxy: ProxyHandle;
     beforeAll(async () => {
       proxy = await startProxy({ model: scriptedModel([{ text: "done" }, { text: "done" }], { chatTemplate: SPIN }) });
@@ -390,7 +440,10 @@ describe("chat templates run on a work budget", () => {
     it("answers a request its template cannot render in time with a 500 JSON error naming the code, and keeps serving", async () => {
       const call = (path: string, content: string) => {
         const r = proxy.registerRollout(path);
-        return httpCall(`${r.baseUrl}/v1/chat/completions`, { body: { model: "m", messages: [{ role: "user", content }] }, headers: { authorization: `Bearer ${r.apiKey}` } });
+        return httpCall(`${r.baseUrl}/v1/chat/completions`, {
+          body: { model: "m", messages: [{ role: "user", content }] },
+          headers: { authorization: `Bearer ${r.apiKey}` },
+        });
       };
       const started = Date.now();
       const spun = await call("spin", "spin");

@@ -18,7 +18,9 @@ import { startProxy } from "../../src/runtime/proxy/server.js";
 import type { CallRecord } from "../../src/runtime/records/index.js";
 import { createSocketBridge } from "../../src/runtime/sandbox/socket-bridge.js";
 import { scriptedModel } from "../proxy/helpers.js";
+import { spawnReins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
+import { scriptedModelYaml } from "../specs.js";
 
 const MB = 1024 * 1024;
 const many = Array.from({ length: 400 }, () => ({ text: "ok" }));
@@ -44,7 +46,13 @@ function post(url: string, key: string, body: string | Buffer, opts: { socketPat
     };
     const u = new URL(url);
     const req = request(
-      { ...(opts.socketPath ? { socketPath: opts.socketPath } : { host: u.hostname, port: u.port }), path: u.pathname, method: "POST", agent: false, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": String(payload.length), ...opts.headers } },
+      {
+        ...(opts.socketPath ? { socketPath: opts.socketPath } : { host: u.hostname, port: u.port }),
+        path: u.pathname,
+        method: "POST",
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": String(payload.length), ...opts.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -137,7 +145,18 @@ describe("the proxy survives its rollouts", () => {
     expect(arg.status).toBe(413);
     expect(arg.json.error.message).toMatch(/arguments of tool call "write" have 12582912 characters; the limit is 131072/);
     // The same attack in the Anthropic dialect: its own error shape.
-    const anth = await post(`${r.baseUrl}/v1/messages`, r.apiKey, JSON.stringify({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "write", input: { content: "A".repeat(4 * MB) } }] }] }));
+    const anth = await post(
+      `${r.baseUrl}/v1/messages`,
+      r.apiKey,
+      JSON.stringify({
+        model: "m",
+        max_tokens: 10,
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "write", input: { content: "A".repeat(4 * MB) } }] },
+        ],
+      }),
+    );
     expect(anth.status).toBe(413);
     expect(anth.json).toEqual({ type: "error", error: { type: "request_too_large", message: expect.stringMatching(/tool call "write"/) } });
     // One message over its limit (131072 characters for an 8K context): refused the same way.
@@ -168,7 +187,10 @@ describe("the proxy survives its rollouts", () => {
     // the tokenizer (~2 s); tokenized off the event loop, then refused on its 15K tokens.
     const slow = chat([{ role: "user", content: "a".repeat(120_000) }]);
     const { value: both, stallMs } = await longestStall(() =>
-      Promise.all([post(chatUrl(r), r.apiKey, slow), new Promise<Reply>((resolve) => setTimeout(() => resolve(post(chatUrl(other), other.apiKey, honestChat)), 100))]),
+      Promise.all([
+        post(chatUrl(r), r.apiKey, slow),
+        new Promise<Reply>((resolve) => setTimeout(() => resolve(post(chatUrl(other), other.apiKey, honestChat)), 100)),
+      ]),
     );
     const [tokenized, bystander] = both;
     expect(tokenized.status).toBe(400);
@@ -202,7 +224,9 @@ describe("the proxy survives its rollouts", () => {
     const closed = new Promise<number>((resolve) => slow.on("close", () => resolve(performance.now())));
     slow.on("error", () => undefined);
     const t0 = performance.now();
-    slow.write(`POST /r/attack-d/v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${r.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"model":`);
+    slow.write(
+      `POST /r/attack-d/v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${r.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{"model":`,
+    );
     const drip = setInterval(() => slow.write(" "), 300);
     // An idle connection that never sends a request.
     const idle = net.connect(Number(port), "127.0.0.1");
@@ -227,12 +251,16 @@ describe("the proxy survives its rollouts", () => {
     const bridge = await createSocketBridge(join(dir, "e.sock"), "127.0.0.1", Number(new URL(proxy.url).port), { maxConnections: 8 });
     try {
       const sockets = await Promise.all(
-        Array.from({ length: 40 }, () => new Promise<{ s: net.Socket; closedAt: Promise<number> }>((resolve) => {
-          const s = net.connect(bridge.path);
-          s.on("error", () => undefined);
-          const closedAt = new Promise<number>((done) => s.on("close", () => done(performance.now())));
-          s.on("connect", () => resolve({ s, closedAt }));
-        })),
+        Array.from(
+          { length: 40 },
+          () =>
+            new Promise<{ s: net.Socket; closedAt: Promise<number> }>((resolve) => {
+              const s = net.connect(bridge.path);
+              s.on("error", () => undefined);
+              const closedAt = new Promise<number>((done) => s.on("close", () => done(performance.now())));
+              s.on("connect", () => resolve({ s, closedAt }));
+            }),
+        ),
       );
       const t0 = performance.now();
       const firstClosed = await Promise.race(sockets.map((x) => x.closedAt));
@@ -283,7 +311,8 @@ describe("the proxy survives its rollouts", () => {
       expect(floodErr).toBe("");
       expect(Math.max(...during)).toBeLessThan(lone + 1000);
       // Every kind of attack got its answer (the slowest: a prompt tokenized off the loop, ~2 s each).
-      for (let i = 0; i < 100 && !proxy.records("attack-f").some((c) => c.error?.code === "ContextLengthExceeded"); i++) await new Promise((resolve) => setTimeout(resolve, 200));
+      for (let i = 0; i < 100 && !proxy.records("attack-f").some((c) => c.error?.code === "ContextLengthExceeded"); i++)
+        await new Promise((resolve) => setTimeout(resolve, 200));
     } finally {
       flood.kill("SIGKILL");
       await floodExit;
@@ -295,8 +324,7 @@ describe("the proxy survives its rollouts", () => {
 });
 
 describe("the proxy's limits are Model settings", () => {
-  const modelYaml = (limits: string) =>
-    ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: tiny}", "spec:", "  tokenizer: {type: qwen3}", "  engine: {type: scripted, script: [{text: ok}]}", `  proxy: ${limits}`, ""].join("\n");
+  const modelYaml = (limits: string) => scriptedModelYaml({ spec: [`proxy: ${limits}`] });
 
   it("a Model's proxy limits are what its proxy enforces", async () => {
     const file = join(tempDir("reins-proxy-limits-"), "model.yaml");
@@ -386,37 +414,41 @@ describe("a malformed path is a bad request, not a crash", () => {
     });
   }
 
-  it.each([1, 2])("reins proxy with %i process(es): 400 with a JSON error, no stack on stderr, still serving", async (processes) => {
-    const dir = tempDir("reins-proxy-path-");
-    const config = join(dir, "model.yaml");
-    writeFileSync(config, ["apiVersion: reins/v1alpha1", "kind: Model", "metadata: {name: tiny}", "spec:", "  tokenizer: {type: qwen3}", "  engine: {type: scripted, script: [{text: ok}]}", `  proxy: {processes: ${processes}}`, ""].join("\n"));
-    const child = spawn(process.execPath, ["bin/reins.js", "proxy", "--config", config, "--key", "k-path"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" } });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (err += c));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    try {
-      for (let i = 0; i < 600 && !err.includes("serving model"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(err).toContain("serving model");
-      const port = Number(/:(\d+)\/r\//.exec(out)?.[1]);
-      for (const path of MALFORMED) {
-        const reply = await rawGet(port, path);
-        expect(reply.status, `GET ${path}: ${reply.text}`).toBe(400);
-        expect(reply.json?.error, `GET ${path}`).toMatchObject({ type: "invalid_request_error", message: expect.stringMatching(/percent-encod/) });
+  it.each([1, 2])(
+    "reins proxy with %i process(es): 400 with a JSON error, no stack on stderr, still serving",
+    async (processes) => {
+      const dir = tempDir("reins-proxy-path-");
+      const config = join(dir, "model.yaml");
+      writeFileSync(config, scriptedModelYaml({ spec: [`proxy: {processes: ${processes}}`] }));
+      const child = spawnReins(["proxy", "--config", config, "--key", "k-path"], { stdio: ["ignore", "pipe", "pipe"], env: { REINS_DEBUG: "" } });
+      let out = "";
+      let err = "";
+      child.stdout!.on("data", (c) => (out += c));
+      child.stderr!.on("data", (c) => (err += c));
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      try {
+        for (let i = 0; i < 600 && !err.includes("serving model"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(err).toContain("serving model");
+        const port = Number(/:(\d+)\/r\//.exec(out)?.[1]);
+        for (const path of MALFORMED) {
+          const reply = await rawGet(port, path);
+          expect(reply.status, `GET ${path}: ${reply.text}`).toBe(400);
+          expect(reply.json?.error, `GET ${path}`).toMatchObject({ type: "invalid_request_error", message: expect.stringMatching(/percent-encod/) });
+        }
+        // Still serving: a well-formed model lookup, and a rollout's call with the key.
+        const model = await rawGet(port, "/r/x/v1/models/qwen%2Ftiny");
+        expect(model.status).toBe(200);
+        expect(model.json).toMatchObject({ id: "qwen/tiny", object: "model" });
+        const ok = await post(`http://127.0.0.1:${port}/r/after/v1/chat/completions`, "k-path", honestChat);
+        expect(ok.status).toBe(200);
+        expect(child.exitCode).toBeNull();
+        expect(err).not.toMatch(/^\s+at /m);
+        expect(err).not.toMatch(/internal error|URIError|malformed/i);
+      } finally {
+        child.kill("SIGTERM");
+        await exited;
       }
-      // Still serving: a well-formed model lookup, and a rollout's call with the key.
-      const model = await rawGet(port, "/r/x/v1/models/qwen%2Ftiny");
-      expect(model.status).toBe(200);
-      expect(model.json).toMatchObject({ id: "qwen/tiny", object: "model" });
-      const ok = await post(`http://127.0.0.1:${port}/r/after/v1/chat/completions`, "k-path", honestChat);
-      expect(ok.status).toBe(200);
-      expect(child.exitCode).toBeNull();
-      expect(err).not.toMatch(/^\s+at /m);
-      expect(err).not.toMatch(/internal error|URIError|malformed/i);
-    } finally {
-      child.kill("SIGTERM");
-      await exited;
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

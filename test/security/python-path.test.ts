@@ -7,11 +7,11 @@
  * above it resolved as the kernel would, never on the interpreter's own symlink (a venv's
  * bin/python links to a system Python).
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan, validateSpecs, type Diagnostic } from "../../src/compiler/index.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const SYSTEM_PYTHON = "/usr/bin/python3";
@@ -88,23 +88,26 @@ function refusals(file: string, env: Record<string, string> = {}): Diagnostic[] 
 }
 
 function reins(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [resolve("bin/reins.js"), ...args], { encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1", REINS_ALLOWED_PYTHON: "", ...env } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { timeout: 60_000, env: { REINS_ALLOWED_PYTHON: "", ...env } });
 }
 
 describe("reins validate refuses a python outside the project and reins's venvs", () => {
-  it.each(["/bin/sh", "../../../usr/bin/python3"])("Trainer python %j: PythonNotAllowed at the field, with a hint; exit 1", (python) => {
-    const dir = project();
-    const file = write(join(dir, "specs", "deep"), trainer(python));
-    const r = reins(["validate", file, "--json"]);
-    expect(r.code, r.stderr).toBe(1);
-    const [d] = JSON.parse(r.stdout).diagnostics.filter((x: Diagnostic) => x.code === "PythonNotAllowed");
-    expect(d).toMatchObject({ code: "PythonNotAllowed", severity: "error", file, line: 5, column: 11 });
-    expect(d.message).toContain(`The python ${JSON.stringify(python)} is refused: it resolves to `);
-    expect(d.hint).toContain("REINS_ALLOWED_PYTHON");
-    const text = reins(["validate", file]);
-    expect(text.stderr).toContain(`${file}:5:11: error[PythonNotAllowed]`);
-  }, 60_000);
+  it.each(["/bin/sh", "../../../usr/bin/python3"])(
+    "Trainer python %j: PythonNotAllowed at the field, with a hint; exit 1",
+    (python) => {
+      const dir = project();
+      const file = write(join(dir, "specs", "deep"), trainer(python));
+      const r = reins(["validate", file, "--json"]);
+      expect(r.code, r.stderr).toBe(1);
+      const [d] = JSON.parse(r.stdout).diagnostics.filter((x: Diagnostic) => x.code === "PythonNotAllowed");
+      expect(d).toMatchObject({ code: "PythonNotAllowed", severity: "error", file, line: 5, column: 11 });
+      expect(d.message).toContain(`The python ${JSON.stringify(python)} is refused: it resolves to `);
+      expect(d.hint).toContain("REINS_ALLOWED_PYTHON");
+      const text = reins(["validate", file]);
+      expect(text.stderr).toContain(`${file}:5:11: error[PythonNotAllowed]`);
+    },
+    60_000,
+  );
 
   it("a venv inside the project is accepted (its bin/python links out), and the plan carries it absolute", () => {
     const dir = project();
@@ -138,7 +141,9 @@ describe("reins validate refuses a python outside the project and reins's venvs"
     expect(refusals(write(dir, trainer(join(venv, "bin", "python"))))).toMatchObject([{ code: "PythonNotAllowed" }]);
     expect(refusals(write(dir, trainer(join(venv, "bin", "python"))), { REINS_SCALE_PYTHON_DIR: venv })).toEqual([]);
     expect(refusals(write(dir, model(join(venv, "bin", "python"))), { REINS_METRICS_PYTHON_DIR: venv })).toEqual([]);
-    expect(refusals(write(dir, trainer(join(venv, "..", "x", "bin", "python"))), { REINS_SCALE_PYTHON_DIR: venv })).toMatchObject([{ code: "PythonNotAllowed" }]);
+    expect(refusals(write(dir, trainer(join(venv, "..", "x", "bin", "python"))), { REINS_SCALE_PYTHON_DIR: venv })).toMatchObject([
+      { code: "PythonNotAllowed" },
+    ]);
     expect(refusals(write(dir, trainer("/root/.cache/reins/scale-python/bin/python")), { HOME: "/root" })).toEqual([]);
   });
 

@@ -18,17 +18,18 @@ import { join, relative } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Plan } from "../../src/compiler/contract/plan.js";
 import { openSeedsDirectory } from "../../src/runtime/control/seeds.js";
-import { type RolloutResult } from "../../src/runtime/records/index.js";
+import type { RolloutResult } from "../../src/runtime/records/index.js";
 import { RunStore } from "../../src/runtime/store/run-store.js";
 import { experiment } from "../control/helpers.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const STACK_LINE = /^\s+at .+/m;
 const EVAL_SPEC = "test/fixtures/valid/contract.yaml";
 
 function reins(args: string[], timeout = 120_000) {
-  const r = spawnSync(process.execPath, ["bin/reins.js", ...args], { encoding: "utf8", timeout, env: { ...process.env, NO_COLOR: "1", REINS_DEBUG: "" } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr, shown: `reins ${args.join(" ")}\nexit ${r.status}\n${r.stderr}` };
+  const r = launch(args, { timeout, env: { REINS_DEBUG: "" } });
+  return { ...r, shown: `reins ${args.join(" ")}\nexit ${r.code}\n${r.stderr}` };
 }
 
 /** Every file under `dir` (relative path → its bytes, as text). */
@@ -65,7 +66,10 @@ let seedsPlan: Plan;
 beforeAll(() => {
   dir = tempDir("reins-rundirs-");
   spec = experiment(join(dir, "exp"));
-  for (const [out, extra] of [["exp-plan.json", []], ["seeds-plan.json", ["--seeds", "1,2"]]] as const) {
+  for (const [out, extra] of [
+    ["exp-plan.json", []],
+    ["seeds-plan.json", ["--seeds", "1,2"]],
+  ] as const) {
     const planned = reins(["plan", spec, ...extra, "--out", join(dir, out)]);
     expect(planned.code, planned.shown).toBe(0);
   }
@@ -80,7 +84,13 @@ function finishedRun(name: string, plan: Plan, command: "run" | "eval", opts: { 
   mkdirSync(d, { recursive: true });
   writeFileSync(join(d, "plan.json"), `${JSON.stringify(plan, null, 2)}\n`);
   const kind = command === "run" ? "training" : "evaluation";
-  const manifest = { planHash: plan.hash, createdAt: "2026-01-01T00:00:00.000Z", reins: "0.1.0", ...(opts.legacy ? {} : { runKind: kind }), argv: [command, spec, "--out", d] };
+  const manifest = {
+    planHash: plan.hash,
+    createdAt: "2026-01-01T00:00:00.000Z",
+    reins: "0.1.0",
+    ...(opts.legacy ? {} : { runKind: kind }),
+    argv: [command, spec, "--out", d],
+  };
   writeFileSync(join(d, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   const summary =
     command === "run"
@@ -96,13 +106,17 @@ describe("a resume runs only the kind of run its directory holds", () => {
   it.each([
     ["as reins writes it now", false],
     ["as reins wrote it before it recorded the kind", true],
-  ])("reins eval --resume of a finished training run (reins run), %s: refused, summary.json untouched", (_how, legacy) => {
-    const d = finishedRun(`training-${legacy ? "legacy" : "now"}`, experimentPlan, "run", { legacy });
-    const summary = readFileSync(join(d, "summary.json"));
-    expectKindRefused(["eval", "--resume", d], d, /holds a training run \(made by reins run\)/, `reins run --resume ${d}`);
-    expect(readFileSync(join(d, "summary.json")).equals(summary)).toBe(true);
-    expect(existsSync(join(d, "run.lock"))).toBe(false);
-  }, 90_000);
+  ])(
+    "reins eval --resume of a finished training run (reins run), %s: refused, summary.json untouched",
+    (_how, legacy) => {
+      const d = finishedRun(`training-${legacy ? "legacy" : "now"}`, experimentPlan, "run", { legacy });
+      const summary = readFileSync(join(d, "summary.json"));
+      expectKindRefused(["eval", "--resume", d], d, /holds a training run \(made by reins run\)/, `reins run --resume ${d}`);
+      expect(readFileSync(join(d, "summary.json")).equals(summary)).toBe(true);
+      expect(existsSync(join(d, "run.lock"))).toBe(false);
+    },
+    90_000,
+  );
 
   it("reins run --resume of an evaluation made by reins eval: refused (before: NotAnExperiment or a training run in it)", () => {
     // A real `reins eval` directory: the kind is recorded in its manifest.json.
@@ -139,7 +153,12 @@ describe("a resume runs only the kind of run its directory holds", () => {
     expectKindRefused(["eval", "--resume", legacy], legacy, /holds a multi-seed training run/, `reins run --resume ${legacy}`);
     // A one-seed training run resumed with a multi-seed plan.
     const single = finishedRun("single", experimentPlan, "run");
-    expectKindRefused(["run", spec, "--seeds", "1,2", "--resume", single], single, /holds a one-seed training run.*the plan given has seeds 1, 2/, `reins run --resume ${single}`);
+    expectKindRefused(
+      ["run", spec, "--seeds", "1,2", "--resume", single],
+      single,
+      /holds a one-seed training run.*the plan given has seeds 1, 2/,
+      `reins run --resume ${single}`,
+    );
   }, 120_000);
 });
 
@@ -205,7 +224,10 @@ describe.skipIf(!probe.ok)("a full disk while writing the run store", () => {
       const resumed = reins(["eval", "--resume", run, "--quiet", "--json"]);
       expect(resumed.code, resumed.shown).toBe(0);
       expect(JSON.parse(resumed.stdout)).toMatchObject({ rollouts: 12 });
-      const ids = readFileSync(join(run, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as RolloutResult).id);
+      const ids = readFileSync(join(run, "rollouts.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as RolloutResult).id);
       expect(new Set(ids).size).toBe(12);
       expect(ids).toHaveLength(12);
       expectWhole(run);

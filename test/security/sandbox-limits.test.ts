@@ -43,7 +43,7 @@ function mountsUnder(dir: string): string[] {
   return readFileSync("/proc/self/mountinfo", "utf8")
     .split("\n")
     .map((l) => l.split(" ")[4] ?? "")
-    .filter((p) => p.startsWith(dir + "/"));
+    .filter((p) => p.startsWith(`${dir}/`));
 }
 
 describe("sandbox resource limits", () => {
@@ -67,7 +67,9 @@ describe("sandbox resource limits", () => {
     const box = await make("memory", { memoryMiB: 64 });
     const small = await box.exec(["python3", "-c", "b = bytearray(16 * 1024 * 1024); print('small ok')"]);
     expect(small.stdout).toBe("small ok\n");
-    const big = await box.exec(["python3", "-c", "b = bytearray(512 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('allocated')"], { timeoutMs: 30_000 });
+    const big = await box.exec(["python3", "-c", "b = bytearray(512 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('allocated')"], {
+      timeoutMs: 30_000,
+    });
     expect(big.stdout).not.toContain("allocated");
     expect(big.exitCode).not.toBe(0);
     expect(big.timedOut).toBe(false);
@@ -85,7 +87,11 @@ describe("sandbox resource limits", () => {
 
   it("a process opening more than openFiles files gets EMFILE", async () => {
     const box = await make("open-files", { openFiles: 64 });
-    const r = await box.exec(["python3", "-c", "import os\nfs = []\ntry:\n  for i in range(1000): fs.append(open('/dev/null'))\nexcept OSError as e: print('stopped', len(fs), e.errno == 24)"]);
+    const r = await box.exec([
+      "python3",
+      "-c",
+      "import os\nfs = []\ntry:\n  for i in range(1000): fs.append(open('/dev/null'))\nexcept OSError as e: print('stopped', len(fs), e.errno == 24)",
+    ]);
     const [word, count, emfile] = r.stdout.trim().split(" ");
     expect(word).toBe("stopped");
     expect(Number(count)).toBeLessThan(64);
@@ -114,7 +120,11 @@ describe("sandbox resource limits", () => {
 
   it("links planted in a capped root never lead the runner out of it (absolute, climbing, looping); a link within it is followed", async () => {
     const box = await make("links", { diskMiB: 16 });
-    const r = await box.exec(["sh", "-c", "mkdir -p d && echo inside > d/f && ln -s d/f ok && ln -s /etc/hostname abs && ln -s ../../../../../../etc/hostname up && ln -s loop loop && ln -s /etc etc && echo done"]);
+    const r = await box.exec([
+      "sh",
+      "-c",
+      "mkdir -p d && echo inside > d/f && ln -s d/f ok && ln -s /etc/hostname abs && ln -s ../../../../../../etc/hostname up && ln -s loop loop && ln -s /etc etc && echo done",
+    ]);
     expect(r.stdout).toBe("done\n");
     expect((await box.readFile("ok")).toString()).toBe("inside\n");
     await expect(box.readFile("abs")).rejects.toThrow(/outside the sandbox/);
@@ -183,14 +193,19 @@ describe("sandbox resource limits", () => {
     const keep = (await live.create({ id: "live", runId: "limits", network: "none" })) as LocalSandbox;
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "-e", `
+      [
+        "--import",
+        "tsx",
+        "-e",
+        `
         import { LocalSandboxProvider } from ${JSON.stringify(path.resolve("src/runtime/sandbox/local/provider.ts"))};
         const p = new LocalSandboxProvider({ rootDir: ${JSON.stringify(rootDir)} });
         const s = await p.create({ id: "crashed", runId: "limits", network: "none" });
         await s.exec(["sh", "-c", "mkdir -p a/b && echo x > a/b/c"]);
         console.log("READY " + s.workspaceHostPath);
         setInterval(() => {}, 1000);
-      `],
+      `,
+      ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     const workspace = await new Promise<string>((resolve, reject) => {
@@ -222,21 +237,30 @@ describe("sandbox resource limits", () => {
 
   it("an honest rollout works within the default limits", async () => {
     const box = (await provider.create({ id: "honest", runId: "limits", network: "none" })) as LocalSandbox;
-    const r = await box.exec(["sh", "-c", "for i in $(seq 20); do (echo $i > f$i) & done; wait; ls | wc -l; python3 -c 'b = bytearray(64 * 1024 * 1024); print(len(b) // 1048576)'"]);
+    const r = await box.exec([
+      "sh",
+      "-c",
+      "for i in $(seq 20); do (echo $i > f$i) & done; wait; ls | wc -l; python3 -c 'b = bytearray(64 * 1024 * 1024); print(len(b) // 1048576)'",
+    ]);
     expect(r.stdout).toBe("20\n64\n");
     await box.destroy();
   });
 });
-
-
 
 const podman = findExecutable("podman");
 describe.skipIf(!podman && process.env.REINS_SKIP_PODMAN === "1")("sandbox resource limits (podman)", () => {
   it("a podman sandbox holds its pids, open files, disk and memory limits", async () => {
     const pods = new PodmanSandboxProvider({ rootDir: path.join(root, "pods") });
     try {
-      const box = await pods.create({ id: "pod-limits", runId: "limits", network: "none", resources: { cpu: "1", memoryMiB: 64, pids: 32, openFiles: 64, diskMiB: 16 } });
-      const r = await box.exec(["sh", "-c", "ulimit -n; dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1 | grep -c 'No space left'"], { timeoutMs: 60_000 });
+      const box = await pods.create({
+        id: "pod-limits",
+        runId: "limits",
+        network: "none",
+        resources: { cpu: "1", memoryMiB: 64, pids: 32, openFiles: 64, diskMiB: 16 },
+      });
+      const r = await box.exec(["sh", "-c", "ulimit -n; dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1 | grep -c 'No space left'"], {
+        timeoutMs: 60_000,
+      });
       expect(r.stdout.trim().split("\n")).toEqual(["64", "1"]);
       const big = await box.exec(["sh", "-c", "head -c 200000000 /dev/zero | tail -c 150000000 >/dev/null; echo $?"], { timeoutMs: 60_000 });
       expect(big.stdout.trim()).not.toBe("0");

@@ -6,15 +6,15 @@
  * the second is never followed: the endpoint's 3xx is an error naming it, and the other host
  * receives nothing.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ResolvedHostedApi } from "../../src/compiler/index.js";
 import { askHostedText } from "../../src/runtime/engines/hosted-api.js";
 import { buildHeaders, postJson } from "../../src/runtime/engines/http.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const VALUES = { DB_PASS: "hunter2-Zq81x", DATABASE_URL: "postgres://app:pw-77Kx@db.internal:5432/prod", SESSION_COOKIE: "sess-4f0c1a9e77" };
@@ -40,8 +40,8 @@ spec:
 `,
     );
     const out = join(dir, "plan.json");
-    const r = spawnSync(process.execPath, [resolve("bin/reins.js"), "plan", file, "--out", out], { encoding: "utf8", env: { ...process.env, ...VALUES, NO_COLOR: "1" } });
-    expect(r.status).toBe(1);
+    const r = reins(["plan", file, "--out", out], { env: VALUES });
+    expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/task\.yaml:5:\d+/);
     expect(r.stderr).toMatch(/task\.yaml:8:\d+/);
     expect(r.stderr.match(/VariableOutsideHarnessEnv/g)?.length).toBeGreaterThanOrEqual(3);
@@ -62,14 +62,14 @@ spec:
     const validate = (text: string, env: Record<string, string>) => {
       const file = join(dir, "model.yaml");
       writeFileSync(file, text);
-      return spawnSync(process.execPath, [resolve("bin/reins.js"), "validate", file], { encoding: "utf8", env: { ...process.env, ...env, NO_COLOR: "1" } });
+      return reins(["validate", file], { env });
     };
-    expect(validate(model("${REINS_TEST_VLLM_URL}"), { REINS_TEST_VLLM_URL: "http://vllm.internal:8000/v1" }).status).toBe(0);
+    expect(validate(model("${REINS_TEST_VLLM_URL}"), { REINS_TEST_VLLM_URL: "http://vllm.internal:8000/v1" }).code).toBe(0);
     const withPass = validate(model("http://app:${DB_PASS}@vllm.internal:8000/v1"), VALUES);
-    expect(withPass.status).toBe(1);
+    expect(withPass.code).toBe(1);
     expect(withPass.stderr).toContain("CredentialsInEndpoint");
     const withUrl = validate(model("${DATABASE_URL}"), VALUES);
-    expect(withUrl.status).toBe(1);
+    expect(withUrl.code).toBe(1);
     expect(withUrl.stderr).toContain("CredentialsInEndpoint");
     for (const r of [withPass, withUrl]) for (const v of Object.values(VALUES)) expect(r.stdout + r.stderr).not.toContain(v);
   });
@@ -124,7 +124,9 @@ describe("an API key and a redirect", () => {
     other.seen.length = 0;
     process.env.REINS_TEST_ENGINE_KEY = KEY;
     try {
-      await expect(postJson(`${redirector.url}/v1/completions`, { prompt: "x" }, buildHeaders("REINS_TEST_ENGINE_KEY"))).rejects.toThrow(/does not follow redirects/);
+      await expect(postJson(`${redirector.url}/v1/completions`, { prompt: "x" }, buildHeaders("REINS_TEST_ENGINE_KEY"))).rejects.toThrow(
+        /does not follow redirects/,
+      );
     } finally {
       delete process.env.REINS_TEST_ENGINE_KEY;
     }

@@ -5,12 +5,11 @@
  * run directory and everything `reins eval` printed are searched for the values (and their
  * URL-encoded and base64 forms): nothing. The references `${DB_PASS}` stand in their place.
  */
-import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { SecretScrubber, resolvedSecrets } from "../../src/runtime/harness/secrets.js";
+import { reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const DB_PASS = "hunter2-Zq81x";
@@ -81,9 +80,12 @@ describe("secrets never written", () => {
     await import("node:fs").then((fs) => fs.writeFileSync(spec, SPECS));
     const runDir = join(dir, "run");
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, TMPDIR: process.env.TMPDIR ?? "/tmp", DB_PASS, DATABASE_URL };
-    const r = await promisify(execFile)(process.execPath, [join(process.cwd(), "bin/reins.js"), "eval", spec, "--out", runDir, "--json"], { env, cwd: dir }).catch((e: { stdout: string; stderr: string; code: number }) => e);
+    const r = await reinsAsync(["eval", spec, "--out", runDir, "--json"], { env, bareEnv: true, cwd: dir });
     const output = `${r.stdout}\n${r.stderr}`;
-    const results = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const results = readFileSync(join(runDir, "rollouts.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     // The attacks did happen: the crash's stderr tail and the verifier's quotes are recorded, scrubbed.
     const crasher = results.find((x) => x.harness === "crasher")!;
     expect(crasher.error.code).toBe("HarnessCrashedEarly");
@@ -103,7 +105,10 @@ describe("secrets never written", () => {
   }, 120_000);
 
   it("the scrubber replaces values, their URL-encoded and base64 forms, and leaves short values and other text alone", () => {
-    const harness = { env: { A: "${DB_PASS}", B: "x-${DATABASE_URL:-none}", C: "$${LITERAL}", D: "${SHORT}" }, homeFiles: [{ path: ".rc", content: "token=${TOK}" }] };
+    const harness = {
+      env: { A: "${DB_PASS}", B: "x-${DATABASE_URL:-none}", C: "$${LITERAL}", D: "${SHORT}" },
+      homeFiles: [{ path: ".rc", content: "token=${TOK}" }],
+    };
     const secrets = resolvedSecrets([harness as never], { DB_PASS, DATABASE_URL, LITERAL: "literal-value", SHORT: "abc", TOK: "tok-9999" });
     expect(secrets.map((s) => s.name).sort()).toEqual(["DATABASE_URL", "DB_PASS", "TOK"]);
     const s = new SecretScrubber(secrets);

@@ -7,13 +7,13 @@
  * code frames only ever show spec files. Each attack below ends in a diagnostic with a position,
  * and the secret it reached for is nowhere in the output or the plan.
  */
-import { spawnSync } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compilePlan, validateSpecs, type Diagnostic } from "../../src/compiler/index.js";
+import { reins as launch } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const SECRET = "root:$6$TOPSECRET-hash-of-the-host:19000:0:99999:7:::";
@@ -66,14 +66,8 @@ ${opts.workspace ?? "    files: [{path: a.txt, content: a}]"}
 /** The CLI as a user meets it, with a hard timeout so that a hang fails instead of stalling the suite. */
 function reins(args: string[], cwd = REPO) {
   const started = Date.now();
-  const r = spawnSync(process.execPath, [join(REPO, "bin/reins.js"), ...args], {
-    cwd,
-    encoding: "utf8",
-    timeout: 20_000,
-    maxBuffer: 64 * 1024 * 1024,
-    env: { ...process.env, NO_COLOR: "1" },
-  });
-  return { code: r.status, signal: r.signal, stdout: r.stdout ?? "", stderr: r.stderr ?? "", seconds: (Date.now() - started) / 1000 };
+  const r = launch(args, { cwd, timeout: 20_000 });
+  return { ...r, seconds: (Date.now() - started) / 1000 };
 }
 
 function errors(ds: readonly Diagnostic[]): Diagnostic[] {
@@ -319,7 +313,11 @@ describe("devices, FIFOs and kernel files are never opened", () => {
     execFileSync("mkfifo", [join(dir, "pipe")]);
     symlinkSync("/dev/zero", join(dir, "zero"));
     const ds = expectQuickRefusal([join(dir, "eval.yaml")], "NotRegularFile");
-    expect(refusals(ds).map((d) => d.code).sort()).toEqual(["NotRegularFile", "NotRegularFile", "OutsideProject"]);
+    expect(
+      refusals(ds)
+        .map((d) => d.code)
+        .sort(),
+    ).toEqual(["NotRegularFile", "NotRegularFile", "OutsideProject"]);
   });
 });
 

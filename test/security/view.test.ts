@@ -7,12 +7,13 @@
  * answered with an error, and the server keeps serving. A bind other than loopback needs
  * `--allow-remote`, and then says on stderr who can read the runs.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startViewServer, type ViewHandle } from "../../src/runtime/index.js";
+import { spawnReins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { writeRunFixture, type Fixture } from "../view/run-fixture.js";
 
@@ -74,8 +75,21 @@ describe("reins view: only the run directory's own files", () => {
     const outside = tempDir("reins-view-outside-");
     for (const folder of ["harness-output", "workspace-diff", "trainer-logprobs"]) mkdirSync(join(outside, folder));
     writeFileSync(join(outside, "harness-output", `${one.id}.stdout`), `${SECRET}\n`);
-    writeFileSync(join(outside, "workspace-diff", `${one.id}.json`), JSON.stringify({ formatVersion: 1, added: 1, modified: 0, deleted: 0, unchanged: 0, files: [{ path: SECRET, status: "added", kind: "text", bytesBefore: null, bytesAfter: 1, patch: SECRET }] }));
-    writeFileSync(join(outside, "trainer-logprobs", "step-1.jsonl"), `${JSON.stringify({ rollout: one.id, leaf: -1, logprobs: Array(100_000).fill(-123.5) })}\n`);
+    writeFileSync(
+      join(outside, "workspace-diff", `${one.id}.json`),
+      JSON.stringify({
+        formatVersion: 1,
+        added: 1,
+        modified: 0,
+        deleted: 0,
+        unchanged: 0,
+        files: [{ path: SECRET, status: "added", kind: "text", bytesBefore: null, bytesAfter: 1, patch: SECRET }],
+      }),
+    );
+    writeFileSync(
+      join(outside, "trainer-logprobs", "step-1.jsonl"),
+      `${JSON.stringify({ rollout: one.id, leaf: -1, logprobs: Array(100_000).fill(-123.5) })}\n`,
+    );
     for (const folder of ["harness-output", "workspace-diff", "trainer-logprobs"]) replaceWithLink(join(outside, folder), join(links.dir, folder));
 
     const stdout = await get(view.port, `/api/runs/0/rollouts/${one.id}/output/stdout`);
@@ -133,7 +147,10 @@ describe("reins view: only the run directory's own files", () => {
     const fifo = join(tempDir("reins-view-tokenizer-fifo-"), "tokenizer.json");
     mkfifo(fifo);
     const plan = JSON.parse(readFileSync(join(run.dir, "plan.json"), "utf8"));
-    for (const [path, why] of [["/dev/zero", /lies under \/dev/], [fifo, /a FIFO/]] as const) {
+    for (const [path, why] of [
+      ["/dev/zero", /lies under \/dev/],
+      [fifo, /a FIFO/],
+    ] as const) {
       writeFileSync(join(run.dir, "plan.json"), JSON.stringify({ ...plan, model: { ...plan.model, tokenizer: { type: "file", path } } }));
       const server = await startViewServer({ runDirs: [run.dir] });
       try {
@@ -171,8 +188,12 @@ describe("reins view: only the run directory's own files", () => {
 });
 
 /** `reins view …` as a child process; resolves with its exit or, once it serves, its URL. */
-function startCli(args: string[]): { child: ChildProcessWithoutNullStreams; ready: Promise<{ url?: string; code?: number | null; stderr: string }>; stderr: () => string } {
-  const child = spawn(process.execPath, ["bin/reins.js", "view", ...args], { env: { ...process.env, NO_COLOR: "1" } });
+function startCli(args: string[]): {
+  child: ChildProcessWithoutNullStreams;
+  ready: Promise<{ url?: string; code?: number | null; stderr: string }>;
+  stderr: () => string;
+} {
+  const child = spawnReins(["view", ...args]);
   let err = "";
   let out = "";
   child.stderr.on("data", (d) => (err += String(d)));
@@ -234,7 +255,9 @@ describe("reins view: devices and FIFOs never stall the server", () => {
       expect(zeroOverview.ms).toBeLessThan(5000);
       const z = JSON.parse(zeroOverview.body);
       expect(z.summary).toBeNull();
-      expect(z.notes).toEqual([{ file: "summary.json", code: "ViewFileRefused", message: expect.stringMatching(/outside the run directory|character device/) }]);
+      expect(z.notes).toEqual([
+        { file: "summary.json", code: "ViewFileRefused", message: expect.stringMatching(/outside the run directory|character device/) },
+      ]);
 
       // Still serving, and still itself.
       const runs = await get(port, "/api/runs");

@@ -5,10 +5,10 @@
  * (ENAMETOOLONG on the host): both dropped from training and held-out figures, so an agent could
  * turn any failing rollout into "no reward" by making a mess.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { expect, it } from "vitest";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 const SPECS = `apiVersion: reins/v1alpha1
@@ -56,11 +56,14 @@ it("a workspace past the copy limits is scored 0 with the reason, never dropped 
   const dir = tempDir("reins-hoard-");
   writeFileSync(join(dir, "eval.yaml"), SPECS);
   const out = join(dir, "run");
-  const r = spawnSync(process.execPath, [resolve("bin/reins.js"), "eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 1_200_000 });
-  expect(r.status, r.stderr.slice(0, 2000)).toBe(0);
+  const r = reins(["eval", join(dir, "eval.yaml"), "--out", out, "--json", "--quiet"], { timeout: 1_200_000 });
+  expect(r.code, r.stderr.slice(0, 2000)).toBe(0);
   const summary = JSON.parse(r.stdout);
   expect(summary).toMatchObject({ rollouts: 2, errors: 0, meanReward: 0, infraErrors: [] });
-  const rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const rollouts = readFileSync(join(out, "rollouts.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const reasons = rollouts.map((x) => {
     expect(x.status).toBe("ok");
     expect(x.reward).toBe(0);

@@ -40,12 +40,22 @@ describe("the run directory's lock", () => {
   it("refuses a resume while another process writes the run, naming that process", async () => {
     const dir = join(tempDir("reins-lock-"), "run");
     RunStore.open(dir, plan, { resume: false }).store!.close();
-    const holder = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", `
+    const holder = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        `
       import { RunStore } from ${JSON.stringify(join(process.cwd(), "src/runtime/store/run-store.ts"))};
       RunStore.open(${JSON.stringify(dir)}, { hash: ${JSON.stringify(plan.hash)} }, { resume: true });
       process.stdout.write("locked\\n");
       setTimeout(() => undefined, 60_000);
-    `], { stdio: ["ignore", "pipe", "inherit"] });
+    `,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         holder.stdout!.on("data", (d: Buffer) => d.toString().includes("locked") && resolve());
@@ -70,7 +80,13 @@ describe("the run directory's lock", () => {
     const dir = join(tempDir("reins-lock-"), "run");
     RunStore.open(dir, plan, { resume: false }).store!.close();
     // A live pid (this very process) but another start time: not the holder any more.
-    const lock = { pid: process.pid, started: 1, host: spawnSync("hostname", { encoding: "utf8" }).stdout.trim(), command: "run x", since: "2026-01-01T00:00:00Z" };
+    const lock = {
+      pid: process.pid,
+      started: 1,
+      host: spawnSync("hostname", { encoding: "utf8" }).stdout.trim(),
+      command: "run x",
+      since: "2026-01-01T00:00:00Z",
+    };
     writeFileSync(join(dir, LOCK_FILE), JSON.stringify(lock));
     const store = RunStore.open(dir, plan, { resume: true }).store!;
     store.close();

@@ -104,7 +104,10 @@ describe("run store", () => {
       ["0-0-0", 0],
       ["0-0-1", 0],
     ]);
-    const events = readFileSync(join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const events = readFileSync(join(dir, "events.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(events.at(-1)).toMatchObject({ type: "resumed", finished: 1 });
     expect(events.at(-1)).not.toHaveProperty("unreadableLines");
     resumed.close();

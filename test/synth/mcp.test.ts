@@ -6,11 +6,11 @@
  * an MCP family's reference is replayed through the validation harness with the task's servers,
  * the do-nothing agent fails it, and the family is kept and re-verified.
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compileGates, NOP_HARNESS } from "../../src/runtime/synth/replays.js";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 /** A generator's answer: one TaskFamily whose task resolves a ticket through the shipped tickets server. */
@@ -72,7 +72,9 @@ describe("reins synth with a family whose tasks use MCP", () => {
   it("the gates' Evaluation compiles: the do-nothing agent can be paired with a task that has MCP servers", () => {
     const dir = tempDir("reins-synth-mcp-gates-");
     writeFileSync(join(dir, "family.yaml"), FAMILY);
-    const r = compileGates({ dir, families: ["resolve-ticket"], harness: "reins-agent", attempts: 1, sandbox: { provider: "local" }, adversaries: true }, ["family.yaml"]);
+    const r = compileGates({ dir, families: ["resolve-ticket"], harness: "reins-agent", attempts: 1, sandbox: { provider: "local" }, adversaries: true }, [
+      "family.yaml",
+    ]);
     expect(r.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(r.plan!.tasks.map((t) => t.mcpServers?.map((s) => s.name))).toEqual([["tickets"]]);
     expect(r.plan!.harnesses.find((h) => h.name === NOP_HARNESS)?.mcp).toBeDefined();
@@ -84,10 +86,10 @@ describe("reins synth with a family whose tasks use MCP", () => {
     writeFileSync(join(dir, "answers", "01-ticket.md"), `One family, resolved through the tracker's tools.\n\n\`\`\`yaml\n${FAMILY}\`\`\`\n`);
     writeFileSync(join(dir, "synth.yaml"), SYNTHESIS);
     const out = join(dir, "out");
-    const r = spawnSync(process.execPath, [resolve("bin/reins.js"), "synth", join(dir, "synth.yaml"), "--out", out, "--json"], { encoding: "utf8", timeout: 300_000, env: { ...process.env, NO_COLOR: "1" } });
+    const r = reins(["synth", join(dir, "synth.yaml"), "--out", out, "--json"], { timeout: 300_000 });
     const report = JSON.parse(readFileSync(join(out, "synth-report.json"), "utf8"));
     const gates = report.candidateReports[0].gates.map((g: { gate: string; passed: boolean; reason: string }) => [g.gate, g.passed, g.reason]);
-    expect(r.status, `${r.stderr}\n${JSON.stringify(gates, null, 1)}`).toBe(0);
+    expect(r.code, `${r.stderr}\n${JSON.stringify(gates, null, 1)}`).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ candidates: 1, kept: 1, families: ["resolve-ticket"], reverify: { tasks: 1, passed: 1, ok: true } });
     expect(gates).toEqual(
       expect.arrayContaining([
@@ -98,7 +100,7 @@ describe("reins synth with a family whose tasks use MCP", () => {
     );
     const kept = readFileSync(join(out, "resolve-ticket", "family.yaml"), "utf8");
     expect(kept).toContain("shipped: tickets");
-    const v = spawnSync(process.execPath, [resolve("bin/reins.js"), "validate", out, "--json"], { encoding: "utf8", timeout: 60_000 });
-    expect(v.status, v.stdout + v.stderr).toBe(0);
+    const v = reins(["validate", out, "--json"], { timeout: 60_000 });
+    expect(v.code, v.stdout + v.stderr).toBe(0);
   }, 300_000);
 });

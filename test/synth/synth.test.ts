@@ -10,22 +10,22 @@
  *   in 3 and drops the one it never passes, saying the rate; infrastructure failures are no tries;
  * - an output directory that is not empty is refused, nothing in it touched.
  */
-import { spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { reinsAsync } from "../reins-cli.js";
+import { reins as launch, reinsAsync } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 function reins(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [resolve("bin/reins.js"), ...args], { encoding: "utf8", timeout: 600_000, env: { ...process.env, NO_COLOR: "1", ...env } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return launch(args, { timeout: 600_000, env });
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: "utf8" }).map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .map((f) => join(dir, f))
+    .filter((f) => statSync(f).isFile());
 }
 
 describe("examples/synth/support.yaml", () => {
@@ -85,7 +85,9 @@ describe("examples/synth/support.yaml", () => {
     const again = reins(["synth", "examples/synth/support.yaml", "--out", out]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("OutDirNotEmpty");
-    expect(filesUnder(out).sort()).toEqual([join(out, "faq-plan-price/family.yaml"), join(out, "open-ticket-count/family.yaml"), join(out, "synth-report.json")].sort());
+    expect(filesUnder(out).sort()).toEqual(
+      [join(out, "faq-plan-price/family.yaml"), join(out, "open-ticket-count/family.yaml"), join(out, "synth-report.json")].sort(),
+    );
   }, 300_000);
 });
 
@@ -94,10 +96,20 @@ describe("examples/synth/banded.yaml: the difficulty band", () => {
     const out = join(tempDir("reins-synth-banded-"), "out");
     const r = reins(["synth", "examples/synth/banded.yaml", "--out", out, "--json"]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ candidates: 3, kept: 1, dropped: { difficulty: 1, schema: 1 }, families: ["open-ticket-count"], reverify: { tasks: 3, passed: 3 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      candidates: 3,
+      kept: 1,
+      dropped: { difficulty: 1, schema: 1 },
+      families: ["open-ticket-count"],
+      reverify: { tasks: 3, passed: 3 },
+    });
     const report = JSON.parse(readFileSync(join(out, "synth-report.json"), "utf8"));
     const [kept, hard] = report.candidateReports;
-    expect(kept.gates.at(-1)).toEqual({ gate: "difficulty", passed: true, reason: "the baseline always-one passed 2/6 tries (0.33), within the band [0.1, 0.9]" });
+    expect(kept.gates.at(-1)).toEqual({
+      gate: "difficulty",
+      passed: true,
+      reason: "the baseline always-one passed 2/6 tries (0.33), within the band [0.1, 0.9]",
+    });
     expect(hard).toMatchObject({ family: "faq-plan-price", droppedBy: "difficulty" });
     expect(hard.gates.at(-1).reason).toBe("the baseline always-one passed 0/6 tries (0.00), below the band [0.1, 0.9]");
     expect(reins(["validate", out]).code).toBe(0);
@@ -106,10 +118,20 @@ describe("examples/synth/banded.yaml: the difficulty band", () => {
   it("counts tries, not infrastructure failures, and says when the baseline could not try at all", async () => {
     const { judgeDifficulty } = await import("../../src/runtime/synth/difficulty.js");
     const d = { model: { name: "base" } as never, min: 0.1, max: 0.9 };
-    const r = (status: string, passed: boolean) => ({ status, passed, error: status === "infra-failed" ? { code: "SandboxFailed", message: "no sandbox" } : undefined }) as never;
-    expect(judgeDifficulty(d, [r("ok", true), r("ok", false), r("infra-failed", false)])).toMatchObject({ passed: true, reason: "the baseline base passed 1/2 tries (0.50), within the band [0.1, 0.9]" });
-    expect(judgeDifficulty(d, [r("ok", true), r("ok", true)])).toMatchObject({ passed: false, reason: "the baseline base passed 2/2 tries (1.00), above the band [0.1, 0.9]" });
-    expect(judgeDifficulty(d, [r("infra-failed", false)])).toMatchObject({ passed: false, reason: "the baseline base could not try any task: SandboxFailed (no sandbox)" });
+    const r = (status: string, passed: boolean) =>
+      ({ status, passed, error: status === "infra-failed" ? { code: "SandboxFailed", message: "no sandbox" } : undefined }) as never;
+    expect(judgeDifficulty(d, [r("ok", true), r("ok", false), r("infra-failed", false)])).toMatchObject({
+      passed: true,
+      reason: "the baseline base passed 1/2 tries (0.50), within the band [0.1, 0.9]",
+    });
+    expect(judgeDifficulty(d, [r("ok", true), r("ok", true)])).toMatchObject({
+      passed: false,
+      reason: "the baseline base passed 2/2 tries (1.00), above the band [0.1, 0.9]",
+    });
+    expect(judgeDifficulty(d, [r("infra-failed", false)])).toMatchObject({
+      passed: false,
+      reason: "the baseline base could not try any task: SandboxFailed (no sandbox)",
+    });
   });
 });
 
@@ -132,8 +154,12 @@ describe("a hosted generator", () => {
           return;
         }
         res.writeHead(200, { "content-type": "application/json" });
-        if (req.url === "/v1/messages") res.end(JSON.stringify({ type: "message", role: "assistant", content: [{ type: "text", text: answer }], stop_reason: "end_turn" }));
-        else res.end(JSON.stringify({ object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: answer }, finish_reason: "stop" }] }));
+        if (req.url === "/v1/messages")
+          res.end(JSON.stringify({ type: "message", role: "assistant", content: [{ type: "text", text: answer }], stop_reason: "end_turn" }));
+        else
+          res.end(
+            JSON.stringify({ object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: answer }, finish_reason: "stop" }] }),
+          );
       });
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -169,7 +195,7 @@ spec:
       const dir = tempDir("reins-synth-hosted-");
       seen.length = 0;
       const out = join(dir, "out");
-      const r = await reinsAsync(["synth", spec(dir, api, base), "--out", out, "--json"], { SYNTH_TEST_KEY: KEY });
+      const r = await reinsAsync(["synth", spec(dir, api, base), "--out", out, "--json"], { env: { SYNTH_TEST_KEY: KEY } });
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ generator: `${api}:test-model`, candidates: 1, kept: 1, reverify: { tasks: 3, passed: 3 } });
       expect(seen.map((s) => s.url)).toEqual([path]);
@@ -186,7 +212,7 @@ spec:
     const dir = tempDir("reins-synth-hosted-fail-");
     failing = true;
     try {
-      const r = await reinsAsync(["synth", spec(dir, "openai-chat", base), "--out", join(dir, "out"), "--json"], { SYNTH_TEST_KEY: KEY });
+      const r = await reinsAsync(["synth", spec(dir, "openai-chat", base), "--out", join(dir, "out"), "--json"], { env: { SYNTH_TEST_KEY: KEY } });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("NothingKept");
       const report = JSON.parse(readFileSync(join(dir, "out", "synth-report.json"), "utf8"));

@@ -41,7 +41,12 @@ describe("reins init family", () => {
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ ok: true, kind: "family", name: "word-stats" });
-    expect(out.created).toEqual(["tasks/word-stats/family.yaml", "tasks/word-stats/solution.mjs", "tasks/word-stats/README.md", "test/tasks/word-stats.test.mjs"]);
+    expect(out.created).toEqual([
+      "tasks/word-stats/family.yaml",
+      "tasks/word-stats/solution.mjs",
+      "tasks/word-stats/README.md",
+      "test/tasks/word-stats.test.mjs",
+    ]);
     expect(out.next).toContain("node --test test/tasks/word-stats.test.mjs");
 
     const familyFile = join(cwd, "tasks/word-stats/family.yaml");
@@ -61,7 +66,10 @@ describe("reins init family", () => {
     expect(tasks.map((t) => t.category)).toEqual(["analysis-reasoning", "analysis-reasoning"]);
 
     // The generated test runs as the user would run it, and passes: one test per check.
-    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/word-stats.test.mjs"], { cwd, env: { ...process.env, NODE_OPTIONS: "" } });
+    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/word-stats.test.mjs"], {
+      cwd,
+      env: { ...process.env, NODE_OPTIONS: "" },
+    });
     expect(t.stdout).toMatch(/# pass 4\n/);
     expect(t.stdout).toMatch(/# fail 0\n/);
     expect(t.stdout).toContain("every mistake, and the exits-early hack, scores below 1.0 on every task, with a reason");
@@ -72,10 +80,16 @@ describe("reins init family", () => {
     expect((await reins(cwd, "init", "family", "lenient")).code).toBe(0);
     const familyFile = join(cwd, "lenient/family.yaml");
     // Drop the checks that catch the mistakes: only the file's existence is verified.
-    const text = readFileSync(familyFile, "utf8").replace(/        - jsonValid: out\/stats\.json\n        - jsonEquals: \{path: out\/stats\.json, hiddenFile: expected\/stats\.json\}\n          weight: 2\n/, "");
+    const text = readFileSync(familyFile, "utf8").replace(
+      / {8}- jsonValid: out\/stats\.json\n {8}- jsonEquals: \{path: out\/stats\.json, hiddenFile: expected\/stats\.json\}\n {10}weight: 2\n/,
+      "",
+    );
     expect(text).not.toContain("jsonEquals");
     await writeFile(familyFile, text);
-    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/lenient.test.mjs"], { cwd, env: { ...process.env, NODE_OPTIONS: "" } }).then(
+    const t = await run(process.execPath, ["--test", "--test-reporter=tap", "test/tasks/lenient.test.mjs"], {
+      cwd,
+      env: { ...process.env, NODE_OPTIONS: "" },
+    }).then(
       () => ({ code: 0, stdout: "" }),
       (e: { code: number; stdout: string }) => e,
     );
@@ -90,7 +104,9 @@ describe("reins init family", () => {
     await writeFile(join(cwd, "dup/family.yaml"), "# edited by hand\n");
     const r = await reins(cwd, "init", "family", "dup");
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("error[FileExists]: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.mjs already exist; reins init never overwrites files.");
+    expect(r.stderr).toContain(
+      "error[FileExists]: dup/family.yaml, dup/solution.mjs, dup/README.md, test/tasks/dup.test.mjs already exist; reins init never overwrites files.",
+    );
     expect(r.stderr).toContain("hint: Choose another name or --dir");
     expect(readFileSync(join(cwd, "dup/family.yaml"), "utf8")).toBe("# edited by hand\n");
   });

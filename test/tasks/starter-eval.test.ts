@@ -3,11 +3,11 @@
  * reference solutions to some tasks and mistakes to others (solve.mjs decides from a hash of the
  * instruction), and the printed pass@k / pass^k must match what was actually submitted.
  */
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { reins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 
 function comb(n: number, k: number): number {
@@ -20,11 +20,14 @@ function comb(n: number, k: number): number {
 describe("reins eval on the starter library", () => {
   it("reports pass@k and pass^k that match the submitted solutions", () => {
     const out = join(tempDir("reins-starter-"), "run");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "eval", "examples/tasks/evaluation.yaml", "--out", out, "--json", "--quiet"], { encoding: "utf8", timeout: 300_000 });
-    expect(r.status, r.stderr).toBe(0);
+    const r = reins(["eval", "examples/tasks/evaluation.yaml", "--out", out, "--json", "--quiet"], { timeout: 300_000 });
+    expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
     const plan = JSON.parse(readFileSync(join(out, "plan.json"), "utf8"));
-    const results = readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const results = readFileSync(join(out, "rollouts.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(results.length).toBe(plan.tasks.length * 3);
     expect(summary.rollouts).toBe(results.length);
     expect(summary.errors).toBe(0);

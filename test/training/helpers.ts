@@ -25,7 +25,23 @@ export function makeTinyModel(seed: number, parent = tempDir("reins-model-"), ex
   const dir = join(parent, `model-${seed}`);
   const out = execFileSync(
     PYTHON,
-    ["-m", "trainers.torch.init_model", "--out", dir, "--seed", String(seed), "--layers", "2", "--hidden", "64", "--heads", "4", "--intermediate", "128", ...extra],
+    [
+      "-m",
+      "trainers.torch.init_model",
+      "--out",
+      dir,
+      "--seed",
+      String(seed),
+      "--layers",
+      "2",
+      "--hidden",
+      "64",
+      "--heads",
+      "4",
+      "--intermediate",
+      "128",
+      ...extra,
+    ],
     { cwd: trainerRoot(), env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" }, encoding: "utf8" },
   );
   const info = JSON.parse(out) as { version: string; vocabSize: number; specialTokens: Record<string, number> };

@@ -15,10 +15,7 @@ import { tempDir } from "../temp.js";
 
 const SKIP = process.env.REINS_SKIP_SCALE_PYTHON === "1";
 const NOTE = SKIP ? " (skipped: REINS_SKIP_SCALE_PYTHON=1; install with scripts/install-python.sh)" : "";
-const SEQUENCES = [
-  [1, 5, 9, 200, 17, 33, 64, 2, 7, 100, 101, 102],
-  Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 256),
-];
+const SEQUENCES = [[1, 5, 9, 200, 17, 33, 64, 2, 7, 100, 101, 102], Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 256)];
 
 function scalePython(): string {
   const python = execFileSync("bash", ["scripts/install-python.sh", "--print"], { cwd: trainerRoot(), encoding: "utf8" }).trim();
@@ -58,11 +55,13 @@ function start(python: string, modelDir: string, learningRate = 1e-3): Promise<T
 /** Largest relative difference between two logprob tables (the first token of each is null). */
 function relDiff(a: (number | null)[][], b: (number | null)[][]): number {
   let worst = 0;
-  a.forEach((row, i) => row.forEach((x, j) => {
-    if (j === 0) return;
-    const y = b[i]![j]!;
-    worst = Math.max(worst, Math.abs(x! - y) / Math.abs(y));
-  }));
+  a.forEach((row, i) =>
+    row.forEach((x, j) => {
+      if (j === 0) return;
+      const y = b[i]![j]!;
+      worst = Math.max(worst, Math.abs(x! - y) / Math.abs(y));
+    }),
+  );
   return worst;
 }
 
@@ -76,7 +75,10 @@ function spread(rows: (number | null)[][]): number {
 }
 
 async function caught(p: Promise<unknown>): Promise<TrainerError> {
-  const e = await p.then(() => null, (x: unknown) => x);
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
   expect(e).toBeInstanceOf(TrainerError);
   return e as TrainerError;
 }
@@ -92,7 +94,12 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     for (const variant of ["untied", "tied"] as const) {
       ckpt[variant] = join(parent, variant);
       const made = hf<{ reference: Reference }>(python, {
-        op: "hf-write-tiny", out: ckpt[variant], seed: variant === "tied" ? 2 : 1, tied: variant === "tied", maxShardSize: "64KB", sequences: SEQUENCES,
+        op: "hf-write-tiny",
+        out: ckpt[variant],
+        seed: variant === "tied" ? 2 : 1,
+        tied: variant === "tied",
+        maxShardSize: "64KB",
+        sequences: SEQUENCES,
       });
       reference[variant] = made.reference;
     }
@@ -251,10 +258,35 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     expect(e.message).not.toMatch(/Traceback/);
 
     const cases: [string, (c: Record<string, unknown>) => void, RegExp][] = [
-      ["rope", (c) => { c.rope_parameters = { rope_type: "yarn", rope_theta: 1e6, factor: 4 }; }, /`rope_parameters\.rope_type` is "yarn"/],
-      ["window", (c) => { c.use_sliding_window = true; }, /`use_sliding_window` is true: sliding-window attention/],
-      ["bias", (c) => { c.attention_bias = true; }, /`attention_bias` is true/],
-      ["llama", (c) => { c.model_type = "llama"; c.architectures = ["LlamaForCausalLM"]; }, /`model_type` is "llama"/],
+      [
+        "rope",
+        (c) => {
+          c.rope_parameters = { rope_type: "yarn", rope_theta: 1e6, factor: 4 };
+        },
+        /`rope_parameters\.rope_type` is "yarn"/,
+      ],
+      [
+        "window",
+        (c) => {
+          c.use_sliding_window = true;
+        },
+        /`use_sliding_window` is true: sliding-window attention/,
+      ],
+      [
+        "bias",
+        (c) => {
+          c.attention_bias = true;
+        },
+        /`attention_bias` is true/,
+      ],
+      [
+        "llama",
+        (c) => {
+          c.model_type = "llama";
+          c.architectures = ["LlamaForCausalLM"];
+        },
+        /`model_type` is "llama"/,
+      ],
     ];
     for (const [name, change, message] of cases) {
       const dir = join(parent, name);

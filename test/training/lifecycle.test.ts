@@ -80,9 +80,7 @@ describe("trainer worker lifecycle", () => {
 
   it("explains a worker that cannot start", async () => {
     const empty = tempDir("reins-empty-");
-    const e = await caught(
-      TrainerWorker.start({ modelDir: empty, outDir: join(empty, "out"), python: PYTHON, startTimeoutMs: 60_000 }),
-    );
+    const e = await caught(TrainerWorker.start({ modelDir: empty, outDir: join(empty, "out"), python: PYTHON, startTimeoutMs: 60_000 }));
     expect(e.code).toBe("TrainerStartFailed");
     expect(e.message).toMatch(/has no config\.json/);
 

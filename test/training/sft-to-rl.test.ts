@@ -33,7 +33,11 @@ function adamState(checkpoint: string): { step: number; rmsV: number; betas: num
     "print(json.dumps({'step': int(max(float(x['step']) for x in s.values())), 'rmsV': float(v.mean().sqrt()), 'betas': list(o['param_groups'][0]['betas'])}))",
   ].join("\n");
   const env = { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1" };
-  return JSON.parse(execFileSync(PYTHON, ["-c", script, checkpoint], { encoding: "utf8", cwd: trainerRoot(), env })) as { step: number; rmsV: number; betas: number[] };
+  return JSON.parse(execFileSync(PYTHON, ["-c", script, checkpoint], { encoding: "utf8", cwd: trainerRoot(), env })) as {
+    step: number;
+    rmsV: number;
+    betas: number[];
+  };
 }
 
 describe("from SFT to RL in one worker", () => {

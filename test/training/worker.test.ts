@@ -44,7 +44,12 @@ describe("trainer worker", () => {
 
   it("gives the same loss on a tree-packed batch and on its per-path batch", async () => {
     const trees = randomTrees(11, 4, model.vocabSize, { segments: 10 });
-    const alg: TrainingBatch["algorithm"] = { ...ALGORITHM, entropyCoef: 0.01, correction: { type: "TIS", level: "sequence", cap: 2 }, lossAggregation: "sequence-mean" };
+    const alg: TrainingBatch["algorithm"] = {
+      ...ALGORITHM,
+      entropyCoef: 0.01,
+      correction: { type: "TIS", level: "sequence", cap: 2 },
+      lossAggregation: "sequence-mean",
+    };
     const tree = await worker.client.forwardBackward(treeBatch(trees, alg));
     const paths = await worker.client.forwardBackward(pathsBatch(trees, alg));
     expect(tree.tokens).toBe(paths.tokens);
@@ -66,7 +71,9 @@ describe("trainer worker", () => {
       { ...ALGORITHM, correction: { type: "MIS", level: "sequence", low: 0.01, high: 100 }, lossAggregation: "sequence-mean" },
       { ...ALGORITHM, correction: { type: "MIS", level: "geometric", low: 0.5, high: 2 } },
     ];
-    const { cases } = runCheck<{ cases: { lossDiff: number; maxGradDiff: number; maxGrad: number; treeTokens: number; pathsTokens: number; pathsMicroBatches: number }[] }>({
+    const { cases } = runCheck<{
+      cases: { lossDiff: number; maxGradDiff: number; maxGrad: number; treeTokens: number; pathsTokens: number; pathsMicroBatches: number }[];
+    }>({
       op: "tree-vs-paths",
       modelDir: model.dir,
       cases: variants.map((alg) => ({ tree: treeBatch(trees, alg), paths: pathsBatch(trees, alg) })),
@@ -125,7 +132,9 @@ describe("trainer worker", () => {
     const header = JSON.parse(bytes.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
     const { __metadata__: meta, ...tensors } = header as Record<string, never>;
     expect(meta).toMatchObject({ format: "pt" });
-    const entries = Object.entries(tensors as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>).sort((a, b) => a[1].data_offsets[0] - b[1].data_offsets[0]);
+    const entries = Object.entries(tensors as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>).sort(
+      (a, b) => a[1].data_offsets[0] - b[1].data_offsets[0],
+    );
     let end = 0;
     for (const [, t] of entries) {
       expect(t.dtype).toBe("F32");
@@ -165,8 +174,18 @@ describe("trainer worker", () => {
   it("refuses a tree whose tokens are not depth-first, in plain words", async () => {
     // Token 3 hangs under token 1, but token 2 (a child of the root) already closed 1's subtree:
     // the O(S) tree mask needs each subtree contiguous, so such a packing is refused, not misread.
-    const tree = { rollout: "r0", task: "t", harness: "h", tokens: [1, 2, 3, 4], parent: [-1, 0, 0, 1], position: [0, 1, 1, 2],
-      lossMask: [0, 1, 1, 1], rolloutLogprobs: [0, -1, -1, -1], advantages: [0, 1, 1, 1], branch: [-1, -1, -1, -1] };
+    const tree = {
+      rollout: "r0",
+      task: "t",
+      harness: "h",
+      tokens: [1, 2, 3, 4],
+      parent: [-1, 0, 0, 1],
+      position: [0, 1, 1, 2],
+      lossMask: [0, 1, 1, 1],
+      rolloutLogprobs: [0, -1, -1, -1],
+      advantages: [0, 1, 1, 1],
+      branch: [-1, -1, -1, -1],
+    };
     const e = await refusal(worker.client.forwardBackward(treeBatch([tree])));
     expect(e.workerCode).toBe("BadBatch");
     expect(e.message).toMatch(/not in depth-first order: token 3 hangs under token 1/);
@@ -247,7 +266,11 @@ describe("trainer worker", () => {
   it("records the trainer's logprob of every trained token: the same values in both layouts, equal to compute_logprobs", async () => {
     const trees = randomTrees(43, 3, model.vocabSize, { segments: 8 });
     const dir = tempDir("reins-record-");
-    const read = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rollout: string; leaf: number | null; logprobs: number[] });
+    const read = (file: string) =>
+      readFileSync(file, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { rollout: string; leaf: number | null; logprobs: number[] });
     await worker.client.forwardBackward(treeBatch(trees), { recordLogprobs: join(dir, "tree.jsonl") });
     await worker.client.forwardBackward(pathsBatch(trees), { recordLogprobs: join(dir, "paths.jsonl") });
     // SFT writes nothing: there is no sampler to compare with.

@@ -48,7 +48,13 @@ describe("buildTrainingBatch", () => {
   it("normalizes per (task, harness) pair, broadcasts one advantage per rollout, reports the composition", () => {
     const { records, rewards } = fixture();
     const analyses = analyzeRollouts(records, DEFAULT_ALGORITHM.filters);
-    const { batch, report } = buildTrainingBatch(analyses, { algorithm: algo({ advantage: { ...DEFAULT_ALGORITHM.advantage, dropZeroVariance: true } }), rewards, step: 3, layout: "tree", pairWeights: { "t1@openclaw": 0.5 } });
+    const { batch, report } = buildTrainingBatch(analyses, {
+      algorithm: algo({ advantage: { ...DEFAULT_ALGORITHM.advantage, dropZeroVariance: true } }),
+      rewards,
+      step: 3,
+      layout: "tree",
+      pairWeights: { "t1@openclaw": 0.5 },
+    });
     expect(batch.step).toBe(3);
     expect(batch.trees!.map((t) => t.rollout)).toEqual(["a1", "a2", "b1", "b2"]);
     const adv = Object.fromEntries(report.rollouts.map((r) => [r.rollout, r.advantage]));

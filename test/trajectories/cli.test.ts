@@ -29,7 +29,7 @@ beforeAll(async () => {
   retry.call(h, retry.tokens(4));
   for (const b of [claude, open, retry]) for (const r of b.records) lines.push(JSON.stringify(r));
   calls = join(dir, "calls.jsonl");
-  await writeFile(calls, lines.join("\n") + "\n");
+  await writeFile(calls, `${lines.join("\n")}\n`);
   rewards = join(dir, "rewards.json");
   await writeFile(
     rewards,
@@ -62,7 +62,8 @@ describe("reins trajectories", () => {
     expect(by["r-openclaw"]).toMatchObject({ calls: 3, leaves: 3, droppedDeadLeaves: 0 });
     expect(by["r-retry"]).toMatchObject({ calls: 3, leaves: 1, droppedDeadLeaves: 1, trainedTokens: 16 });
     for (const r of out.rollouts) {
-      for (const k of ["leaves", "droppedDeadLeaves", "droppedBranches", "generatedTokens", "trainedTokens", "contextTokens", "naiveTokens"]) expect(typeof r[k]).toBe("number");
+      for (const k of ["leaves", "droppedDeadLeaves", "droppedBranches", "generatedTokens", "trainedTokens", "contextTokens", "naiveTokens"])
+        expect(typeof r[k]).toBe("number");
       expect("advantage" in r).toBe(false);
     }
     expect(out.totals.naiveTokens).toBe(out.rollouts.reduce((s: number, r: { naiveTokens: number }) => s + r.naiveTokens, 0));

@@ -21,7 +21,8 @@ const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => f
 /** One try's calls, spelled out: each call's prompt, completion and options. */
 function calls(rollout: string, specs: { prompt: number[]; completion: number[]; callClass?: CallRecord["callClass"]; failed?: boolean }[]): CallRecord[] {
   const b = new RolloutBuilder(rollout, seededRng(1));
-  for (const s of specs) b.call(s.prompt, s.completion, { ...(s.callClass ? { callClass: s.callClass } : {}), ...(s.failed ? { error: { kind: "engine", message: "boom" } } : {}) });
+  for (const s of specs)
+    b.call(s.prompt, s.completion, { ...(s.callClass ? { callClass: s.callClass } : {}), ...(s.failed ? { error: { kind: "engine", message: "boom" } } : {}) });
   return b.records;
 }
 
@@ -41,20 +42,36 @@ describe("prefix breaks", () => {
   it("classifies each cause, with the position where the ids differ", () => {
     const p1 = [...sys, ...c0, 7, 8];
     const cases: [string, CallRecord[], { cause: string; at: number; previousSeq: number }][] = [
-      ["retry", calls("r", [{ prompt: sys, completion: c0 }, { prompt: sys, completion: [5] }]), { cause: "retry", at: 20, previousSeq: 0 }],
+      [
+        "retry",
+        calls("r", [
+          { prompt: sys, completion: c0 },
+          { prompt: sys, completion: [5] },
+        ]),
+        { cause: "retry", at: 20, previousSeq: 0 },
+      ],
       [
         "completion-not-reused",
-        calls("r", [{ prompt: sys, completion: c0 }, { prompt: [...sys, 200, 201, 999, 7], completion: [5] }]),
+        calls("r", [
+          { prompt: sys, completion: c0 },
+          { prompt: [...sys, 200, 201, 999, 7], completion: [5] },
+        ]),
         { cause: "completion-not-reused", at: 22, previousSeq: 0 },
       ],
       [
         "context-rewritten",
-        calls("r", [{ prompt: p1, completion: [1] }, { prompt: [...sys.slice(0, 10), 55], completion: [5] }]),
+        calls("r", [
+          { prompt: p1, completion: [1] },
+          { prompt: [...sys.slice(0, 10), 55], completion: [5] },
+        ]),
         { cause: "context-rewritten", at: 10, previousSeq: 0 },
       ],
       [
         "history-reserialized",
-        calls("r", [{ prompt: p1, completion: [1] }, { prompt: [...sys.slice(0, 4), 66, ...p1.slice(5), 1, 3, 4], completion: [5] }]),
+        calls("r", [
+          { prompt: p1, completion: [1] },
+          { prompt: [...sys.slice(0, 4), 66, ...p1.slice(5), 1, 3, 4], completion: [5] },
+        ]),
         { cause: "history-reserialized", at: 4, previousSeq: 0 },
       ],
     ];
@@ -72,12 +89,17 @@ describe("prefix breaks", () => {
       [1, "side-call"],
       [2, "side-call"],
     ]);
-    const changed = findPrefixBreaks(calls("r", [{ prompt: sys, completion: c0 }, title, { prompt: [...sys.slice(0, 3), 77, ...sys.slice(4), ...c0, 3], completion: [4] }]));
+    const changed = findPrefixBreaks(
+      calls("r", [{ prompt: sys, completion: c0 }, title, { prompt: [...sys.slice(0, 3), 77, ...sys.slice(4), ...c0, 3], completion: [4] }]),
+    );
     expect(changed[1]).toMatchObject({ seq: 2, previousSeq: 0, cause: "history-reserialized", at: 3 });
   });
 
   it("compares calls within a try only", () => {
-    const recs = calls("r", [{ prompt: sys, completion: c0 }, { prompt: range(1, 5), completion: [1] }]);
+    const recs = calls("r", [
+      { prompt: sys, completion: c0 },
+      { prompt: range(1, 5), completion: [1] },
+    ]);
     recs[1] = { ...recs[1]!, try: 2, seq: 0 };
     expect(findPrefixBreaks(recs)).toEqual([]);
   });
@@ -95,11 +117,20 @@ describe("the trained-token check", () => {
       records.push(...b.records);
       rewards.set(id, { task: "t", harness: k === 2 ? "codex" : "claude-code", reward: k });
     });
-    const analyses = ["a", "b", "c"].map((id) => analyzeRollout(id, records.filter((r) => r.rolloutId === id), ALGORITHM.filters));
+    const analyses = ["a", "b", "c"].map((id) =>
+      analyzeRollout(
+        id,
+        records.filter((r) => r.rolloutId === id),
+        ALGORITHM.filters,
+      ),
+    );
     const { batch } = buildTrainingBatch(analyses, { algorithm: ALGORITHM, rewards, step: 0, layout: "tree" });
     return { records, rewards, batch };
   }
-  const sources = (records: CallRecord[]) => ({ records: new Map(["a", "b", "c"].map((id) => [id, records.filter((r) => r.rolloutId === id)])), filters: ALGORITHM.filters });
+  const sources = (records: CallRecord[]) => ({
+    records: new Map(["a", "b", "c"].map((id) => [id, records.filter((r) => r.rolloutId === id)])),
+    filters: ALGORITHM.filters,
+  });
 
   it("finds no mismatch in a batch built from the records, and counts every trained token per harness", () => {
     const { records, batch } = fixture();
@@ -123,7 +154,13 @@ describe("the trained-token check", () => {
     expect(checkTrainedTokens(batch, sources(records)).mismatched).toBe(0);
 
     const { records: r2, rewards } = fixture();
-    const analyses = ["a", "b", "c"].map((id) => analyzeRollout(id, r2.filter((r) => r.rolloutId === id), ALGORITHM.filters));
+    const analyses = ["a", "b", "c"].map((id) =>
+      analyzeRollout(
+        id,
+        r2.filter((r) => r.rolloutId === id),
+        ALGORITHM.filters,
+      ),
+    );
     const { batch: paths } = buildTrainingBatch(analyses, { algorithm: ALGORITHM, rewards, step: 0, layout: "paths" });
     expect(checkTrainedTokens(paths, sources(r2))).toMatchObject({ mismatched: 0 });
     const p = paths.paths![2]!;
@@ -147,7 +184,12 @@ describe("the trained-token check", () => {
     for (let k = 0; k < 30; k++) {
       const recs = randomCallSet(rng, "x", 8);
       const a = analyzeRollout("x", recs, ALGORITHM.filters);
-      const { batch } = buildTrainingBatch([a], { algorithm: ALGORITHM, rewards: new Map([["x", { task: "t", harness: "h", reward: 1 }]]), step: 0, layout: "tree" });
+      const { batch } = buildTrainingBatch([a], {
+        algorithm: ALGORITHM,
+        rewards: new Map([["x", { task: "t", harness: "h", reward: 1 }]]),
+        step: 0,
+        layout: "tree",
+      });
       const check = checkTrainedTokens(batch, { records: new Map([["x", recs]]), filters: ALGORITHM.filters });
       expect(check.mismatched).toBe(0);
     }
@@ -162,7 +204,12 @@ describe("the report per harness", () => {
       { prompt: range(900, 4), completion: [1], callClass: "title" },
       { prompt: [...sys, ...range(200, 5), 7, 8], completion: [9] },
     ]);
-    recs[0] = { ...recs[0]!, tokenizedPromptTokens: 20, timings: { receivedMs: 0, engineStartMs: 2, engineDoneMs: 102, doneMs: 105 }, templateCheck: { match: true, templateTokens: 20 } };
+    recs[0] = {
+      ...recs[0]!,
+      tokenizedPromptTokens: 20,
+      timings: { receivedMs: 0, engineStartMs: 2, engineDoneMs: 102, doneMs: 105 },
+      templateCheck: { match: true, templateTokens: 20 },
+    };
     recs[1] = { ...recs[1]!, tokenizedPromptTokens: 4, timings: { receivedMs: 0, engineStartMs: 1, engineDoneMs: 11, doneMs: 12 } };
     recs[2] = { ...recs[2]!, tokenizedPromptTokens: 2, reused: [0], timings: { receivedMs: 0, engineStartMs: 40, engineDoneMs: 50, doneMs: 90 } };
     const other = calls("r2", [{ prompt: sys, completion: [3] }]);
@@ -193,7 +240,14 @@ describe("the report per harness", () => {
       proxyAddedMs: { p50: 5, p99: 80 },
     });
     expect(cc.prefixBreakCauses["side-call"]).toBe(2);
-    expect(report.byHarness.codex).toMatchObject({ calls: 1, storedPromptTokens: 20, freshPromptTokens: 0, templateMismatches: 1, droppedByClass: {}, proxyAddedMs: { p50: null, p99: null } });
+    expect(report.byHarness.codex).toMatchObject({
+      calls: 1,
+      storedPromptTokens: 20,
+      freshPromptTokens: 0,
+      templateMismatches: 1,
+      droppedByClass: {},
+      proxyAddedMs: { p50: null, p99: null },
+    });
   });
 
   it("percentiles are nearest-rank", () => {
@@ -209,7 +263,11 @@ describe("the report per harness", () => {
 
   it("the engine's timings and the template check survive the call record file", () => {
     const [rec] = calls("r", [{ prompt: [1, 2], completion: [3] }]);
-    const full: CallRecord = { ...rec!, timings: { receivedMs: 1, engineStartMs: 2, engineDoneMs: 5, doneMs: 6 }, templateCheck: { match: false, templateTokens: 3, at: 2 } };
+    const full: CallRecord = {
+      ...rec!,
+      timings: { receivedMs: 1, engineStartMs: 2, engineDoneMs: 5, doneMs: 6 },
+      templateCheck: { match: false, templateTokens: 3, at: 2 },
+    };
     const read = parseCallRecords(formatRecordLines([full]), "calls.jsonl");
     expect(read.diagnostics).toEqual([]);
     expect(read.value[0]).toMatchObject({ timings: full.timings, templateCheck: full.templateCheck });

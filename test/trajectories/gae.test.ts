@@ -38,7 +38,12 @@ describe("computeBranchGae", () => {
       if (paths.length > 1) multiLeaf++;
       paths.forEach((path, leaf) => {
         const steps = [...path].filter((i) => tree.lossMask[i] === 1);
-        const expected = episodeGae(steps.map((i) => values[i]), reward, gamma, lambda);
+        const expected = episodeGae(
+          steps.map((i) => values[i]),
+          reward,
+          gamma,
+          lambda,
+        );
         steps.forEach((i, k) => {
           if (tree.ownerLeaf![i] === leaf) expect(adv[i]).toBeCloseTo(expected[k], 10);
         });
@@ -58,7 +63,12 @@ describe("computeBranchGae", () => {
     };
     const values = [0, 0.1, 0.2, 0, 0.3, 0.4, 0, 0.5, 0.6];
     const base = computeBranchGae(tree, values, 1, { gamma: 1, lambda: 0.95 });
-    const changed = computeBranchGae(tree, values.map((v, i) => (i >= 6 ? v + 10 : v)), 1, { gamma: 1, lambda: 0.95 });
+    const changed = computeBranchGae(
+      tree,
+      values.map((v, i) => (i >= 6 ? v + 10 : v)),
+      1,
+      { gamma: 1, lambda: 0.95 },
+    );
     // Tokens owned by branch A (the shared prefix and A itself) are unaffected by B's values.
     for (const i of [1, 2, 4, 5]) expect(changed[i]).toBeCloseTo(base[i], 12);
     expect(changed[7]).not.toBeCloseTo(base[7], 3);
@@ -73,7 +83,11 @@ describe("applyCritic", () => {
     harness: "h",
     tokens: parent.map((_, i) => i + 1),
     parent,
-    position: parent.map((p, i, all) => { let d = 0; for (let k = i; all[k]! >= 0; k = all[k]!) d++; return d; }),
+    position: parent.map((_p, i, all) => {
+      let d = 0;
+      for (let k = i; all[k]! >= 0; k = all[k]!) d++;
+      return d;
+    }),
     lossMask,
     rolloutLogprobs: lossMask.map((m) => (m ? -1 : 0)),
     advantages: lossMask.map(() => 0),
@@ -85,10 +99,21 @@ describe("applyCritic", () => {
     step: 0,
     layout: "tree",
     trees: [tree("r0", [-1, 0, 1, 2, 3, 4, 2, 6, 7], [0, 1, 1, 0, 1, 1, 0, 1, 1], 1), tree("r1", [-1, 0, 1, 2], [0, 1, 0, 1], 0)],
-    algorithm: { type: "PPO", clip: { low: 0.2, high: 0.2 }, klCoef: 0, entropyCoef: 0, correction: { type: "none" }, lossAggregation: "token-mean", valueCoef: 0.5 },
+    algorithm: {
+      type: "PPO",
+      clip: { low: 0.2, high: 0.2 },
+      klCoef: 0,
+      entropyCoef: 0,
+      correction: { type: "none" },
+      lossAggregation: "token-mean",
+      valueCoef: 0.5,
+    },
     composition: { pairs: [], harnesses: {} },
   };
-  const values = [[0, 0.1, 0.2, 0, 0.3, 0.4, 0, 0.5, 0.6], [0, 0.7, 0, -0.2]];
+  const values = [
+    [0, 0.1, 0.2, 0, 0.3, 0.4, 0, 0.5, 0.6],
+    [0, 0.7, 0, -0.2],
+  ];
   const trained = (t: PackedTree, xs: number[]) => xs.filter((_, i) => t.lossMask[i]);
 
   it("gives each branch its GAE, returns = advantage + value, and whitens the advantages over the step", () => {

@@ -15,7 +15,7 @@ const codes = (r: { diagnostics: { code: string; line: number }[] }) => r.diagno
 
 describe("parseCallRecords", () => {
   it("parses proxy records and skips blank lines", () => {
-    const r = parseCallRecords(goodLines().join("\n\n") + "\n", "calls.jsonl");
+    const r = parseCallRecords(`${goodLines().join("\n\n")}\n`, "calls.jsonl");
     expect(r.diagnostics).toEqual([]);
     expect(r.value.map((x) => x.seq)).toEqual([0, 1]);
   });
@@ -57,7 +57,10 @@ describe("parseCallRecords", () => {
 
 describe("parseRewards", () => {
   it("reads rollout -> {reward, task, harness[, step]}", () => {
-    const r = parseRewards('{"r1": {"reward": 0.5, "task": "t", "harness": "h", "details": {}}, "r2": {"reward": 1, "task": "t", "harness": "h", "step": 2}}', "rw.json");
+    const r = parseRewards(
+      '{"r1": {"reward": 0.5, "task": "t", "harness": "h", "details": {}}, "r2": {"reward": 1, "task": "t", "harness": "h", "step": 2}}',
+      "rw.json",
+    );
     expect(r.diagnostics).toEqual([]);
     expect([...r.value]).toEqual([
       ["r1", { reward: 0.5, task: "t", harness: "h" }],
@@ -66,7 +69,7 @@ describe("parseRewards", () => {
   });
 
   it("locates wrong fields and syntax errors", () => {
-    const text = ['{', '  "r1": {"reward": "high", "task": "t", "harness": "h"},', '  "r2": {"task": "t", "harness": "h"},', '  "r3": 4', "}"].join("\n");
+    const text = ["{", '  "r1": {"reward": "high", "task": "t", "harness": "h"},', '  "r2": {"task": "t", "harness": "h"},', '  "r3": 4', "}"].join("\n");
     expect(codes(parseRewards(text, "rw.json"))).toEqual([
       ["RewardsInvalidField", 2],
       ["RewardsMissingField", 3],

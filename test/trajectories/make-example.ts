@@ -34,5 +34,5 @@ if (!out) {
   process.stderr.write("usage: make-example.ts OUT.jsonl\n");
   process.exitCode = 2;
 } else {
-  writeFileSync(out, b.records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  writeFileSync(out, `${b.records.map((r) => JSON.stringify(r)).join("\n")}\n`);
 }

@@ -71,7 +71,11 @@ describe.skipIf(skipHarness("openclaw"))("trees from real OpenClaw records over 
     const run = await runScenario({
       harness: "openclaw",
       label: "tree-openclaw-chat",
-      adjust: (h: ResolvedHarness) => ({ ...h, homeFiles: h.homeFiles.map((f) => ({ ...f, content: f.content.replace(/openai-responses/g, "openai-completions") })), dialect: "openai-chat" }),
+      adjust: (h: ResolvedHarness) => ({
+        ...h,
+        homeFiles: h.homeFiles.map((f) => ({ ...f, content: f.content.replace(/openai-responses/g, "openai-completions") })),
+        dialect: "openai-chat",
+      }),
       timeoutMs: 180_000,
     });
     expect(run.hello).toBe("hi");

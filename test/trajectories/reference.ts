@@ -52,7 +52,10 @@ export function referenceRollout(records: readonly CallRecord[], filters: Refere
   const continued = new Map<number, boolean>();
   const parentLen: number[] = [];
   calls.forEach((c, k) => {
-    continued.set(c.seq, calls.some((d) => d.seq > c.seq && isPrefix(S[k], d.promptIds)));
+    continued.set(
+      c.seq,
+      calls.some((d) => d.seq > c.seq && isPrefix(S[k], d.promptIds)),
+    );
     let best = 0;
     calls.forEach((p, j) => {
       if (p.seq < c.seq && isPrefix(S[j], c.promptIds) && S[j].length > best) best = S[j].length;
@@ -117,13 +120,7 @@ export function referenceRollout(records: readonly CallRecord[], filters: Refere
 }
 
 /** GRPO/RLOO advantages straight from the group formula. */
-export function referenceGroupAdvantage(
-  rewards: readonly number[],
-  i: number,
-  estimator: "GRPO" | "RLOO",
-  normalizeStd: boolean,
-  eps = 1e-6,
-): number {
+export function referenceGroupAdvantage(rewards: readonly number[], i: number, estimator: "GRPO" | "RLOO", normalizeStd: boolean, eps = 1e-6): number {
   const n = rewards.length;
   if (n < 2 || Math.max(...rewards) - Math.min(...rewards) <= 1e-12) return 0;
   if (estimator === "RLOO") {

@@ -23,6 +23,6 @@ describe("renderTreeSvg", () => {
     expect(svg).not.toContain("r<&>");
     expect(svg).toContain("✕ subagent");
     // Labels carry the call seq and the token count.
-    for (const n of a.tree.nodes) expect(svg).toContain(`${n.generated ? "c" + n.genSeq : "p" + n.firstSeq} · ${n.tokens.length}<`);
+    for (const n of a.tree.nodes) expect(svg).toContain(`${n.generated ? `c${n.genSeq}` : `p${n.firstSeq}`} · ${n.tokens.length}<`);
   });
 });

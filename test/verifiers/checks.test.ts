@@ -4,10 +4,17 @@ import { check, makeWorkspace } from "./fixture.js";
 const files = {
   "hello.txt": "hi\n",
   "notes/readme.md": "# Notes\n\nTotal revenue: 1,234.50 EUR\n\n- one\n- two\n",
-  "out/summary.json": JSON.stringify({ total: 42, regions: [{ name: "north", amount: 10.5 }, { name: "south", amount: 31.5 }], ok: true }),
+  "out/summary.json": JSON.stringify({
+    total: 42,
+    regions: [
+      { name: "north", amount: 10.5 },
+      { name: "south", amount: 31.5 },
+    ],
+    ok: true,
+  }),
   "config.yaml": "server:\n  port: 8080\n  hosts: [a, b]\n",
-  "data/sales.csv": "region,amount,owner\nnorth,10.5,ada\nsouth,31.5,\"bob, jr\"\n",
-  "bad.json": "{\"total\": 42,",
+  "data/sales.csv": 'region,amount,owner\nnorth,10.5,ada\nsouth,31.5,"bob, jr"\n',
+  "bad.json": '{"total": 42,',
   "reports/a.md": "a",
   "reports/b.md": "b",
   "reports/sub/c.md": "c",
@@ -76,7 +83,9 @@ describe("text checks", () => {
     const ws = await makeWorkspace(files);
     expect((await check(ws, { lineCount: { path: "notes/readme.md", equals: 6 } })).pass).toBe(true);
     expect((await check(ws, { lineCount: { path: "notes/readme.md", equals: 4, skipEmpty: true } })).pass).toBe(true);
-    expect((await check(ws, { lineCount: { path: "notes/readme.md", max: 3 } })).reason).toBe("the number of lines in notes/readme.md is 6, expected at most 3.");
+    expect((await check(ws, { lineCount: { path: "notes/readme.md", max: 3 } })).reason).toBe(
+      "the number of lines in notes/readme.md is 6, expected at most 3.",
+    );
   });
 });
 
@@ -114,15 +123,45 @@ describe("structured checks", () => {
   });
   it("jsonEquals compares documents, names the first difference and gives partial credit", async () => {
     const ws = await makeWorkspace(files);
-    const expected = { total: 42, regions: [{ name: "north", amount: 10.5 }, { name: "south", amount: 31.5 }], ok: true };
+    const expected = {
+      total: 42,
+      regions: [
+        { name: "north", amount: 10.5 },
+        { name: "south", amount: 31.5 },
+      ],
+      ok: true,
+    };
     expect((await check(ws, { jsonEquals: { path: "out/summary.json", value: expected } })).pass).toBe(true);
     const off = await check(ws, { jsonEquals: { path: "out/summary.json", value: { ...expected, total: 43 } } });
     expect(off).toMatchObject({ pass: false, reason: "out/summary.json differs from the expected document: $.total: found 42, expected 43." });
     expect(off.score).toBeCloseTo(2 / 3, 12);
-    const q = await check(ws, { jsonEquals: { path: "out/summary.json", query: "$.regions", value: { regions: [{ name: "south", amount: 31.5 }, { name: "north", amount: 10.5 }] } } });
+    const q = await check(ws, {
+      jsonEquals: {
+        path: "out/summary.json",
+        query: "$.regions",
+        value: {
+          regions: [
+            { name: "south", amount: 31.5 },
+            { name: "north", amount: 10.5 },
+          ],
+        },
+      },
+    });
     expect(q.reason).toBe('out/summary.json differs from the expected document: $.regions[0].name: found "north", expected "south".');
     expect(q.score).toBe(0);
-    const unordered = await check(ws, { jsonEquals: { path: "out/summary.json", query: "$.regions", ignoreOrder: true, value: { regions: [{ name: "south", amount: 31.5 }, { name: "north", amount: 10.5 }] } } });
+    const unordered = await check(ws, {
+      jsonEquals: {
+        path: "out/summary.json",
+        query: "$.regions",
+        ignoreOrder: true,
+        value: {
+          regions: [
+            { name: "south", amount: 31.5 },
+            { name: "north", amount: 10.5 },
+          ],
+        },
+      },
+    });
     expect(unordered.pass).toBe(true);
     const extra = await check(ws, { jsonEquals: { path: "out/summary.json", value: { total: 42, regions: expected.regions } } });
     expect(extra.reason).toBe("out/summary.json differs from the expected document: $.ok is not expected.");
@@ -180,11 +219,21 @@ describe("value checks", () => {
   it("sameValue compares one fact across files", async () => {
     const ws = await makeWorkspace({ ...files, "report.md": "The total is 42 units.\n", "wrong.md": "The total is 41 units.\n" });
     const ok = await check(ws, {
-      sameValue: { sources: [{ path: "out/summary.json", query: "$.total" }, { path: "report.md", pattern: "total is (\\d+)" }] },
+      sameValue: {
+        sources: [
+          { path: "out/summary.json", query: "$.total" },
+          { path: "report.md", pattern: "total is (\\d+)" },
+        ],
+      },
     });
     expect(ok.pass).toBe(true);
     const bad = await check(ws, {
-      sameValue: { sources: [{ path: "out/summary.json", query: "$.total" }, { path: "wrong.md", pattern: "total is (\\d+)" }] },
+      sameValue: {
+        sources: [
+          { path: "out/summary.json", query: "$.total" },
+          { path: "wrong.md", pattern: "total is (\\d+)" },
+        ],
+      },
     });
     expect(bad.reason).toBe('/total is (\\d+)/ in wrong.md is "41" but $.total in out/summary.json is 42.');
   });

@@ -71,8 +71,13 @@ describe("huge and strange files", () => {
 
   it("a YAML alias bomb is invalid YAML, not an out-of-memory", async () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 12; i++) lines.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(",")}]`);
-    const ws = await makeWorkspace({ "bomb.yaml": lines.join("\n") + "\n" });
+    for (let i = 1; i < 12; i++)
+      lines.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9)
+          .fill(`*${String.fromCharCode(96 + i)}`)
+          .join(",")}]`,
+      );
+    const ws = await makeWorkspace({ "bomb.yaml": `${lines.join("\n")}\n` });
     const r = await check(ws, { yamlPath: { path: "bomb.yaml", query: "$.l[0][0]", equals: 1 } });
     expect(r.pass).toBe(false);
     expect(r.reason).toMatch(/^bomb\.yaml is not valid YAML: .*alias/i);
@@ -98,7 +103,7 @@ describe("huge and strange files", () => {
   });
 
   it("a catastrophic regex on crafted content times out into a failure", async () => {
-    const ws = await makeWorkspace({ "a.txt": "a".repeat(64) + "!" });
+    const ws = await makeWorkspace({ "a.txt": `${"a".repeat(64)}!` });
     const r = await check(ws, { fileMatches: { path: "a.txt", pattern: "^(a+)+$" } });
     expect(r).toMatchObject({ pass: false, reason: "matching /^(a+)+$/ against a.txt took too long; the file was not accepted." });
   });
@@ -156,7 +161,10 @@ describe("scripts that misbehave", () => {
   it("the verifier sees exactly the workspace it was given", async () => {
     const ws = await makeWorkspace({ "x.txt": "1" });
     await writeFile(join(ws, "y.txt"), "2");
-    const part = await runVerifier(verifier({ checks: [normalizeCheck({ fileCount: { glob: "*", equals: 2 } })] }), { reader: new DirectoryReader(ws), instruction: "x" });
+    const part = await runVerifier(verifier({ checks: [normalizeCheck({ fileCount: { glob: "*", equals: 2 } })] }), {
+      reader: new DirectoryReader(ws),
+      instruction: "x",
+    });
     expect(part.reward).toBe(1);
   });
 });

@@ -10,7 +10,15 @@ import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js
 import { runChecks } from "../../src/runtime/verifiers/run-checks.js";
 import { makeWorkspace } from "./fixture.js";
 
-const call = (over: Partial<McpCallRecord>): McpCallRecord => ({ server: "tickets", tool: "create_ticket", arguments: {}, atMs: 10, latencyMs: 3, result: { content: [{ type: "text", text: "ok" }] }, ...over });
+const call = (over: Partial<McpCallRecord>): McpCallRecord => ({
+  server: "tickets",
+  tool: "create_ticket",
+  arguments: {},
+  atMs: 10,
+  latencyMs: 3,
+  result: { content: [{ type: "text", text: "ok" }] },
+  ...over,
+});
 
 const CALLS: McpCallRecord[] = [
   call({ arguments: { title: "Printer on fire", priority: "high", tags: ["hw"] } }),
@@ -32,8 +40,12 @@ describe("mcpCall", () => {
     expect((await judge({ tool: "search", argumentsInclude: { query: "refunds" } })).pass).toBe(true);
   });
   it("fails, saying why, on another server, other arguments, an error result or a refused call", async () => {
-    expect((await judge({ server: "search", tool: "create_ticket" })).reason).toMatch(/search\/create_ticket was never called \(MCP calls made: tickets\/create_ticket, tickets\/update_ticket, search\/search, tickets\/delete_all\)/);
-    expect((await judge({ tool: "create_ticket", argumentsInclude: { priority: "low" } })).reason).toMatch(/called 1 time, but none succeeded with arguments including/);
+    expect((await judge({ server: "search", tool: "create_ticket" })).reason).toMatch(
+      /search\/create_ticket was never called \(MCP calls made: tickets\/create_ticket, tickets\/update_ticket, search\/search, tickets\/delete_all\)/,
+    );
+    expect((await judge({ tool: "create_ticket", argumentsInclude: { priority: "low" } })).reason).toMatch(
+      /called 1 time, but none succeeded with arguments including/,
+    );
     expect((await judge({ tool: "update_ticket" })).reason).toMatch(/none succeeded \(1 answered with an error\)/);
     expect((await judge({ tool: "delete_all" })).pass).toBe(false);
   });

@@ -25,7 +25,10 @@ describe("VerifierSpecSchema", () => {
       { checks: [{ fileExists: "a", jsonValid: "b" }] },
       { checks: [{ fileEquals: { path: "a", content: "x", extra: 1 } }] },
       { checks: [{ csv: { path: "a.csv", rowCount: 2, cells: [{ row: 0, column: "x", equals: 1 }] } }] },
-      { rubric: { items: ["clear", { id: "totals", criterion: "states totals", weight: 2 }], files: ["*.md"] }, combine: { mode: "weighted", weights: { code: 0.7, rubric: 0.3 } } },
+      {
+        rubric: { items: ["clear", { id: "totals", criterion: "states totals", weight: 2 }], files: ["*.md"] },
+        combine: { mode: "weighted", weights: { code: 0.7, rubric: 0.3 } },
+      },
       { combine: { mode: "average" } },
       { combine: { mode: "weighted", weights: { chekcs: 1 } } },
       { script: { command: "python3 $REINS_HIDDEN/grade.py", timeoutSeconds: 60 }, passThreshold: 0.5 },
@@ -71,14 +74,24 @@ describe("normalizeCheck", () => {
 
 describe("resolveVerifierSpec", () => {
   it("applies defaults", () => {
-    const v = resolveVerifierSpec({ checks: [{ fileExists: "a" }], script: { command: "true" }, rubric: { items: ["clear", { criterion: "short", weight: 2 }] } });
+    const v = resolveVerifierSpec({
+      checks: [{ fileExists: "a" }],
+      script: { command: "true" },
+      rubric: { items: ["clear", { criterion: "short", weight: 2 }] },
+    });
     expect(v).toEqual({
       name: "inline",
       checks: [{ type: "fileExists", path: "a" }],
       combine: { mode: "weighted", weights: {} },
       passThreshold: 1,
       script: { command: ["sh", "-c", "true"], timeoutSeconds: 120 },
-      rubric: { items: [{ id: "item-1", criterion: "clear", weight: 1 }, { id: "item-2", criterion: "short", weight: 2 }], files: [] },
+      rubric: {
+        items: [
+          { id: "item-1", criterion: "clear", weight: 1 },
+          { id: "item-2", criterion: "short", weight: 2 },
+        ],
+        files: [],
+      },
     });
   });
 });
@@ -97,7 +110,11 @@ describe("validateCheck and validateVerifier", () => {
     const v = resolveVerifierSpec({ checks: [{ fileExists: "a" }], combine: { mode: "weighted", weights: { checks: 0.7, rubric: 0.3 } } });
     expect(validateVerifier(v).map((p) => p.field)).toEqual(["combine.weights.rubric"]);
     expect(validateVerifier(resolveVerifierSpec({}))[0]?.message).toMatch(/no checks, script or rubric/);
-    expect(validateVerifier(resolveVerifierSpec({ checks: [{ fileExists: "a" }], combine: { mode: "weighted", weights: { code: 1, checks: 1 } } })).map((p) => p.field)).toEqual(["combine.weights.code"]);
+    expect(
+      validateVerifier(resolveVerifierSpec({ checks: [{ fileExists: "a" }], combine: { mode: "weighted", weights: { code: 1, checks: 1 } } })).map(
+        (p) => p.field,
+      ),
+    ).toEqual(["combine.weights.code"]);
   });
 });
 
@@ -106,9 +123,17 @@ describe("numbers written as templates", () => {
     expect(VerifierSpecSchema.safeParse({ checks: [{ numeric: { path: "a", equals: "{{total}}" } }] }).success).toBe(true);
     expect(VerifierSpecSchema.safeParse({ checks: [{ numeric: { path: "a", equals: "forty" } }] }).success).toBe(false);
     expect(validateCheck(normalizeCheck({ numeric: { path: "a", equals: "{{total}}" } }))).toEqual([
-      { field: "equals", path: ["equals"], message: '`equals` is "{{total}}", not a number.', hint: "Write a number; in a TaskFamily, make sure the template renders to one." },
+      {
+        field: "equals",
+        path: ["equals"],
+        message: '`equals` is "{{total}}", not a number.',
+        hint: "Write a number; in a TaskFamily, make sure the template renders to one.",
+      },
     ]);
     expect(validateCheck(normalizeCheck({ numeric: { path: "a", equals: "42" } }))).toEqual([]);
-    expect(validateCheck(normalizeCheck({ csv: { path: "a", cells: [{ row: "{{r}}", column: "x", equals: 1 }] } }))[0]).toMatchObject({ field: "cells[0].row", path: ["cells", 0, "row"] });
+    expect(validateCheck(normalizeCheck({ csv: { path: "a", cells: [{ row: "{{r}}", column: "x", equals: 1 }] } }))[0]).toMatchObject({
+      field: "cells[0].row",
+      path: ["cells", 0, "row"],
+    });
   });
 });

@@ -18,7 +18,11 @@ function scriptVerifier(command: string, timeoutSeconds = 30) {
 describe("parseScriptOutput", () => {
   it("takes the whole output or its last JSON line", () => {
     expect(parseScriptOutput('{"reward": 1}')).toEqual({ ok: true, reward: 1, subscores: {} });
-    expect(parseScriptOutput('running tests...\n{"reward": 0.5}\n{"reward": 0.75, "subscores": {"a": 1, "b": "x"}}\n')).toEqual({ ok: true, reward: 0.75, subscores: { a: 1 } });
+    expect(parseScriptOutput('running tests...\n{"reward": 0.5}\n{"reward": 0.75, "subscores": {"a": 1, "b": "x"}}\n')).toEqual({
+      ok: true,
+      reward: 0.75,
+      subscores: { a: 1 },
+    });
     expect(parseScriptOutput('{\n  "reward": 0.2\n}\n')).toMatchObject({ ok: true, reward: 0.2 });
   });
   it("garbage, missing and out-of-range rewards are errors, never 0", () => {
@@ -34,7 +38,8 @@ describe("parseScriptOutput", () => {
 describe("script verifier", () => {
   it("reads the hidden files through $REINS_HIDDEN, which is not in the workspace and is removed after", async () => {
     const ws = await makeWorkspace({ "answer.txt": "42\n" });
-    const cmd = 'echo "$REINS_HIDDEN" > seen-dir; if [ "$(cat answer.txt)" = "$(cat "$REINS_HIDDEN/expected.txt")" ]; then echo \'{"reward": 1, "subscores": {"exact": 1}}\'; else echo \'{"reward": 0}\'; fi';
+    const cmd =
+      'echo "$REINS_HIDDEN" > seen-dir; if [ "$(cat answer.txt)" = "$(cat "$REINS_HIDDEN/expected.txt")" ]; then echo \'{"reward": 1, "subscores": {"exact": 1}}\'; else echo \'{"reward": 0}\'; fi';
     const r = await runVerifier(scriptVerifier(cmd), { reader: new DirectoryReader(ws), instruction: "x", hiddenFiles: [hidden("expected.txt", "42\n")] });
     expect(r).toMatchObject({ status: "ok", reward: 1, passed: true });
     expect(r.parts.script?.subscores).toEqual({ exact: 1 });
@@ -58,7 +63,7 @@ describe("script verifier", () => {
     process.env.REINS_TEST_LEAK = "caller-secret";
     const ws = await makeWorkspace({ "reins-planted-tool": "#!/bin/sh\necho '{\"reward\": 1}'\n" });
     await chmod(join(ws, "reins-planted-tool"), 0o755);
-    const cmd = 'env > env.txt; if command -v reins-planted-tool >/dev/null; then reins-planted-tool; else echo \'{"reward": 0.1}\'; fi';
+    const cmd = "env > env.txt; if command -v reins-planted-tool >/dev/null; then reins-planted-tool; else echo '{\"reward\": 0.1}'; fi";
     const r = await runVerifier(scriptVerifier(cmd), { reader: new DirectoryReader(ws), instruction: "x" });
     delete process.env.REINS_TEST_LEAK;
     expect(r.reward).toBe(0.1);

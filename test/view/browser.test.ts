@@ -35,7 +35,13 @@ describe("reins view in chromium", () => {
     fixture = writeRunFixture(tempDir("reins-view-browser-"), {
       encode,
       extra: [
-        { id: HOSTILE_ID, task: "write-word-yes-000", harness: "codex", step: 9, calls: [callRecord(HOSTILE_ID, 0, encode("<|im_start|>user\nhi<|im_end|>\n"), encode("<script>alert(4)</script>"), random)] },
+        {
+          id: HOSTILE_ID,
+          task: "write-word-yes-000",
+          harness: "codex",
+          step: 9,
+          calls: [callRecord(HOSTILE_ID, 0, encode("<|im_start|>user\nhi<|im_end|>\n"), encode("<script>alert(4)</script>"), random)],
+        },
         { id: "s9-loud-output", task: "write-word-yes-000", harness: "codex", step: 9, calls: [], stdout: HOSTILE_OUTPUT },
       ],
     });
@@ -66,7 +72,9 @@ describe("reins view in chromium", () => {
     for (const [harness, v] of Object.entries(fixture.summary.heldOut.byHarness)) {
       expect(heldOut).toMatch(new RegExp(`${harness}\\s+${pct(v.before).replace(".", "\\.")}\\s+${pct(v.after).replace(".", "\\.")}`));
     }
-    expect(await page.locator('[data-card="held-out"]').innerText()).toContain(`${pct(fixture.summary.heldOut.before)} → ${pct(fixture.summary.heldOut.after)}`);
+    expect(await page.locator('[data-card="held-out"]').innerText()).toContain(
+      `${pct(fixture.summary.heldOut.before)} → ${pct(fixture.summary.heldOut.after)}`,
+    );
     expect(await page.locator("#fidelity").innerText()).toContain("4321");
     const train = page.locator('[data-phase="train"]');
     for (const task of fixture.taskNames) {
@@ -164,13 +172,21 @@ describe("reins view in chromium", () => {
       await page.goto(seedsView.url);
       await page.waitForSelector("#seeds table#seeds-0");
       const rows = await page.locator("#seeds-0 tbody tr").allInnerTexts();
-      a.forEach((f, i) => expect(rows[i]).toMatch(new RegExp(`^${i + 1}\\s+${pct(f.summary.heldOut.before).replace(".", "\\.")}\\s+${pct(f.summary.heldOut.after).replace(".", "\\.")}`)));
+      a.forEach((f, i) =>
+        expect(rows[i]).toMatch(
+          new RegExp(`^${i + 1}\\s+${pct(f.summary.heldOut.before).replace(".", "\\.")}\\s+${pct(f.summary.heldOut.after).replace(".", "\\.")}`),
+        ),
+      );
       expect(rows.map((r) => r.split(/\s/)[0])).toEqual(["1", "2", "3", "mean", "sd", "95%"]);
-      expect(await page.locator("#seeds .gain-line").innerText()).toMatch(/^held-out gain over 3 seeds: [+-]\d+\.\d points \(sd \d+\.\d, 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\]\); \d of 3 above 3 standard errors$/);
+      expect(await page.locator("#seeds .gain-line").innerText()).toMatch(
+        /^held-out gain over 3 seeds: [+-]\d+\.\d points \(sd \d+\.\d, 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\]\); \d of 3 above 3 standard errors$/,
+      );
       await page.goto(`${seedsView.url}#/compare`);
       await page.waitForSelector("#compare #seeds-difference");
       expect(await page.locator("#compare table.seeds").count()).toBe(2);
-      expect(await page.locator("#seeds-difference").innerText()).toMatch(/held-out gain: [+-]\d+\.\d points \(Welch 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\], \d+\.\d degrees of freedom\)/);
+      expect(await page.locator("#seeds-difference").innerText()).toMatch(
+        /held-out gain: [+-]\d+\.\d points \(Welch 95% CI \[[+-]\d+\.\d, [+-]\d+\.\d\], \d+\.\d degrees of freedom\)/,
+      );
       await page.screenshot({ path: join(SHOTS, "seeds-compare.png"), fullPage: true });
     } finally {
       await seedsView.close();

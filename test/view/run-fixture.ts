@@ -40,14 +40,24 @@ export interface FixtureOptions {
 export interface Fixture {
   dir: string;
   rollouts: RolloutResult[];
-  summary: { heldOut: { before: number; after: number; byHarness: Record<string, { before: number; after: number; n: number; gainStdErrors: number }> }; fidelity: unknown };
+  summary: {
+    heldOut: { before: number; after: number; byHarness: Record<string, { before: number; after: number; n: number; gainStdErrors: number }> };
+    fidelity: unknown;
+  };
   taskNames: string[];
 }
 
 const byteEncode = (text: string) => [...Buffer.from(text, "utf8")];
 
 /** One call record: prompt + completion ids, a logprob per completion id. */
-export function callRecord(rolloutId: string, seq: number, promptIds: number[], completionIds: number[], random: () => number, extra: Partial<CallRecord> = {}): CallRecord {
+export function callRecord(
+  rolloutId: string,
+  seq: number,
+  promptIds: number[],
+  completionIds: number[],
+  random: () => number,
+  extra: Partial<CallRecord> = {},
+): CallRecord {
   return {
     v: 2,
     rolloutId,
@@ -72,7 +82,9 @@ export function callRecord(rolloutId: string, seq: number, promptIds: number[], 
 
 /** The calls of one agent rollout: ask, (retry), tool call, tool result, answer; sometimes a title call. */
 export function agentCalls(id: string, task: string, passed: boolean, random: () => number, encode: (t: string) => number[]): CallRecord[] {
-  const system = encode(`<|im_start|>system\nYou are a careful agent. Task ${task}.<|im_end|>\n<|im_start|>user\nWrite the answer into answer.txt.<|im_end|>\n<|im_start|>assistant\n`);
+  const system = encode(
+    `<|im_start|>system\nYou are a careful agent. Task ${task}.<|im_end|>\n<|im_start|>user\nWrite the answer into answer.txt.<|im_end|>\n<|im_start|>assistant\n`,
+  );
   const toolCall = encode(`<tool_call>{"name": "write", "arguments": {"path": "answer.txt", "content": "${passed ? "yes" : "no"}"}}</tool_call><|im_end|>`);
   const toolResult = encode(`\n<|im_start|>user\n<tool_response>wrote answer.txt</tool_response><|im_end|>\n<|im_start|>assistant\n`);
   const answer = encode(`I wrote ${passed ? "yes" : "no"} into answer.txt.<|im_end|>`);
@@ -81,15 +93,43 @@ export function agentCalls(id: string, task: string, passed: boolean, random: ()
   const retried = random() < 0.3;
   if (retried) calls.push(callRecord(id, seq++, system, encode(`<tool_call>{"name": "wri`), random, { finishReason: "length" }));
   calls.push(callRecord(id, seq++, system, toolCall, random, { finishReason: "tool_calls" }));
-  if (random() < 0.3) calls.push(callRecord(id, seq++, encode(`<|im_start|>user\nTitle for: ${task}<|im_end|>\n<|im_start|>assistant\n`), encode(`Answer file<|im_end|>`), random, { callClass: "title" }));
+  if (random() < 0.3)
+    calls.push(
+      callRecord(id, seq++, encode(`<|im_start|>user\nTitle for: ${task}<|im_end|>\n<|im_start|>assistant\n`), encode(`Answer file<|im_end|>`), random, {
+        callClass: "title",
+      }),
+    );
   calls.push(callRecord(id, seq++, [...system, ...toolCall, ...toolResult], answer, random));
   return calls;
 }
 
 /** A rollout's workspace diff (answer.txt written) and, when trained, its trainer logprobs. */
-function writeSideFiles(dir: string, r: RolloutResult, calls: CallRecord[], filters: ResolvedAlgorithm["filters"], heldOut: boolean, random: () => number): void {
+function writeSideFiles(
+  dir: string,
+  r: RolloutResult,
+  calls: CallRecord[],
+  filters: ResolvedAlgorithm["filters"],
+  heldOut: boolean,
+  random: () => number,
+): void {
   const word = r.passed ? "yes" : "no";
-  const diff = { formatVersion: 1, added: 1, modified: 0, deleted: 0, unchanged: 1, files: [{ path: "answer.txt", status: "added", kind: "text", bytesBefore: null, bytesAfter: word.length + 1, patch: `--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1,1 @@\n+${word}\n` }] };
+  const diff = {
+    formatVersion: 1,
+    added: 1,
+    modified: 0,
+    deleted: 0,
+    unchanged: 1,
+    files: [
+      {
+        path: "answer.txt",
+        status: "added",
+        kind: "text",
+        bytesBefore: null,
+        bytesAfter: word.length + 1,
+        patch: `--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1,1 @@\n+${word}\n`,
+      },
+    ],
+  };
   mkdirSync(join(dir, "workspace-diff"), { recursive: true });
   writeFileSync(join(dir, "workspace-diff", `${r.id}.json`), JSON.stringify(diff));
   if (heldOut || r.step < 1 || calls.length === 0) return;
@@ -107,7 +147,23 @@ function verifierOf(passed: boolean) {
     reward: passed ? 1 : 0,
     passed,
     passThreshold: 1,
-    parts: { checks: { score: passed ? 1 : 0, passed: passed ? 1 : 0, total: 1, results: [{ type: "fileEquals", weight: 1, name: "fileEquals answer.txt", pass: passed, score: passed ? 1 : 0, reason: passed ? "answer.txt has the expected content." : "answer.txt differs from the expected content." }] } },
+    parts: {
+      checks: {
+        score: passed ? 1 : 0,
+        passed: passed ? 1 : 0,
+        total: 1,
+        results: [
+          {
+            type: "fileEquals",
+            weight: 1,
+            name: "fileEquals answer.txt",
+            pass: passed,
+            score: passed ? 1 : 0,
+            reason: passed ? "answer.txt has the expected content." : "answer.txt differs from the expected content.",
+          },
+        ],
+      },
+    },
     weights: { checks: 1 },
     durationMs: 1,
   };
@@ -135,7 +191,12 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
     heldOutTasks: heldOutNames,
     attempts: groupSize,
     model: { name: "fixture-policy", tokenizer: { type: "qwen3" } },
-    algorithm: { type: "GRPO", groupSize, advantage: { normalizeStd: true, dropZeroVariance: true, positiveOnly: false, gamma: 1, lambda: 1 }, filters: { dropDeadLeaves: true, dropClasses: ["subagent", "compaction", "title", "auxiliary"], maxBranches: 0 } },
+    algorithm: {
+      type: "GRPO",
+      groupSize,
+      advantage: { normalizeStd: true, dropZeroVariance: true, positiveOnly: false, gamma: 1, lambda: 1 },
+      filters: { dropDeadLeaves: true, dropClasses: ["subagent", "compaction", "title", "auxiliary"], maxBranches: 0 },
+    },
   };
   writeFileSync(join(dir, "plan.json"), JSON.stringify(plan));
   writeFileSync(join(dir, "manifest.json"), JSON.stringify({ planHash: "sha256:fixture", createdAt: "2026-12-02T00:00:00.000Z", reins: "0.1.0" }));
@@ -146,7 +207,17 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
   const metrics: string[] = [];
   let clock = Date.parse("2026-12-02T00:00:00.000Z");
   const t = (advanceS: number) => new Date((clock += advanceS * 1000)).toISOString();
-  const record = (id: string, step: number, task: string, harness: string, attempt: number, passed: boolean, calls: CallRecord[], stdout: string, reward?: number) => {
+  const record = (
+    id: string,
+    step: number,
+    task: string,
+    harness: string,
+    attempt: number,
+    passed: boolean,
+    calls: CallRecord[],
+    stdout: string,
+    reward?: number,
+  ) => {
     const r: RolloutResult = {
       id,
       step,
@@ -196,7 +267,18 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
       n += count;
     });
     events.push(JSON.stringify({ t: t(30), type: "step-finished", step }));
-    events.push(JSON.stringify({ t: t(0), type: "held-out", step, trainedSteps: Math.max(0, step - 1), passRate: passedAll / n, meanReward: passedAll / n, rollouts: n, byHarness }));
+    events.push(
+      JSON.stringify({
+        t: t(0),
+        type: "held-out",
+        step,
+        trainedSteps: Math.max(0, step - 1),
+        passRate: passedAll / n,
+        meanReward: passedAll / n,
+        rollouts: n,
+        byHarness,
+      }),
+    );
     return { passRate: passedAll / n, byHarness };
   };
   const before = heldOut(0, 0.4);
@@ -213,24 +295,60 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
       });
     });
     events.push(JSON.stringify({ t: t(20 + step * 5), type: "step-finished", step }));
-    metrics.push(JSON.stringify({ type: "step-metrics", step, trainingStep: step, meanReward: skill, passRate: skill, loss: -0.4 + 0.01 * step, kl: 0.001 * step, entropy: 0.5 - 0.02 * step, clipFraction: 0.01 * step, gradNorm: 0.1 / step, tokensPerSecond: 800 + 10 * step, trainedTokens: 5000 + step }));
+    metrics.push(
+      JSON.stringify({
+        type: "step-metrics",
+        step,
+        trainingStep: step,
+        meanReward: skill,
+        passRate: skill,
+        loss: -0.4 + 0.01 * step,
+        kl: 0.001 * step,
+        entropy: 0.5 - 0.02 * step,
+        clipFraction: 0.01 * step,
+        gradNorm: 0.1 / step,
+        tokensPerSecond: 800 + 10 * step,
+        trainedTokens: 5000 + step,
+      }),
+    );
   }
   const after = heldOut(steps + 1, 0.8);
   for (const x of options.extra ?? []) record(x.id, x.step, x.task, x.harness, 0, (x.reward ?? 0) >= 1, x.calls, x.stdout ?? "", x.reward ?? 0);
   appendFileSync(join(dir, "calls.jsonl"), callLines.join(""));
   appendFileSync(join(dir, "rollouts.jsonl"), rolloutLines.join(""));
-  appendFileSync(join(dir, "events.jsonl"), events.map((e) => e + "\n").join(""));
-  appendFileSync(join(dir, "metrics.jsonl"), metrics.map((e) => e + "\n").join(""));
+  appendFileSync(join(dir, "events.jsonl"), events.map((e) => `${e}\n`).join(""));
+  appendFileSync(join(dir, "metrics.jsonl"), metrics.map((e) => `${e}\n`).join(""));
   const summary: Fixture["summary"] = {
     heldOut: {
       before: before.passRate,
       after: after.passRate,
-      byHarness: Object.fromEntries(harnesses.map((h) => [h, { before: before.byHarness[h].passRate, after: after.byHarness[h].passRate, n: before.byHarness[h].rollouts, gainStdErrors: 1.5 }])),
+      byHarness: Object.fromEntries(
+        harnesses.map((h) => [
+          h,
+          { before: before.byHarness[h].passRate, after: after.byHarness[h].passRate, n: before.byHarness[h].rollouts, gainStdErrors: 1.5 },
+        ]),
+      ),
     },
-    fidelity: { byHarness: Object.fromEntries(harnesses.map((h, i) => [h, { rollouts: 100 + i, calls: 250 + i, prefixBreaks: i, mismatchedTrainedTokens: 0, checkedTrainedTokens: 4321 + i, templateMismatches: 0 }])) },
+    fidelity: {
+      byHarness: Object.fromEntries(
+        harnesses.map((h, i) => [
+          h,
+          { rollouts: 100 + i, calls: 250 + i, prefixBreaks: i, mismatchedTrainedTokens: 0, checkedTrainedTokens: 4321 + i, templateMismatches: 0 },
+        ]),
+      ),
+    },
   };
-  const evaluations = [before, after].map((e, i) => ({ type: "held-out", step: i === 0 ? 0 : steps + 1, passRate: e.passRate, rollouts: heldOutNames.length * harnesses.length * groupSize }));
-  if (!options.running) writeFileSync(join(dir, "summary.json"), JSON.stringify({ steps, ...summary, evaluations, runDir: dir, planHash: "sha256:fixture", seconds: 1234, interrupted: false }, null, 2));
+  const evaluations = [before, after].map((e, i) => ({
+    type: "held-out",
+    step: i === 0 ? 0 : steps + 1,
+    passRate: e.passRate,
+    rollouts: heldOutNames.length * harnesses.length * groupSize,
+  }));
+  if (!options.running)
+    writeFileSync(
+      join(dir, "summary.json"),
+      JSON.stringify({ steps, ...summary, evaluations, runDir: dir, planHash: "sha256:fixture", seconds: 1234, interrupted: false }, null, 2),
+    );
   return { dir, rollouts, summary, taskNames };
 }
 
@@ -238,9 +356,27 @@ export function writeRunFixture(dir: string, options: FixtureOptions = {}): Fixt
  * A multi-seed run directory: its plan.json lists `seeds`, and each seed's run directory
  * <dir>/seed-<s> is a fixture run of its own draws; the seeds in `running` have no summary yet.
  */
-export function writeSeedsFixture(dir: string, seeds: number[], options: FixtureOptions & { name?: string; running?: boolean; pending?: number[] } = {}): Fixture[] {
+export function writeSeedsFixture(
+  dir: string,
+  seeds: number[],
+  options: FixtureOptions & { name?: string; running?: boolean; pending?: number[] } = {},
+): Fixture[] {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "plan.json"), JSON.stringify({ planVersion: 1, kind: "Experiment", name: options.name ?? "seeds-fixture", hash: "sha256:seeds-fixture", seed: seeds[0], seeds, tasks: [], heldOutTasks: [], steps: [], manifests: [] }));
+  writeFileSync(
+    join(dir, "plan.json"),
+    JSON.stringify({
+      planVersion: 1,
+      kind: "Experiment",
+      name: options.name ?? "seeds-fixture",
+      hash: "sha256:seeds-fixture",
+      seed: seeds[0],
+      seeds,
+      tasks: [],
+      heldOutTasks: [],
+      steps: [],
+      manifests: [],
+    }),
+  );
   return seeds.map((seed) => {
     const seedDir = join(dir, `seed-${seed}`);
     mkdirSync(seedDir);

@@ -3,7 +3,6 @@
  * the run's numbers, follows a run that is still being written, finds nothing through path
  * tricks, refuses foreign Host headers, and the CLI command starts, prints its URL and stops.
  */
-import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
@@ -11,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startViewServer, type ViewHandle } from "../../src/runtime/index.js";
 import { loadTokenizer } from "../../src/runtime/model/tokenizer.js";
 import { formatRecordLine } from "../../src/runtime/records/index.js";
+import { reins, spawnReins } from "../reins-cli.js";
 import { tempDir } from "../temp.js";
 import { callRecord, writeRunFixture, type Fixture } from "./run-fixture.js";
 
@@ -39,7 +39,16 @@ describe("reins view: the API over a run directory", () => {
     const qwen3 = await loadTokenizer({ type: "qwen3" });
     fixture = writeRunFixture(dir, {
       encode: (text) => qwen3.encode(text),
-      extra: [{ id: hostile, task: "write-word-yes-000", harness: "codex", step: 9, calls: [callRecord(hostile, 0, [1, 2, 3], [4, 5], random)], stdout: "<script>alert(1)</script>" }],
+      extra: [
+        {
+          id: hostile,
+          task: "write-word-yes-000",
+          harness: "codex",
+          step: 9,
+          calls: [callRecord(hostile, 0, [1, 2, 3], [4, 5], random)],
+          stdout: "<script>alert(1)</script>",
+        },
+      ],
       running: false,
     });
     view = await startViewServer({ runDirs: [dir] });
@@ -104,16 +113,25 @@ describe("reins view: the API over a run directory", () => {
     // The trained tokens in the packed tree's order: kept generated nodes by id, depth-first.
     const offsets = new Map<number, number>();
     let trained = 0;
-    for (const n of tree.nodes) if (n.kept && n.generated) (offsets.set(n.id, trained), (trained += n.tokens));
+    for (const n of tree.nodes)
+      if (n.kept && n.generated) {
+        offsets.set(n.id, trained);
+        trained += n.tokens;
+      }
     const values = Array.from({ length: trained }, (_, k) => -k / 1000);
     const half = Math.floor(trained / 2);
     mkdirSync(join(fixture.dir, "trainer-logprobs"), { recursive: true });
     // A per-path batch's rows, out of order in the file; and a record that does not fit its tree.
-    writeFileSync(join(fixture.dir, "trainer-logprobs", "step-1.jsonl"), [
-      { rollout: one.id, leaf: 1, logprobs: values.slice(half) },
-      { rollout: one.id, leaf: 0, logprobs: values.slice(0, half) },
-      { rollout: two.id, leaf: null, logprobs: [-0.5] },
-    ].map((l) => JSON.stringify(l)).join("\n") + "\n");
+    writeFileSync(
+      join(fixture.dir, "trainer-logprobs", "step-1.jsonl"),
+      `${[
+        { rollout: one.id, leaf: 1, logprobs: values.slice(half) },
+        { rollout: one.id, leaf: 0, logprobs: values.slice(0, half) },
+        { rollout: two.id, leaf: null, logprobs: [-0.5] },
+      ]
+        .map((l) => JSON.stringify(l))
+        .join("\n")}\n`,
+    );
     const last = tree.calls.at(-1);
     const page = JSON.parse((await get(view.port, `/api/runs/0/rollouts/${one.id}/calls/${last.seq}`)).body);
     expect(page.trainerNote).toBeUndefined();
@@ -132,7 +150,23 @@ describe("reins view: the API over a run directory", () => {
     const [one, two, three] = fixture.rollouts.filter((r) => r.step === 1);
     const diffs = join(fixture.dir, "workspace-diff");
     mkdirSync(diffs, { recursive: true });
-    const diff = { formatVersion: 1, added: 1, modified: 0, deleted: 0, unchanged: 2, files: [{ path: "answer.txt", status: "added", kind: "text", bytesBefore: null, bytesAfter: 4, patch: "--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1 @@\n+yes\n" }] };
+    const diff = {
+      formatVersion: 1,
+      added: 1,
+      modified: 0,
+      deleted: 0,
+      unchanged: 2,
+      files: [
+        {
+          path: "answer.txt",
+          status: "added",
+          kind: "text",
+          bytesBefore: null,
+          bytesAfter: 4,
+          patch: "--- /dev/null\n+++ b/answer.txt\n@@ -0,0 +1 @@\n+yes\n",
+        },
+      ],
+    };
     writeFileSync(join(diffs, `${one.id}.json`), JSON.stringify(diff));
     rmSync(join(diffs, `${two.id}.json`), { force: true });
     rmSync(join(diffs, `${three.id}.json`), { force: true });
@@ -142,7 +176,9 @@ describe("reins view: the API over a run directory", () => {
       const r = await get(view.port, `/api/runs/0/rollouts/${id}/diff`);
       expect(r.body).not.toContain("root:");
       // The link is refused with a note (test/security/view.test.ts); the absent file is simply absent.
-      expect(JSON.parse(r.body)).toEqual(id === two.id ? { recorded: false, refused: expect.objectContaining({ code: "ViewFileRefused" }) } : { recorded: false });
+      expect(JSON.parse(r.body)).toEqual(
+        id === two.id ? { recorded: false, refused: expect.objectContaining({ code: "ViewFileRefused" }) } : { recorded: false },
+      );
     }
   });
 
@@ -199,8 +235,8 @@ describe("reins view: the API over a run directory", () => {
 describe("reins view: the command", () => {
   it("refuses a directory that is not a run, with a catalogued error and exit 1", () => {
     const dir = tempDir("reins-view-empty-");
-    const r = spawnSync(process.execPath, ["bin/reins.js", "view", dir], { encoding: "utf8", timeout: 120_000, env: { ...process.env, NO_COLOR: "1" } });
-    expect(r.status).toBe(1);
+    const r = reins(["view", dir], { timeout: 120_000 });
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain("error[ViewRunNotFound]");
     expect(r.stderr).toMatch(/hint: /);
     expect(r.stderr).not.toMatch(/^\s+at /m);
@@ -209,7 +245,7 @@ describe("reins view: the command", () => {
   it("prints the URL on stderr, serves the run and stops on Ctrl-C", async () => {
     const dir = tempDir("reins-view-cli-");
     writeRunFixture(dir, { steps: 1 });
-    const child = spawn(process.execPath, ["bin/reins.js", "view", dir, "--port", "0"], { env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawnReins(["view", dir, "--port", "0"]);
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let err = "";

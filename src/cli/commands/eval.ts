@@ -58,7 +58,9 @@ export function register(program: Command): void {
       }
       if (opts.json) printJson(summary);
       else {
-        const engine = summary.engine ? `engine: ${summary.engine.server} ${summary.engine.version ?? "(version unknown)"}, ${summary.engine.logprobsMode} logprobs\n` : "";
+        const engine = summary.engine
+          ? `engine: ${summary.engine.server} ${summary.engine.version ?? "(version unknown)"}, ${summary.engine.logprobsMode} logprobs\n`
+          : "";
         const fidelity = summary.fidelity ? renderFidelityTable(summary.fidelity) : `evaluation only: ${summary.evaluationOnly}`;
         process.stdout.write(`${renderEvalTable(summary)}\n${fidelity}\n${engine}run directory: ${store.dir}\n`);
       }
@@ -76,8 +78,14 @@ export function register(program: Command): void {
 export function unscoredProblem(summary: { rollouts: number; errors: number; infraErrors: ErrorCount[]; verifierErrors: ErrorCount[] }): Problem | undefined {
   if (summary.rollouts === 0 || summary.errors < summary.rollouts) return undefined;
   const causes = [...summary.infraErrors, ...summary.verifierErrors].sort((a, b) => b.count - a.count);
-  const listed = causes.slice(0, 3).map((c) => `${c.code} ×${c.count} (${c.example})`).join("; ");
-  return makeProblem("NothingScored", `None of the ${summary.rollouts} rollouts got a reward, so this evaluation measured nothing: ${listed || "no cause recorded"}.`);
+  const listed = causes
+    .slice(0, 3)
+    .map((c) => `${c.code} ×${c.count} (${c.example})`)
+    .join("; ");
+  return makeProblem(
+    "NothingScored",
+    `None of the ${summary.rollouts} rollouts got a reward, so this evaluation measured nothing: ${listed || "no cause recorded"}.`,
+  );
 }
 
 interface ErrorCount {

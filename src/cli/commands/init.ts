@@ -232,7 +232,11 @@ export function register(program: Command): void {
       // more): tasks of your own beside it need the directory holding both.
       const root = opts.tasks !== undefined ? commonDir(dirname(files[0].path), resolve(opts.tasks)) : undefined;
       const flag = root !== undefined && root !== dirname(files[0].path) ? ` --project-root ${shown(root) || "."}` : "";
-      finish("experiment", name, files, opts, [`reins validate ${shown(files[0].path)}${flag}`, `reins plan ${shown(files[0].path)}${flag} --out plan.json`, `reins eval ${shown(files[1].path)}${flag}`]);
+      finish("experiment", name, files, opts, [
+        `reins validate ${shown(files[0].path)}${flag}`,
+        `reins plan ${shown(files[0].path)}${flag} --out plan.json`,
+        `reins eval ${shown(files[1].path)}${flag}`,
+      ]);
     });
 }
 

@@ -58,7 +58,8 @@ export function register(program: Command): void {
           `  rollouts   ${summary.rollouts}`,
           `  estimate   ~${summary.estimate.sandboxMinutes} sandbox-minutes, ~${summary.estimate.tokens} tokens (rough)`,
         ];
-        if (summary.seeds) lines.push(`  seeds      ${summary.seeds.join(", ")} (a run each, one after another: steps and rollouts are one seed's, the estimate all of them)`);
+        if (summary.seeds)
+          lines.push(`  seeds      ${summary.seeds.join(", ")} (a run each, one after another: steps and rollouts are one seed's, the estimate all of them)`);
         if (summary.manifests.length > 0) lines.push(`  manifests  ${summary.manifests.join(", ")}`);
         if (opts.out) lines.push(`  written to ${opts.out}`);
         process.stdout.write(`${lines.join("\n")}\n`);

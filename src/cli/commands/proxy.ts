@@ -1,4 +1,3 @@
-import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { DiagnosticsError, loadProxyConfig, ReinsError } from "../../compiler/index.js";
 import { startProxy } from "../../runtime/index.js";
@@ -56,7 +55,12 @@ async function runProxy(flags: ProxyFlags): Promise<number> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "EADDRINUSE" || e?.code === "EACCES" || e?.code === "EADDRNOTAVAIL") {
-      throw new ReinsError("PortUnavailable", `Cannot listen on ${flags.host}:${port}: ${e.code === "EADDRINUSE" ? "the port is in use" : e.code === "EACCES" ? "permission denied" : "the address is not on this machine"}.`, undefined, { cause: err });
+      throw new ReinsError(
+        "PortUnavailable",
+        `Cannot listen on ${flags.host}:${port}: ${e.code === "EADDRINUSE" ? "the port is in use" : e.code === "EACCES" ? "permission denied" : "the address is not on this machine"}.`,
+        undefined,
+        { cause: err },
+      );
     }
     throw err;
   }

@@ -17,7 +17,10 @@ export function register(program: Command): void {
     .argument("[paths...]", "spec files or directories, or one plan file written by `reins plan --out`")
     .option("--out <dir>", "run directory (default runs/<name>-<time>)")
     .option("--resume <dir>", "continue a killed run from its last checkpoint (a multi-seed run: its unfinished seeds)")
-    .option("--seeds <list>", "run once per seed, one after another, and report the spread over the seeds, e.g. --seeds 1,2,3 (in place of the spec's seed/seeds)")
+    .option(
+      "--seeds <list>",
+      "run once per seed, one after another, and report the spread over the seeds, e.g. --seeds 1,2,3 (in place of the spec's seed/seeds)",
+    )
     .option("--target <name>", "the Experiment to run when several are given")
     .option("--concurrency <n>", "rollouts at once (default: the sandbox's concurrency)")
     .option("--threads <n>", "CPU threads for the engine and the trainer", "2")
@@ -53,12 +56,17 @@ export function register(program: Command): void {
               `${plan.name}: ${outcome.steps} training steps in ${summary.seconds} s`,
               `held-out pass rate: before RL ${pct(outcome.heldOut.before)}, after RL ${pct(outcome.heldOut.after)}`,
               ...Object.entries(outcome.heldOut.byHarness).map(
-                ([h, c]) => `  ${h}: ${pct(c.before)} → ${pct(c.after)} (${c.n} rollouts each${c.gainStdErrors === null ? "" : `, ${c.gainStdErrors >= 0 ? "+" : ""}${c.gainStdErrors.toFixed(1)} standard errors`})`,
+                ([h, c]) =>
+                  `  ${h}: ${pct(c.before)} → ${pct(c.after)} (${c.n} rollouts each${c.gainStdErrors === null ? "" : `, ${c.gainStdErrors >= 0 ? "+" : ""}${c.gainStdErrors.toFixed(1)} standard errors`})`,
               ),
-              ...(outcome.skippedSteps.length > 0 ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`] : []),
+              ...(outcome.skippedSteps.length > 0
+                ? [`skipped steps (non-finite, nothing applied): ${outcome.skippedSteps.length}, plan steps ${outcome.skippedSteps.join(", ")}`]
+                : []),
               "",
               renderFidelityTable(outcome.fidelity),
-              ...(outcome.engine ? [`engine: ${outcome.engine.server} ${outcome.engine.version ?? "(version unknown)"}, ${outcome.engine.logprobsMode} logprobs`] : []),
+              ...(outcome.engine
+                ? [`engine: ${outcome.engine.server} ${outcome.engine.version ?? "(version unknown)"}, ${outcome.engine.logprobsMode} logprobs`]
+                : []),
               `reward curve: ${outcome.rewardCurve}`,
               `run directory: ${outcome.runDir}`,
               "",
@@ -69,7 +77,8 @@ export function register(program: Command): void {
       } catch (err) {
         // The run stops; it is resumable from its last checkpoint.
         store.event({ type: "run-stopped", code: isReinsError(err) ? err.code : "InternalError", message: (err as Error)?.message ?? String(err) });
-        if (isReinsError(err)) throw new ReinsError(err.code, err.message, `${err.hint.replace(/\.$/, "")} (resume with --resume ${store.dir})`, { cause: err });
+        if (isReinsError(err))
+          throw new ReinsError(err.code, err.message, `${err.hint.replace(/\.$/, "")} (resume with --resume ${store.dir})`, { cause: err });
         throw err;
       } finally {
         progress.finish();
@@ -102,7 +111,9 @@ async function runSeedsCommand(plan: Plan, opts: RunCliOptions & { threads: stri
       argv: process.argv.slice(2),
       onSeed: (e) => {
         progress.finish();
-        progress.say(`seed ${e.seed} (${e.index + 1} of ${e.of}): ${e.action === "done" ? "finished before; skipped" : e.action === "resume" ? "resuming" : "running"} in ${e.dir}`);
+        progress.say(
+          `seed ${e.seed} (${e.index + 1} of ${e.of}): ${e.action === "done" ? "finished before; skipped" : e.action === "resume" ? "resuming" : "running"} in ${e.dir}`,
+        );
       },
     });
     progress.finish();

@@ -35,7 +35,11 @@ export function register(program: Command): void {
       const files = schemas.map((s) => join(opts.out, s.path));
       if (opts.json) printJson({ ok: stale.length === 0, files, stale });
       else if (opts.check && stale.length > 0) {
-        const problem = makeProblem("SchemasStale", `${stale.length} schema file(s) differ from the spec language:\n  ${stale.join("\n  ")}`, `Regenerate them: reins schema --out ${opts.out}`);
+        const problem = makeProblem(
+          "SchemasStale",
+          `${stale.length} schema file(s) differ from the spec language:\n  ${stale.join("\n  ")}`,
+          `Regenerate them: reins schema --out ${opts.out}`,
+        );
         process.stderr.write(renderProblems([problem]));
       } else if (opts.check) say("schemas are up to date");
       else say(`wrote ${files.length} schemas to ${opts.out}`);

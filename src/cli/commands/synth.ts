@@ -32,7 +32,10 @@ export function register(program: Command): void {
         summary.kept === 0
           ? makeProblem("NothingKept", `None of the ${summary.candidates} candidates passed the gates.`)
           : !summary.reverify.ok
-            ? makeProblem("ReverifyFailed", `Only ${summary.reverify.passed} of ${summary.reverify.tasks} kept tasks passed again (at least ${Math.ceil(summary.reverify.minPassRate * summary.reverify.tasks)} needed).`)
+            ? makeProblem(
+                "ReverifyFailed",
+                `Only ${summary.reverify.passed} of ${summary.reverify.tasks} kept tasks passed again (at least ${Math.ceil(summary.reverify.minPassRate * summary.reverify.tasks)} needed).`,
+              )
             : undefined;
       if (problem) process.stderr.write(renderProblems([problem]));
       process.exitCode = problem ? EXIT.failed : ac.signal.aborted ? EXIT.interrupted : EXIT.ok;

@@ -5,7 +5,18 @@
  */
 import type { Command } from "commander";
 import pc from "picocolors";
-import { defaultAlgorithm, diagnosticOf, hasErrors, loadAlgorithm, makeDiagnostic, makeProblem, sortDiagnostics, type Diagnostic, type Problem, type ResolvedAlgorithm } from "../../compiler/index.js";
+import {
+  defaultAlgorithm,
+  diagnosticOf,
+  hasErrors,
+  loadAlgorithm,
+  makeDiagnostic,
+  makeProblem,
+  sortDiagnostics,
+  type Diagnostic,
+  type Problem,
+  type ResolvedAlgorithm,
+} from "../../compiler/index.js";
 import {
   analyzeRollouts,
   buildReport,
@@ -92,7 +103,12 @@ function binaryDiagnostic(text: string, file: string): Diagnostic | undefined {
   const at = text.search(/[\u0000-\u0008\u000b\u000e-\u001f\u007f]/);
   if (at < 0) return undefined;
   const line = text.slice(0, at).split("\n").length;
-  return makeDiagnostic("BinaryFile", { file, line, column: 1 }, `The file contains binary data (character ${at}); it is not a call record file.`, "Pass a call record file (JSON lines), as the proxy writes it with --record FILE.");
+  return makeDiagnostic(
+    "BinaryFile",
+    { file, line, column: 1 },
+    `The file contains binary data (character ${at}); it is not a call record file.`,
+    "Pass a call record file (JSON lines), as the proxy writes it with --record FILE.",
+  );
 }
 
 function usage(io: Streams, message: string): number {
@@ -135,14 +151,22 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
   if (records) diagnostics.push(...records.diagnostics);
   if (hasErrors(diagnostics) || !records) return failed(io, opts.json, diagnostics);
   if (algorithm.type === "PPO" && opts.out) {
-    return failed(io, opts.json, diagnostics, makeProblem("PpoBatchUnsupported", "PPO batches need critic values per token (they come from the trainer); --out writes GRPO and RLOO batches."));
+    return failed(
+      io,
+      opts.json,
+      diagnostics,
+      makeProblem("PpoBatchUnsupported", "PPO batches need critic values per token (they come from the trainer); --out writes GRPO and RLOO batches."),
+    );
   }
 
   const analyses = analyzeRollouts(records.value, algorithm.filters);
   if (rewards) {
     const known = new Set(analyses.map((a) => a.rollout));
     const unknown = [...rewards.keys()].filter((r) => !known.has(r));
-    if (unknown.length > 0) io.stderr.write(`${pc.yellow("warning")}: ${unknown.length} rollout(s) in the rewards file have no calls: ${unknown.slice(0, 5).join(", ")}${unknown.length > 5 ? ", …" : ""}\n`);
+    if (unknown.length > 0)
+      io.stderr.write(
+        `${pc.yellow("warning")}: ${unknown.length} rollout(s) in the rewards file have no calls: ${unknown.slice(0, 5).join(", ")}${unknown.length > 5 ? ", …" : ""}\n`,
+      );
   }
   report(io, diagnostics);
 
@@ -150,7 +174,15 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
     const a = analyses.find((x) => x.rollout === opts.rollout);
     if (!a) {
       const ids = analyses.map((x) => x.rollout);
-      return failed(io, opts.json, [], makeProblem("RolloutNotFound", `Rollout ${opts.rollout} is not in ${callsPath} (rollouts: ${ids.slice(0, 8).join(", ")}${ids.length > 8 ? ", …" : ""}).`));
+      return failed(
+        io,
+        opts.json,
+        [],
+        makeProblem(
+          "RolloutNotFound",
+          `Rollout ${opts.rollout} is not in ${callsPath} (rollouts: ${ids.slice(0, 8).join(", ")}${ids.length > 8 ? ", …" : ""}).`,
+        ),
+      );
     }
     const svg = opts.svg;
     await writingTo(svg, () => writeTextFile(svg, renderTreeSvg(a.tree, a.filter, a.lineage)));
@@ -166,7 +198,9 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
       makeDirectory(out);
       return writeBatchDirectory(out, built.batch);
     });
-    io.stderr.write(`wrote ${opts.out}: ${(manifest.trees ?? manifest.paths ?? []).length} ${layout === "tree" ? "trees" : "paths"}, ${manifest.tokens} tokens\n`);
+    io.stderr.write(
+      `wrote ${opts.out}: ${(manifest.trees ?? manifest.paths ?? []).length} ${layout === "tree" ? "trees" : "paths"}, ${manifest.tokens} tokens\n`,
+    );
   } else {
     result = buildReport(analyses, { algorithm, rewards });
   }
@@ -181,7 +215,7 @@ export async function runTrajectories(callsPath: string, opts: TrajectoriesOptio
 
   if (opts.json) {
     const { type, advantage, correction, filters } = algorithm;
-    io.stdout.write(JSON.stringify({ algorithm: { type, advantage, correction, filters }, ...result }, null, 2) + "\n");
+    io.stdout.write(`${JSON.stringify({ algorithm: { type, advantage, correction, filters }, ...result }, null, 2)}\n`);
   } else {
     io.stdout.write(formatTable(result, rewards !== undefined));
   }
@@ -197,7 +231,11 @@ function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   // Text columns align left, numeric columns right.
   const numeric = header.map((_, i) => rows.every((r) => r[i] === "" || r[i] === "-" || /^-?[\d.]+x?$/.test(r[i])));
-  const line = (cells: string[]) => cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd() + "\n";
+  const line = (cells: string[]) =>
+    `${cells
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd()}\n`;
   return line(header) + rows.map(line).join("");
 }
 
@@ -207,22 +245,43 @@ function formatTable(result: BatchReport, withRewards: boolean): string {
   header.push("dropped");
   const rows = result.rollouts.map((r) => {
     const tree = r.trainedTokens + r.contextTokens;
-    const cells = [r.rollout, r.calls, r.leaves, r.droppedDeadLeaves, r.droppedBranches, r.generatedTokens, r.trainedTokens, r.contextTokens, r.naiveTokens].map((v) => String(v));
+    const cells = [
+      r.rollout,
+      r.calls,
+      r.leaves,
+      r.droppedDeadLeaves,
+      r.droppedBranches,
+      r.generatedTokens,
+      r.trainedTokens,
+      r.contextTokens,
+      r.naiveTokens,
+    ].map((v) => String(v));
     cells.push(tree > 0 ? `${(r.naiveTokens / tree).toFixed(2)}x` : "-");
     if (withRewards) cells.push(fmt(r.reward), fmt(r.advantage));
     cells.push(r.dropped ?? "");
     return cells;
   });
   const t = result.totals;
-  const totals = ["total", t.calls, t.leaves, t.droppedDeadLeaves, t.droppedBranches, t.generatedTokens, t.trainedTokens, t.contextTokens, t.naiveTokens].map((v) => String(v));
+  const totals = ["total", t.calls, t.leaves, t.droppedDeadLeaves, t.droppedBranches, t.generatedTokens, t.trainedTokens, t.contextTokens, t.naiveTokens].map(
+    (v) => String(v),
+  );
   totals.push(t.treeTokens > 0 ? `${t.naiveOverTree.toFixed(2)}x` : "-");
   if (withRewards) totals.push("", "");
   totals.push(t.droppedRollouts > 0 ? `${t.droppedRollouts} rollout(s)` : "");
   let out = table(header, [...rows, totals]);
-  out += `\n${t.rollouts} rollouts (${t.keptRollouts} kept), naive/trained ${t.trainedTokens > 0 ? t.naiveOverTrained.toFixed(2) + "x" : "-"}\n`;
+  out += `\n${t.rollouts} rollouts (${t.keptRollouts} kept), naive/trained ${t.trainedTokens > 0 ? `${t.naiveOverTrained.toFixed(2)}x` : "-"}\n`;
   if (result.groups && result.groups.length > 0) {
-    const gRows = result.groups.map((g) => [String(g.step), g.task, g.harness, String(g.rollouts.length), fmt(g.mean), fmt(g.std), g.zeroVariance ? "yes" : "", g.dropped ? "yes" : ""]);
-    out += "\n" + table(["step", "task", "harness", "rollouts", "mean", "std", "zeroVariance", "dropped"], gRows);
+    const gRows = result.groups.map((g) => [
+      String(g.step),
+      g.task,
+      g.harness,
+      String(g.rollouts.length),
+      fmt(g.mean),
+      fmt(g.std),
+      g.zeroVariance ? "yes" : "",
+      g.dropped ? "yes" : "",
+    ]);
+    out += `\n${table(["step", "task", "harness", "rollouts", "mean", "std", "zeroVariance", "dropped"], gRows)}`;
   }
   return out;
 }

@@ -44,7 +44,12 @@ async function runView(runDirs: string[], flags: ViewFlags): Promise<number> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === "EADDRINUSE" || e?.code === "EACCES" || e?.code === "EADDRNOTAVAIL") {
-      throw new ReinsError("PortUnavailable", `Cannot listen on ${host}:${port}: ${e.code === "EADDRINUSE" ? "the port is in use" : e.code === "EACCES" ? "permission denied" : "the address is not on this machine"}.`, undefined, { cause: err });
+      throw new ReinsError(
+        "PortUnavailable",
+        `Cannot listen on ${host}:${port}: ${e.code === "EADDRINUSE" ? "the port is in use" : e.code === "EACCES" ? "permission denied" : "the address is not on this machine"}.`,
+        undefined,
+        { cause: err },
+      );
     }
     throw err;
   }

@@ -4,7 +4,17 @@
  */
 import type { FidelityReport, HarnessFidelity } from "../../runtime/index.js";
 
-const HEADER = ["harness", "calls", "prompt stored", "prompt fresh", "prefix breaks", "trained ≠ sampled", "template ≠", "dropped side calls", "proxy ms p50/p99"];
+const HEADER = [
+  "harness",
+  "calls",
+  "prompt stored",
+  "prompt fresh",
+  "prefix breaks",
+  "trained ≠ sampled",
+  "template ≠",
+  "dropped side calls",
+  "proxy ms p50/p99",
+];
 
 function ms(v: number | null): string {
   return v === null ? "—" : String(Math.round(v));
@@ -31,7 +41,11 @@ export function renderFidelityTable(report: FidelityReport): string {
   const rows = entries.map(([name, h]) => row(name, h));
   const all = [HEADER, ...rows];
   const widths = HEADER.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   const out = ["Fidelity", line(HEADER), widths.map((w) => "─".repeat(w)).join("  "), ...rows.map(line)];
   for (const [name, h] of entries) {
     const causes = Object.entries(h.prefixBreakCauses).filter(([, n]) => n > 0);

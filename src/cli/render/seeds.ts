@@ -29,6 +29,9 @@ export function renderSeeds(plan: Plan, s: SeedsSummary): string {
 function gainLine(label: string, o: OverSeeds, points: (v: number | null) => string): string {
   const n = o.n;
   if (n === 0) return `${label}: no seed has a held-out evaluation before and after training`;
-  const spread = o.gain.sd === null || o.gain.ci95 === null ? "one seed: no spread" : `sd ${(o.gain.sd * 100).toFixed(1)}, 95% CI [${points(o.gain.ci95[0])}, ${points(o.gain.ci95[1])}]`;
+  const spread =
+    o.gain.sd === null || o.gain.ci95 === null
+      ? "one seed: no spread"
+      : `sd ${(o.gain.sd * 100).toFixed(1)}, 95% CI [${points(o.gain.ci95[0])}, ${points(o.gain.ci95[1])}]`;
   return `${label} over ${n} seed${n === 1 ? "" : "s"}: ${points(o.gain.mean)} points (${spread}); ${o.seedsAbove3SE} of ${n} seed${n === 1 ? "" : "s"} above 3 standard errors`;
 }

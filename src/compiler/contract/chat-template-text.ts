@@ -8,5 +8,8 @@
 const GENERATION_TAG = /\{%(-?)(\s*)(end)?generation(\s*)(-?)%\}/g;
 
 export function renderableChatTemplate(source: string): string {
-  return source.replace(GENERATION_TAG, (_all, l: string, s1: string, end: string | undefined, s2: string, r: string) => `{%${l}${s1}${end ? "endif" : "if true"}${s2}${r}%}`);
+  return source.replace(
+    GENERATION_TAG,
+    (_all, l: string, s1: string, end: string | undefined, s2: string, r: string) => `{%${l}${s1}${end ? "endif" : "if true"}${s2}${r}%}`,
+  );
 }

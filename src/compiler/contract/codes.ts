@@ -28,8 +28,7 @@ export const CODES = {
     "Use secrets in a Harness's env or homeFiles (kept as references, read from the environment when the harness starts) or name them with an engine's apiKeyEnv. Not a secret? Rename the variable. A literal? Write $${...}.",
   VariableOutsideHarnessEnv:
     "Only a Harness's env and homeFiles (and the env an Experiment or Evaluation gives a harness) keep ${VAR} as a reference read when the harness starts; an endpoint (baseUrl), image or namespace may name a variable. Elsewhere write the value itself, or $${VAR} for a literal ${VAR} (a shell command's own variable, for example).",
-  CredentialsInEndpoint:
-    "An endpoint's URL goes into plan.json: give it no user:password@ and no query. Name the key with the engine's apiKeyEnv instead.",
+  CredentialsInEndpoint: "An endpoint's URL goes into plan.json: give it no user:password@ and no query. Name the key with the engine's apiKeyEnv instead.",
   // ── compiler: schema ──
   MissingApiVersion: "Add `apiVersion: reins/v1alpha1` to the document.",
   UnsupportedApiVersion: "Use `apiVersion: reins/v1alpha1`.",
@@ -43,7 +42,8 @@ export const CODES = {
   NotSupportedYet: "Remove the field: reins does not support it yet, and it would otherwise be silently ignored.",
   McpServerDuplicate: "Give each of a rollout's MCP servers its own name (the task's, the Experiment's or Evaluation's and the harness's together).",
   McpServerCommandMissing: "Give an MCP server exactly one of `shipped` (web-search, tickets) and `command` (your own stdio server's argv).",
-  McpUnsupportedByHarness: "Use a harness that calls the model (a `dialect`) and has an `mcp` section saying how it is told of servers (args, env or homeFiles over {{mcpServers}}) — claude-code, codex, openclaw and reins-agent do — or drop the servers.",
+  McpUnsupportedByHarness:
+    "Use a harness that calls the model (a `dialect`) and has an `mcp` section saying how it is told of servers (args, env or homeFiles over {{mcpServers}}) — claude-code, codex, openclaw and reins-agent do — or drop the servers.",
   InstructionReadAsOption:
     'Put "--" (end of options) before the instruction in the harness\'s command, e.g. [claude, -p, ..., "--", "{{instruction}}"], or bind it to a flag ("--prompt={{instruction}}"): an instruction that starts with "-" would otherwise be read as an option.',
   PythonNotAllowed:
@@ -57,11 +57,13 @@ export const CODES = {
   WorkspaceDirNotFound: "Check the `fromDir` path; it is resolved from the file that contains it.",
   TemplateSyntax: "Fix the Handlebars syntax in the template.",
   TemplateUnknownParameter: "Declare the parameter in `parameters` or in the matrix, or fix its name.",
-  TemplateUnknownHelper: "Use one of the built-in helpers: upper, lower, slug, json, add, sub, mul, div, mod, pad, eq, ne, lt, gt, and, or, not, join, default, indent, repeat, range, pick.",
+  TemplateUnknownHelper:
+    "Use one of the built-in helpers: upper, lower, slug, json, add, sub, mul, div, mod, pad, eq, ne, lt, gt, and, or, not, join, default, indent, repeat, range, pick.",
   TemplateRender: "Fix the template or the parameter values.",
   MatrixEmpty: "The matrix expands to no cells: check `exclude`, or add axes/`include` entries.",
   MatrixTooLarge: "Reduce the matrix: fewer axes or values (the limit on tasks is in the README's limits).",
-  TooManyTasks: "Reduce the matrices or generate counts, or split the specs into several experiments: the specs given together expand to at most 200,000 tasks.",
+  TooManyTasks:
+    "Reduce the matrices or generate counts, or split the specs into several experiments: the specs given together expand to at most 200,000 tasks.",
   MatrixTooManyEntries: "Use fewer `include`/`exclude` entries, or fewer cells: each entry is compared with every cell.",
   FamilyTooLarge: "Make the template smaller or the matrix smaller: every task renders the whole template.",
   TemplateTooMuchWork: "Loop over fewer items (`range`, `each`) or nest fewer loops; templates are for text, not computation.",
@@ -82,7 +84,8 @@ export const CODES = {
   // ── compiler: semantic checks ──
   GroupSizeTooSmall: "GRPO normalizes rewards within a group; use groupSize 2 or more.",
   UnsupportedDialect: "Use one of the dialects the proxy speaks: anthropic-messages, openai-chat, openai-responses.",
-  EngineCannotTrain: "Use a vllm or sglang engine to train (they reload the trainer's weights); llama-cpp and hosted models serve evaluations (reins eval) only.",
+  EngineCannotTrain:
+    "Use a vllm or sglang engine to train (they reload the trainer's weights); llama-cpp and hosted models serve evaluations (reins eval) only.",
   ModelRequired: "Harnesses that call a model need a `model` in the Experiment or Evaluation.",
   NoTasksSelected: "Select at least one task: by name, by family, or by labels.",
   PlanTooLarge: "Use fewer steps, tasks per step, a smaller group size or fewer attempts, or split the run.",
@@ -91,9 +94,11 @@ export const CODES = {
   HeldOutOverlap: "Keep held-out tasks out of the training selection, e.g. with a split label.",
   SeedAndSeeds: "Give one: `seed` for a single run, or `seeds` for one run per seed (reported with the spread over seeds).",
   DuplicateSeed: "List each seed once: a repeated seed would run the very same plan twice and count it twice in the spread.",
-  HarnessKnobUnsupported: "Set only the knobs the harness's spec declares under `knobs` (systemPrompt, appendSystemPrompt, tools, maxTurns), or declare how the harness applies this one.",
+  HarnessKnobUnsupported:
+    "Set only the knobs the harness's spec declares under `knobs` (systemPrompt, appendSystemPrompt, tools, maxTurns), or declare how the harness applies this one.",
   HarnessToolUnknown: "Name only the tools the harness's spec lists under `knobs.tools.names` (the harness's own tool names).",
-  JudgeRequired: "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
+  JudgeRequired:
+    "Name the Model that grades the rubric with `rubric.judge`, or give the Experiment or Evaluation a `model` (the policy grades rubrics that name no judge).",
   // ── proxy config and model runtime (tokenizer, chat template) ──
   ProxyModelMissing: "Put exactly one Model document in the proxy config.",
   ProxyModelAmbiguous: "Keep one Model document in the proxy config, or name one.",
@@ -103,13 +108,15 @@ export const CODES = {
   ChatTemplateInvalid: "Fix the Jinja chat template.",
   ChatTemplateNotSegmentable: "The chat template must render each message as its own contiguous segment.",
   StopTokenUnknown: "Use stop tokens that exist in the tokenizer's vocabulary.",
-  StopTokensMissing: "Set stopTokens in the Model, e.g. [\"<|im_end|>\"], or give the directory a generation_config.json with eos_token_id.",
-  NotForHostedModel: "Remove the field: a hosted model (engine type hosted) is asked in text through its API, which has its own tokenizer, template and stop rules.",
+  StopTokensMissing: 'Set stopTokens in the Model, e.g. ["<|im_end|>"], or give the directory a generation_config.json with eos_token_id.',
+  NotForHostedModel:
+    "Remove the field: a hosted model (engine type hosted) is asked in text through its API, which has its own tokenizer, template and stop rules.",
   TokenizerRequired: "Add spec.tokenizer (e.g. {type: qwen3}, or {type: huggingface, path: DIR}): the proxy renders prompts into token ids with it.",
   HostedDialectMismatch:
     "A hosted policy gets each harness's requests as they are: give it harnesses that speak its API (anthropic-messages: Claude Code; openai-chat: OpenClaw, reins-agent), or use a Model with that API for the others.",
   ChatTemplateConflict: "Give either tokenizer.template (one of the directory's templates) or chatTemplate/chatTemplateFile, not both.",
-  ChatTemplateUnknown: "Set tokenizer.template to one of the directory's chat templates (chat_template.jinja is \"default\"; additional_chat_templates/NAME.jinja is NAME).",
+  ChatTemplateUnknown:
+    'Set tokenizer.template to one of the directory\'s chat templates (chat_template.jinja is "default"; additional_chat_templates/NAME.jinja is NAME).',
   ChatTemplateTooMuchWork:
     "Make the chat template render in time: loop only over the messages and tools (no large range(), no loops nested over them), and keep it to text; reins stops a render after 200,000 steps plus 1,000 per message and tool, or at 32 Mi characters.",
   DuplicateDocument: "The same file was given twice; it is read once.",
@@ -123,12 +130,14 @@ export const CODES = {
   PlanEdited: "A plan file runs only as `reins plan` wrote it: plan the specs again (`reins plan SPECS --out plan.json`) and review that file.",
   InvalidPlan: "Pass a plan.json written by `reins plan --out` (or the plan.json of a run directory).",
   NotAnExperiment: "reins run trains an Experiment; run an Evaluation with reins eval.",
-  RunKindMismatch: "Resume a run directory with the command that made it: reins eval --resume DIR for an evaluation, reins run --resume DIR for a training run (one seed or several); or start a new run with --out.",
+  RunKindMismatch:
+    "Resume a run directory with the command that made it: reins eval --resume DIR for an evaluation, reins run --resume DIR for a training run (one seed or several); or start a new run with --out.",
   OutsideRunDirectory:
     "A resumed run reads its checkpoints and weights only inside its run directory (or the Trainer's checkpointDir): restore the run's own events.jsonl, or start a new run with --out.",
   CheckpointFormatOutdated:
     "This checkpoint was written by an older reins as a torch pickle (trainer.pt); reins no longer loads pickles, which run code when loaded. Start a new run with --out.",
-  DiskFull: "Free space on the file system that holds the run directory (or start the run with --out on another one), then continue it with --resume DIR: nothing finished is lost.",
+  DiskFull:
+    "Free space on the file system that holds the run directory (or start the run with --out on another one), then continue it with --resume DIR: nothing finished is lost.",
   Interrupted: "Resume the run with --resume DIR; nothing finished runs again.",
 
   // ── runtime: sandboxes (infrastructure: retried, never a reward) ──
@@ -149,19 +158,24 @@ export const CODES = {
   HarnessInstallTimedOut: "Check the registry connection, or raise the install timeout.",
   HarnessInstallLocked: "Wait for the other install, or remove the lock directory if no reins process is installing.",
   HarnessNeedsImage: "Run image-based harnesses with a container sandbox provider (podman or kubernetes).",
-  HarnessImageFailed: "A harness's image could not be built: build the sandbox image (scripts/build-image.sh), check podman, or set sandbox.harnessFiles: mount (podman).",
+  HarnessImageFailed:
+    "A harness's image could not be built: build the sandbox image (scripts/build-image.sh), check podman, or set sandbox.harnessFiles: mount (podman).",
   HarnessWorkspaceMissing: "Materialize the task workspace before launching the harness.",
   HarnessTemplateInvalid: "Fix the Handlebars template in the harness's command, env, homeFiles or knobs.",
   HarnessHomeFileInvalid: 'Give homeFiles paths relative to HOME, such as ".codex/config.toml".',
   HarnessCommandEmpty: 'Give the command line as a list, e.g. [claude, -p, "--", "{{instruction}}"].',
-  HarnessCrashedEarly: "The harness exited before its first model call; the end of its stderr is in the message, all of it in the run directory's harness-output/. Check its install and its env.",
+  HarnessCrashedEarly:
+    "The harness exited before its first model call; the end of its stderr is in the message, all of it in the run directory's harness-output/. Check its install and its env.",
 
   // ── runtime: rollouts ──
   RolloutTimeout: "The harness ran past the task's timeoutSeconds; raise it if the task needs more time.",
   EngineUnavailable: "The inference engine failed during the rollout; check the engine and its logs.",
-  McpServerUnavailable: "An MCP server of the rollout did not start or answer MCP's initialize in its startupSeconds; the end of its stderr is in the message. Check its command and files (or raise startupSeconds). Retried as an infrastructure failure.",
-  ToolNotAllowed: "The harness called an MCP tool outside the task's allow-list (its server's `tools`); reins refused it without forwarding it, and recorded the call.",
-  McpServerCrashed: "An MCP server of the rollout exited while the harness ran; the end of its stderr is in the message. Retried as an infrastructure failure, never a reward of 0.",
+  McpServerUnavailable:
+    "An MCP server of the rollout did not start or answer MCP's initialize in its startupSeconds; the end of its stderr is in the message. Check its command and files (or raise startupSeconds). Retried as an infrastructure failure.",
+  ToolNotAllowed:
+    "The harness called an MCP tool outside the task's allow-list (its server's `tools`); reins refused it without forwarding it, and recorded the call.",
+  McpServerCrashed:
+    "An MCP server of the rollout exited while the harness ran; the end of its stderr is in the message. Retried as an infrastructure failure, never a reward of 0.",
   McpArgumentsTooLarge:
     "A tools/call's arguments were over the MCP server's maxArgumentBytes (default 1 MiB), or its request over 4 × that; reins refused it unforwarded, the harness got the refusal as the tool's result, and the record keeps the arguments cut with their size. Have the agent send less (a path, not the content), or raise the server's maxArgumentBytes.",
   McpResultTooLarge:
@@ -172,7 +186,8 @@ export const CODES = {
     "The harness had too many MCP requests open at once to one server (32), or too many sessions (16); reins answered 429. Wait for answers before sending more, and reuse a session.",
   VerifierError: "The verifier could not score the workspace; the rollout's verifier details say why.",
   NoReward: "The rollout has no reward (its verifier failed); see its verifier error.",
-  NothingScored: "No rollout of the evaluation got a reward; fix the first cause named (each rollout's error is in the run directory's rollouts.jsonl, its output under harness-output/), then run again.",
+  NothingScored:
+    "No rollout of the evaluation got a reward; fix the first cause named (each rollout's error is in the run directory's rollouts.jsonl, its output under harness-output/), then run again.",
   InternalError: "This is a bug in reins; please report it with the output of the command run with REINS_DEBUG=1 (for a rollout: the run's events.jsonl).",
 
   // ── runtime: inference engines ──
@@ -180,12 +195,17 @@ export const CODES = {
   EngineFailed: "The inference engine failed; check its logs and the Model's engine settings.",
   EngineBadResponse: "The inference server answered in a form reins does not understand; check that it serves completions by token ids with logprobs.",
   EngineStreamCut: "The engine's token stream broke mid-completion; the rollout is retried as an infrastructure failure. Check the inference server's logs.",
-  EngineNotTrainable: "Train through an engine that loads new weights: onnx (in process), vllm (serve, or a server started with VLLM_SERVER_DEV_MODE=1 on this machine) or sglang.",
+  EngineNotTrainable:
+    "Train through an engine that loads new weights: onnx (in process), vllm (serve, or a server started with VLLM_SERVER_DEV_MODE=1 on this machine) or sglang.",
   EngineServeConflict: "Give the vllm engine exactly one of baseUrl (a server you run) and serve (reins starts one for the command).",
-  EngineServerFailed: "Read the server's log (vllm-server.log in the run directory): check that serve.python has vllm (bash scripts/install-python.sh), that serve.modelPath holds an HF-style model (config.json + safetensors) with a head_dim vLLM supports, or raise serve.startTimeoutSeconds on a slow machine.",
-  EngineServeUnsupported: "engine.serve starts vLLM for reins eval and reins run only; for this command start the server yourself and give the engine's baseUrl.",
-  EngineMismatch: "Point the engine's baseUrl at a server of the kind its type names (vllm, sglang or llama-cpp), or change the type to the server that runs there.",
-  SamplingUnfaithful: "Train with sampling settings whose logprobs the engine returns (temperature 1 and topP 1 for raw logprobs), or run the server in a mode that returns the logprobs it samples from.",
+  EngineServerFailed:
+    "Read the server's log (vllm-server.log in the run directory): check that serve.python has vllm (bash scripts/install-python.sh), that serve.modelPath holds an HF-style model (config.json + safetensors) with a head_dim vLLM supports, or raise serve.startTimeoutSeconds on a slow machine.",
+  EngineServeUnsupported:
+    "engine.serve starts vLLM for reins eval and reins run only; for this command start the server yourself and give the engine's baseUrl.",
+  EngineMismatch:
+    "Point the engine's baseUrl at a server of the kind its type names (vllm, sglang or llama-cpp), or change the type to the server that runs there.",
+  SamplingUnfaithful:
+    "Train with sampling settings whose logprobs the engine returns (temperature 1 and topP 1 for raw logprobs), or run the server in a mode that returns the logprobs it samples from.",
   EngineLoadFailed: "Check the weights directory, or start a new run.",
   EngineReloadFailed: "Fix the cause (a full disk? a damaged file?), then resume with --resume DIR.",
 
@@ -213,7 +233,8 @@ export const CODES = {
   NonFiniteMetrics: "The trainer accepted a step whose numbers are not finite; look at trainer.log in the run directory.",
   TooManyBadSteps: "Step after step was refused: lower the learning rate and start a new run, or raise onBadStep.maxSkips.",
   NoSftData: "No reference rollout passed its verifier; check the tasks' reference solutions with reins eval.",
-  ReferenceToolInvalid: "Fix the harness's referenceTools so each template names only the reins tool's arguments (write_file: path, content; read_file: path; list_files: path, recursive; run_command: command).",
+  ReferenceToolInvalid:
+    "Fix the harness's referenceTools so each template names only the reins tool's arguments (write_file: path, content; read_file: path; list_files: path, recursive; run_command: command).",
 
   // ── runtime: verifiers (a verifier error is not a reward) ──
   EmptyVerifier: "Add `checks`, a `script` or a `rubric` to the verifier.",
@@ -235,10 +256,9 @@ export const CODES = {
   JudgeFailed: "The judge model's call failed; check its engine.",
   JudgeOutputInvalid: "The judge did not answer in the expected form; check the judge model and the rubric.",
 
-
   // ── runtime: trajectories inputs (rewards and algorithm files) ──
   RewardsNotJson: 'The rewards file is one JSON object: {"<rolloutId>": {"reward": 1, "task": "…", "harness": "…"}}.',
-  RewardsNotObject: 'The rewards file is one JSON object keyed by rollout id.',
+  RewardsNotObject: "The rewards file is one JSON object keyed by rollout id.",
   RewardsInvalidEntry: 'Each rollout maps to an object {"reward", "task", "harness"}.',
   RewardsInvalidField: "Give the field the type the message names.",
   RewardsMissingField: 'Each entry needs "reward", "task" and "harness".',
@@ -262,7 +282,8 @@ export const CODES = {
   // ── runtime: call and rollout record files (src/runtime/records) ──
   CallRecordNotJson: "A call record file has one JSON object per line, as the proxy writes it (`reins proxy --record FILE`, a run's calls.jsonl).",
   CallRecordNotObject: "Each line must be one call record object.",
-  CallRecordMissingField: "Each call record needs at least rolloutId, seq, promptIds, completionIds and completionLogprobs (src/runtime/records/call-record.ts).",
+  CallRecordMissingField:
+    "Each call record needs at least rolloutId, seq, promptIds, completionIds and completionLogprobs (src/runtime/records/call-record.ts).",
   CallRecordInvalidField: "Fix the field's value; records the proxy wrote are only wrong when the file was edited or cut.",
   CallRecordLogprobMismatch: "Each generated token needs exactly one rollout logprob.",
   CallRecordVersion: "This reins reads call records of versions 1 and 2; write the file with this version of reins.",
@@ -278,17 +299,21 @@ export const CODES = {
     "The final workspace is past the copy limits for verification (200,000 entries, 2 GiB, 256 directory levels, paths of 3,072 characters), and the rollout is scored 0: what the agent made is the agent's. Have the task keep its outputs small.",
 
   // ── runtime: harness launch ──
-  HarnessVariableUnset: "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
+  HarnessVariableUnset:
+    "Set the variable in reins's environment before the run (a Harness's env and homeFiles read `${VAR}` when the harness starts), or give a default with ${VAR:-default}.",
 
   // ── runtime: reins run settings ──
-  TrainerModeUnsupported: "reins run drives one trainer worker process on CPU (on this machine, or in the trainer Job's pod with mode: kubernetes, worker: cluster); the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
-  WeightsFormatUnsupported: "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
+  TrainerModeUnsupported:
+    "reins run drives one trainer worker process on CPU (on this machine, or in the trainer Job's pod with mode: kubernetes, worker: cluster); the Kubernetes Job for GPU training is in the plan's manifests: `reins plan --json`.",
+  WeightsFormatUnsupported:
+    "Add the format the run's engine loads to the Trainer's weightsFormat: onnx for the in-process onnx engine (model.onnx), safetensors for a vllm or sglang server.",
   MetricsSinkUnavailable:
     "Install the metrics Python environment with `bash scripts/install-metrics-python.sh` (tensorboardX and wandb, pinned), or set REINS_METRICS_PYTHON to a Python that has them; or remove spec.metrics.",
 
   // ── runtime: reins synth ──
   OutDirNotEmpty: "Give another --out, or empty this one yourself: reins synth writes only into a new or empty directory.",
-  TrainerJobFailed: "Check the cluster (KUBECONFIG), the namespace's quota and RBAC for jobs, services and persistentvolumeclaims, and that the claim can bind (a default StorageClass, or a PersistentVolume for it).",
+  TrainerJobFailed:
+    "Check the cluster (KUBECONFIG), the namespace's quota and RBAC for jobs, services and persistentvolumeclaims, and that the claim can bind (a default StorageClass, or a PersistentVolume for it).",
   ProxyUnreachable:
     "Say how sandbox pods reach the proxy: sandbox.kubernetes.proxy.address (an IPv4 address of this machine pods can reach) when reins runs outside the cluster, or .service and .port when it runs inside, behind a Service.",
   HostedKeyMissing: "Export the key in the variable the hosted Model names (engine.apiKeyEnv; read when asking, never written), then run again.",

@@ -29,14 +29,7 @@ export function hasErrors(diagnostics: readonly Diagnostic[]): boolean {
   return diagnostics.some((d) => d.severity === "error");
 }
 
-export function makeDiagnostic(
-  code: Code,
-  at: SourcePosition,
-  message: string,
-  hint: string,
-  severity: Severity = "error",
-  notes?: string[],
-): Diagnostic {
+export function makeDiagnostic(code: Code, at: SourcePosition, message: string, hint: string, severity: Severity = "error", notes?: string[]): Diagnostic {
   const d: Diagnostic = { code, severity, message, hint, file: at.file, line: at.line, column: at.column };
   if (at.endLine !== undefined) d.endLine = at.endLine;
   if (at.endColumn !== undefined) d.endColumn = at.endColumn;
@@ -46,10 +39,7 @@ export function makeDiagnostic(
 
 /** Stable ordering for output: file, line, column, code. */
 export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
-  return [...diagnostics].sort(
-    (a, b) =>
-      a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column || a.code.localeCompare(b.code),
-  );
+  return [...diagnostics].sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column || a.code.localeCompare(b.code));
 }
 
 /** The Problem a diagnostic stands for (its position kept). */

@@ -22,7 +22,9 @@ function write(v: unknown, out: string[]): void {
     }
     out.push("]");
   } else if (typeof v === "object") {
-    const keys = Object.keys(v as object).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
+    const keys = Object.keys(v as object)
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .sort();
     out.push("{");
     keys.forEach((k, i) => {
       if (i > 0) out.push(",");
@@ -45,7 +47,10 @@ export function digestOf(value: unknown): string {
 
 /** Short hex (no prefix) for names. */
 export function shortHash(value: unknown, length = 6): string {
-  return createHash("sha256").update(typeof value === "string" ? value : canonicalJson(value)).digest("hex").slice(0, length);
+  return createHash("sha256")
+    .update(typeof value === "string" ? value : canonicalJson(value))
+    .digest("hex")
+    .slice(0, length);
 }
 
 /** A deterministic 32-bit seed from anything. */

@@ -345,6 +345,10 @@ export interface PlanRollout {
   task: string;
   harness: string;
   attempt: number;
+  /**
+   * deriveSeed(plan seed, "rollout", id) (seeds.ts): in the step and plan hashes, but no engine
+   * samples with it — the onnx engine seeds each call from its own seed and the rollout id.
+   */
   seed: number;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The one seeded random source of reins (mulberry32): family generation, task order, SFT subsets
- * and the onnx engine's sampling all draw from it. Deterministic across platforms; seeds come from
- * `seedOf` (hash.ts).
+ * and the onnx engine's sampling all draw from it. Deterministic across platforms; each stream's
+ * seed is derived by name in seeds.ts.
  */
 
 /** mulberry32: small, fast, deterministic PRNG; uniform in [0, 1). */

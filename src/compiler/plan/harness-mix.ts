@@ -14,8 +14,7 @@
  * across steps. With one harness every task goes through it, as before weights existed.
  * Held-out evaluation steps run every task through every harness.
  */
-import { seedOf } from "../contract/hash.js";
-import { rng } from "../contract/rng.js";
+import { seededStream } from "../contract/seeds.js";
 
 /** Harness index per group, for each training step (`groupsPerStep` groups each). */
 export function dealHarnesses(weights: readonly number[], groupsPerStep: number, steps: number, seed: number): number[][] {
@@ -41,14 +40,13 @@ export function dealHarnesses(weights: readonly number[], groupsPerStep: number,
       dealt[best]!++;
       slots.push(best);
     }
-    out.push(weights.length > 1 ? shuffle(slots, seedOf("harness-mix", seed, s)) : slots);
+    out.push(weights.length > 1 ? shuffle(slots, seededStream(seed, "harness-mix", s)) : slots);
   }
   return out;
 }
 
-function shuffle<T>(list: readonly T[], seed: number): T[] {
+function shuffle<T>(list: readonly T[], random: () => number): T[] {
   const out = [...list];
-  const random = rng(seed);
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];

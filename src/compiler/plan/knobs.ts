@@ -32,7 +32,9 @@ export function checkKnobs(values: HarnessKnobValues, harness: ResolvedHarness, 
         "HarnessKnobUnsupported",
         at(knob),
         `The harness ${harness.name} does not say how to apply \`${knob}\`; ${supported}.`,
-        declared.length > 0 ? `Use ${declared.join(", ")}, or declare knobs.${knob} in the harness's spec.` : `Remove \`${knob}\`, or declare knobs.${knob} in the harness's spec.`,
+        declared.length > 0
+          ? `Use ${declared.join(", ")}, or declare knobs.${knob} in the harness's spec.`
+          : `Remove \`${knob}\`, or declare knobs.${knob} in the harness's spec.`,
       ),
     );
   }

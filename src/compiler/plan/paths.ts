@@ -13,9 +13,11 @@ export function portablePath(path: string, root: string): string {
 
 export function portableModel(model: ResolvedModel, root: string): ResolvedModel {
   const out: ResolvedModel = { ...model };
-  if (out.tokenizer?.type === "file" || out.tokenizer?.type === "huggingface") out.tokenizer = { ...out.tokenizer, path: portablePath(out.tokenizer.path, root) };
+  if (out.tokenizer?.type === "file" || out.tokenizer?.type === "huggingface")
+    out.tokenizer = { ...out.tokenizer, path: portablePath(out.tokenizer.path, root) };
   if (out.engine.type === "onnx") out.engine = { ...out.engine, modelPath: portablePath(out.engine.modelPath, root) };
-  if (out.engine.type === "vllm" && out.engine.serve) out.engine = { ...out.engine, serve: { ...out.engine.serve, modelPath: portablePath(out.engine.serve.modelPath, root) } };
+  if (out.engine.type === "vllm" && out.engine.serve)
+    out.engine = { ...out.engine, serve: { ...out.engine.serve, modelPath: portablePath(out.engine.serve.modelPath, root) } };
   return out;
 }
 

@@ -6,9 +6,9 @@
  * task through every harness. Step hashes are left empty (hashSteps fills them in).
  */
 import type { PlanPair, PlanRollout, PlanSchedule, PlanStep } from "../contract/plan.js";
-import { seedOf } from "../contract/hash.js";
-import { rng } from "../contract/rng.js";
+import { deriveSeed, seededStream } from "../contract/seeds.js";
 import { dealHarnesses } from "./harness-mix.js";
+import type { PlanTarget, TargetParts } from "./target.js";
 
 export interface ScheduledSteps {
   steps: PlanStep[];
@@ -16,12 +16,50 @@ export interface ScheduledSteps {
   pairs: PlanPair[];
 }
 
+/** What a target runs: its steps for each of its seeds (the first seed's are the plan's), and what they are made from. */
+export interface TargetSchedule {
+  /** The plan's seed: the first of an Experiment's seeds, else its `seed` (default 0). */
+  seed: number;
+  /** One per seed (an Evaluation has one). */
+  scheduled: ScheduledSteps[];
+  /** An Experiment's: what each seed's steps are re-derived from (plan/seeds.ts). */
+  schedule: PlanSchedule | undefined;
+  /** Attempts per held-out or evaluated task × harness, unless a harness sets its own. */
+  attempts: number;
+}
+
+export function scheduleTarget(target: PlanTarget, parts: TargetParts): TargetSchedule {
+  const seed = parts.seeds?.[0] ?? target.spec.seed ?? 0;
+  const harnesses = parts.harnesses.map(({ use }) => ({ name: use.name, weight: use.weight ?? 1, heldOutAttempts: use.heldOutAttempts }));
+  if (target.kind === "Evaluation") {
+    const attempts = target.spec.attempts ?? 1;
+    return { seed, scheduled: [scheduleEvaluation(parts.selected, harnesses, attempts, seed)], schedule: undefined, attempts };
+  }
+  const spec = target.spec;
+  const attempts = spec.eval?.attempts ?? 1;
+  const schedule: PlanSchedule = {
+    training: parts.training,
+    heldOut: parts.heldOut,
+    steps: spec.steps,
+    tasksPerStep: spec.tasksPerStep ?? parts.training.length,
+    groupSize: parts.algorithm!.groupSize,
+    evalEverySteps: spec.eval?.everySteps ?? 0,
+    harnesses: harnesses.map((h) => ({ name: h.name, weight: h.weight, heldOutAttempts: h.heldOutAttempts ?? attempts })),
+  };
+  return { seed, scheduled: (parts.seeds ?? [seed]).map((s) => scheduleExperiment(schedule, s)), schedule, attempts };
+}
+
 /** An Experiment's steps for `seed`: an evaluation before training, the training steps, evaluations after. */
 export function scheduleExperiment(s: PlanSchedule, seed: number): ScheduledSteps {
   const maker = stepMaker(s.harnesses, seed);
   const perStep = Math.min(s.tasksPerStep, s.training.length);
   const order = shuffled(s.training, seed);
-  const mix = dealHarnesses(s.harnesses.map((h) => h.weight), perStep, s.steps, seed);
+  const mix = dealHarnesses(
+    s.harnesses.map((h) => h.weight),
+    perStep,
+    s.steps,
+    seed,
+  );
   const evalAttempts = (hi: number) => s.harnesses[hi]!.heldOutAttempts;
   const heldOut = everyHarness(s.heldOut, s.harnesses.length);
   if (s.heldOut.length > 0) maker.make("eval", heldOut, evalAttempts);
@@ -36,7 +74,12 @@ export function scheduleExperiment(s: PlanSchedule, seed: number): ScheduledStep
 }
 
 /** An Evaluation's one step: every task through every harness, `attempts` times. */
-export function scheduleEvaluation(tasks: readonly string[], harnesses: readonly { name: string; weight: number }[], attempts: number, seed: number): ScheduledSteps {
+export function scheduleEvaluation(
+  tasks: readonly string[],
+  harnesses: readonly { name: string; weight: number }[],
+  attempts: number,
+  seed: number,
+): ScheduledSteps {
   const maker = stepMaker(harnesses, seed);
   maker.make("eval", everyHarness(tasks, harnesses.length), () => attempts);
   return { steps: maker.steps, pairs: maker.pairs };
@@ -69,7 +112,7 @@ function stepMaker(harnesses: readonly { name: string; weight: number }[], seed:
       const count = perPair(hi);
       for (let a = 0; a < count; a++) {
         const id = `s${index}-p${p}-a${a}`;
-        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: seedOf(seed, id) });
+        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: deriveSeed(seed, "rollout", id) });
       }
     }
     steps.push({ index, kind, rollouts, hash: "" });
@@ -79,7 +122,7 @@ function stepMaker(harnesses: readonly { name: string; weight: number }[], seed:
 
 function shuffled<T>(list: readonly T[], seed: number): T[] {
   const out = [...list];
-  const random = rng(seedOf("task-order", seed));
+  const random = seededStream(seed, "task-order");
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];

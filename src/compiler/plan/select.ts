@@ -6,7 +6,12 @@ import type { TaskSelectorSpec } from "../schema/experiment.js";
 import { suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
 
-export function selectTasks(world: World, selectors: readonly TaskSelectorSpec[], doc: TypedDocument, at: PathSegment[]): { names: string[]; diagnostics: Diagnostic[] } {
+export function selectTasks(
+  world: World,
+  selectors: readonly TaskSelectorSpec[],
+  doc: TypedDocument,
+  at: PathSegment[],
+): { names: string[]; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const out: string[] = [];
   const seen = new Set<string>();
@@ -22,17 +27,33 @@ export function selectTasks(world: World, selectors: readonly TaskSelectorSpec[]
       if (world.tasks.has(sel.name)) add(sel.name);
       else if (world.families.has(sel.name)) {
         const guess = sel.name;
-        diagnostics.push(makeDiagnostic("UnknownReference", pos("name"), `No Task named "${sel.name}"; there is a TaskFamily of that name.`, `Select it with {family: ${guess}}.`));
+        diagnostics.push(
+          makeDiagnostic(
+            "UnknownReference",
+            pos("name"),
+            `No Task named "${sel.name}"; there is a TaskFamily of that name.`,
+            `Select it with {family: ${guess}}.`,
+          ),
+        );
       } else {
         const guess = suggest(sel.name, [...world.tasks.keys()].slice(0, 5000));
-        diagnostics.push(makeDiagnostic("UnknownReference", pos("name"), `No Task named "${sel.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+        diagnostics.push(
+          makeDiagnostic("UnknownReference", pos("name"), `No Task named "${sel.name}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference),
+        );
       }
     } else if ("family" in sel) {
       const names = world.families.get(sel.family);
       if (names) names.forEach(add);
       else {
         const guess = suggest(sel.family, [...world.families.keys()]);
-        diagnostics.push(makeDiagnostic("UnknownReference", pos("family"), `No TaskFamily named "${sel.family}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+        diagnostics.push(
+          makeDiagnostic(
+            "UnknownReference",
+            pos("family"),
+            `No TaskFamily named "${sel.family}".${guess ? ` Did you mean "${guess}"?` : ""}`,
+            CODES.UnknownReference,
+          ),
+        );
       }
     } else if ("labels" in sel) {
       const want = Object.entries(sel.labels);
@@ -52,7 +73,8 @@ export function selectTasks(world: World, selectors: readonly TaskSelectorSpec[]
           n++;
         }
       }
-      if (n === 0) diagnostics.push(makeDiagnostic("NoTasksSelected", pos("category"), `No task has category "${sel.category}".`, CODES.NoTasksSelected, "warning"));
+      if (n === 0)
+        diagnostics.push(makeDiagnostic("NoTasksSelected", pos("category"), `No task has category "${sel.category}".`, CODES.NoTasksSelected, "warning"));
     }
   });
   return { names: out, diagnostics };

@@ -108,7 +108,9 @@ class Meter {
 
   size(length: number, what: "string" | "list"): void {
     if (length > this.limits.chars) {
-      throw new ChatTemplateTooMuchWork(`the chat template made a ${what} of ${length.toLocaleString("en-US")} ${what === "string" ? "characters" : "items"}; the limit is ${this.limits.chars.toLocaleString("en-US")}`);
+      throw new ChatTemplateTooMuchWork(
+        `the chat template made a ${what} of ${length.toLocaleString("en-US")} ${what === "string" ? "characters" : "items"}; the limit is ${this.limits.chars.toLocaleString("en-US")}`,
+      );
     }
   }
 }
@@ -210,7 +212,8 @@ export function renderChatTemplate(template: Template, context: Record<string, u
   try {
     out = interpreter.run(template.parsed);
   } catch (err) {
-    if (err instanceof RangeError && /call stack/i.test(err.message)) throw new ChatTemplateTooMuchWork("the chat template nests too deeply (a macro that calls itself?)");
+    if (err instanceof RangeError && /call stack/i.test(err.message))
+      throw new ChatTemplateTooMuchWork("the chat template nests too deeply (a macro that calls itself?)");
     throw err;
   }
   return String(out.value);
@@ -228,7 +231,11 @@ const PROBE_CONTEXT = {
   tools: [
     {
       type: "function",
-      function: { name: "read_file", description: "Read a file.", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+      function: {
+        name: "read_file",
+        description: "Read a file.",
+        parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+      },
     },
   ],
   add_generation_prompt: true,
@@ -239,7 +246,11 @@ const PROBE_CONTEXT = {
  * same budget. The message when it passes a limit; undefined otherwise (other render errors are
  * the runtime's to report, with the messages that cause them).
  */
-export function chatTemplateWorkProblem(source: string, variables: Readonly<Record<string, string>> = {}, limits: Partial<ChatTemplateLimits> = {}): string | undefined {
+export function chatTemplateWorkProblem(
+  source: string,
+  variables: Readonly<Record<string, string>> = {},
+  limits: Partial<ChatTemplateLimits> = {},
+): string | undefined {
   let template: Template;
   try {
     template = parseChatTemplate(source);

@@ -54,7 +54,13 @@ export function resolveHarness(name: string, spec: HarnessSpec, specFile: string
   if (spec.install) out.install = { ...spec.install };
   if (spec.referenceTools) out.referenceTools = structuredClone(spec.referenceTools);
   if (spec.knobs && Object.keys(spec.knobs).length > 0) out.knobs = structuredClone(spec.knobs);
-  if (spec.mcp) out.mcp = { args: [...(spec.mcp.args ?? [])], env: { ...(spec.mcp.env ?? {}) }, homeFiles: (spec.mcp.homeFiles ?? []).map((f) => ({ ...f })), toolName: spec.mcp.toolName ?? "{{server}}__{{tool}}" };
+  if (spec.mcp)
+    out.mcp = {
+      args: [...(spec.mcp.args ?? [])],
+      env: { ...(spec.mcp.env ?? {}) },
+      homeFiles: (spec.mcp.homeFiles ?? []).map((f) => ({ ...f })),
+      toolName: spec.mcp.toolName ?? "{{server}}__{{tool}}",
+    };
   return out;
 }
 
@@ -68,7 +74,12 @@ const TOKEN_FIELDS = ["tokenizer", "chatTemplate", "chatTemplateFile", "toolCall
  * project (../source/model-files.ts), and its chat template must render a small conversation
  * within the work budget of ./chat-template-render.ts.
  */
-export function resolveModel(name: string, spec: ModelSpec, specFile: string, roots?: readonly ProjectRoot[]): { model: ResolvedModel; problems: HostPathProblem[] } {
+export function resolveModel(
+  name: string,
+  spec: ModelSpec,
+  specFile: string,
+  roots?: readonly ProjectRoot[],
+): { model: ResolvedModel; problems: HostPathProblem[] } {
   const problems: HostPathProblem[] = [];
   const base = dirname(specFile);
   const fileRoots = modelFileRoots(specFile, roots ?? ownDirectoryRoots(specFile));
@@ -78,19 +89,27 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
   if (hosted) {
     const own = TOKEN_FIELDS.filter((f) => spec[f] !== undefined);
     for (const f of own) {
-      problems.push({ path: [f], code: "NotForHostedModel", message: `A hosted model takes text and answers text: its tokens, template and stop rules are the API's, so ${f} would do nothing.` });
+      problems.push({
+        path: [f],
+        code: "NotForHostedModel",
+        message: `A hosted model takes text and answers text: its tokens, template and stop rules are the API's, so ${f} would do nothing.`,
+      });
     }
   } else if (t === undefined) {
-    problems.push({ path: ["engine", "type"], code: "TokenizerRequired", message: `The Model's ${spec.engine.type} engine works by token ids, but the Model names no tokenizer.` });
+    problems.push({
+      path: ["engine", "type"],
+      code: "TokenizerRequired",
+      message: `The Model's ${spec.engine.type} engine works by token ids, but the Model names no tokenizer.`,
+    });
   }
   const tokenizer: ResolvedModel["tokenizer"] =
     t === undefined || hosted
       ? undefined
       : t.type === "file"
-      ? { type: "file", path: abs(t.path) }
-      : t.type === "huggingface"
-        ? { type: "huggingface", path: abs(t.path), ...(t.template !== undefined ? { template: t.template } : {}) }
-        : { type: "qwen3" };
+        ? { type: "file", path: abs(t.path) }
+        : t.type === "huggingface"
+          ? { type: "huggingface", path: abs(t.path), ...(t.template !== undefined ? { template: t.template } : {}) }
+          : { type: "qwen3" };
   if (t?.type === "file" && !hosted) problems.push(...tokenizerFileProblems(t.path, base, fileRoots));
   let chatTemplate = spec.chatTemplate;
   if (spec.chatTemplateFile !== undefined) {
@@ -103,28 +122,57 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
   if (t?.type === "huggingface" && !hosted) {
     const ownTemplate = spec.chatTemplate !== undefined || spec.chatTemplateFile !== undefined;
     if (ownTemplate && t.template !== undefined) {
-      problems.push({ path: ["tokenizer", "template"], code: "ChatTemplateConflict", message: `tokenizer.template picks one of ${t.path}'s chat templates, but the Model gives its own (${spec.chatTemplate !== undefined ? "chatTemplate" : "chatTemplateFile"}).` });
+      problems.push({
+        path: ["tokenizer", "template"],
+        code: "ChatTemplateConflict",
+        message: `tokenizer.template picks one of ${t.path}'s chat templates, but the Model gives its own (${spec.chatTemplate !== undefined ? "chatTemplate" : "chatTemplateFile"}).`,
+      });
     }
     const read = readHfDirectory(abs(t.path), t.path, t.template, !ownTemplate, fileRoots);
-    if (!read.ok) problems.push({ path: ["tokenizer", read.problem.field], code: read.problem.code, message: read.problem.message, ...(read.problem.hint ? { hint: read.problem.hint } : {}) });
+    if (!read.ok)
+      problems.push({
+        path: ["tokenizer", read.problem.field],
+        code: read.problem.code,
+        message: read.problem.message,
+        ...(read.problem.hint ? { hint: read.problem.hint } : {}),
+      });
     else {
       const dir = read.value;
       if (Object.keys(dir.variables).length > 0) chatTemplateVariables = dir.variables;
       if (!ownTemplate) {
         if (dir.chatTemplate !== undefined) chatTemplate = dir.chatTemplate;
-        else problems.push({ path: ["tokenizer", "path"], code: "ChatTemplateMissing", message: `${t.path} has no chat template (no chat_template.jinja, no chat_template in tokenizer_config.json).` });
+        else
+          problems.push({
+            path: ["tokenizer", "path"],
+            code: "ChatTemplateMissing",
+            message: `${t.path} has no chat template (no chat_template.jinja, no chat_template in tokenizer_config.json).`,
+          });
       }
       if (stopTokens === undefined) {
         if (dir.stopTokens.length > 0) stopTokens = dir.stopTokens;
-        else problems.push({ path: ["tokenizer", "path"], code: "StopTokensMissing", message: `${t.path} names no end-of-sequence token (no eos_token_id in generation_config.json, no eos_token in tokenizer_config.json).` });
+        else
+          problems.push({
+            path: ["tokenizer", "path"],
+            code: "StopTokensMissing",
+            message: `${t.path} names no end-of-sequence token (no eos_token_id in generation_config.json, no eos_token in tokenizer_config.json).`,
+          });
       }
     }
   }
   if (chatTemplate !== undefined && !hosted) {
     const tooMuch = chatTemplateWorkProblem(chatTemplate, chatTemplateVariables);
     if (tooMuch !== undefined) {
-      const at = spec.chatTemplateFile !== undefined ? ["chatTemplateFile"] : spec.chatTemplate !== undefined ? ["chatTemplate"] : ["tokenizer", t?.type === "huggingface" && t.template !== undefined ? "template" : "path"];
-      problems.push({ path: at, code: "ChatTemplateTooMuchWork", message: `The chat template does not render a five-message conversation in time: ${tooMuch}.` });
+      const at =
+        spec.chatTemplateFile !== undefined
+          ? ["chatTemplateFile"]
+          : spec.chatTemplate !== undefined
+            ? ["chatTemplate"]
+            : ["tokenizer", t?.type === "huggingface" && t.template !== undefined ? "template" : "path"];
+      problems.push({
+        path: at,
+        code: "ChatTemplateTooMuchWork",
+        message: `The chat template does not render a five-message conversation in time: ${tooMuch}.`,
+      });
     }
   }
   const e = spec.engine;
@@ -132,20 +180,26 @@ export function resolveModel(name: string, spec: ModelSpec, specFile: string, ro
     e.type === "scripted"
       ? { type: "scripted", script: e.script.map((t) => ({ ...t }) as ScriptedTurn) }
       : e.type === "openai-compatible"
-        ? { type: "openai-compatible", baseUrl: e.baseUrl, model: e.model, ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}), ...(e.api ? { api: e.api } : {}) }
+        ? {
+            type: "openai-compatible",
+            baseUrl: e.baseUrl,
+            model: e.model,
+            ...(e.apiKeyEnv ? { apiKeyEnv: e.apiKeyEnv } : {}),
+            ...(e.api ? { api: e.api } : {}),
+          }
         : e.type === "vllm"
           ? resolveVllm(e, abs, spec.maxContextTokens ?? 32768, problems)
           : e.type === "sglang" || e.type === "llama-cpp"
-          ? { ...e }
-          : e.type === "hosted"
-          ? { type: "hosted", ...resolveHostedApi(e) }
-          : {
-            type: "onnx",
-            modelPath: abs(e.modelPath),
-            threads: e.threads ?? 2,
-            seed: e.seed ?? 0,
-            ...(e.prefixCache ? { prefixCache: { entries: e.prefixCache.entries ?? 8, maxMiB: e.prefixCache.maxMiB ?? 256 } } : {}),
-          };
+            ? { ...e }
+            : e.type === "hosted"
+              ? { type: "hosted", ...resolveHostedApi(e) }
+              : {
+                  type: "onnx",
+                  modelPath: abs(e.modelPath),
+                  threads: e.threads ?? 2,
+                  seed: e.seed ?? 0,
+                  ...(e.prefixCache ? { prefixCache: { entries: e.prefixCache.entries ?? 8, maxMiB: e.prefixCache.maxMiB ?? 256 } } : {}),
+                };
   const model: ResolvedModel = {
     name,
     ...(tokenizer ? { tokenizer } : {}),
@@ -178,7 +232,8 @@ function tokenizerFileProblems(path: string, base: string, roots: readonly Proje
   const file = checkModelFile(path, base, "tokenizer", roots);
   if (!file.ok) {
     if (file.code === "FileNotFound") return [];
-    const hint = file.code === "NotRegularFile" ? "Name a regular tokenizer.json; for a Hugging Face directory use tokenizer: {type: huggingface, path: DIR}." : undefined;
+    const hint =
+      file.code === "NotRegularFile" ? "Name a regular tokenizer.json; for a Hugging Face directory use tokenizer: {type: huggingface, path: DIR}." : undefined;
     return [modelFileProblem(["tokenizer", "path"], `Tokenizer ${path}`, file, hint)];
   }
   const config = checkModelFile("tokenizer_config.json", dirname(file.path), "config", roots);
@@ -314,7 +369,14 @@ export function resolveTrainer(spec: TrainerSpec | undefined): ResolvedTrainer {
 /** A Trainer's fields that contradict each other: worker without mode kubernetes. */
 export function checkTrainer(spec: TrainerSpec, at: (...p: (string | number)[]) => SourcePosition): Diagnostic[] {
   if (spec.worker === undefined || spec.mode === "kubernetes") return [];
-  return [makeDiagnostic("InvalidValue", at("worker"), "worker says where a kubernetes trainer's worker runs; this Trainer's mode is local, so it would do nothing.", "Remove worker, or set mode: kubernetes.")];
+  return [
+    makeDiagnostic(
+      "InvalidValue",
+      at("worker"),
+      "worker says where a kubernetes trainer's worker runs; this Trainer's mode is local, so it would do nothing.",
+      "Remove worker, or set mode: kubernetes.",
+    ),
+  ];
 }
 
 /** Default: stop at the first non-finite step; with skip, at most 3 consecutive skipped steps. */

@@ -6,13 +6,13 @@
 import type { z } from "zod";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
-import { canonicalJson, seedOf, shortHash } from "../contract/hash.js";
+import { canonicalJson, shortHash } from "../contract/hash.js";
 import type { ResolvedTask, ResolvedVerifier } from "../contract/plan.js";
 import { TaskSpecSchema, type TaskSpec } from "../schema/task.js";
 import type { TaskFamilySpec } from "../schema/task-family.js";
 import { issuesToDiagnostics, suggest, type TypedDocument } from "../schema/validate.js";
 import { positionAt, type PathSegment } from "../source/yaml.js";
-import { rng } from "../contract/rng.js";
+import { seededStream } from "../contract/seeds.js";
 import { expandMatrix, measureMatrix, generateValues, generatorForms, unknownMatrixKeys, type Cell, type Generator } from "./matrix.js";
 import { renderTemplate, slugify, type TemplateFailure } from "./templates.js";
 import { resolveTask } from "./tasks.js";
@@ -29,7 +29,11 @@ export function newExpansionBudget(tasks = 0): ExpansionBudget {
   return { tasks, template: new TemplateBudget() };
 }
 
-export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, ResolvedVerifier>, budget: ExpansionBudget = newExpansionBudget()): Result<ResolvedTask[]> {
+export function expandFamily(
+  fam: TypedDocument,
+  verifiers: ReadonlyMap<string, ResolvedVerifier>,
+  budget: ExpansionBudget = newExpansionBudget(),
+): Result<ResolvedTask[]> {
   const diagnostics: Diagnostic[] = [];
   const spec = fam.doc.spec as TaskFamilySpec;
   const src = fam.source;
@@ -40,6 +44,7 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
   for (const p of cellsResult.problems) diagnostics.push(makeDiagnostic(p.code, at(p.path, p.key), p.message, p.hint ?? CODES[p.code], p.severity ?? "error"));
   if (cellsResult.problems.some((p) => (p.severity ?? "error") === "error")) return { value: [], diagnostics };
 
+  // biome-ignore lint/suspicious/noExplicitAny: the document before validation, read for one field
   const templateRaw = (src.value as any)?.spec?.template as unknown;
   budget.tasks += cellsResult.cells.length;
   const params = spec.parameters ?? [];
@@ -84,6 +89,7 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
     names.add(name);
     const parsed = TaskSpecSchema.safeParse(rendered);
     if (!parsed.success) {
+      // biome-ignore lint/suspicious/noExplicitAny: zod's issue type differs between the schema's two declarations
       const ds = issuesToDiagnostics(src, TaskSpecSchema as unknown as z.ZodType, parsed.error.issues as any, ["spec", "template"]);
       for (const d of ds) recordOnce(seenTemplateErrors, { ...d, notes: [...(d.notes ?? []), `rendered ${cellNote}`] });
       continue;
@@ -123,7 +129,17 @@ export function expandFamily(fam: TypedDocument, verifiers: ReadonlyMap<string, 
     const note = `${formatCount(skipped)} cell(s) of family "${famName}" were not rendered`;
     const i = diagnostics.findLastIndex((d) => d.code === "TemplateTooMuchWork" || d.code === "RenderedTooLarge");
     if (i >= 0) diagnostics[i] = { ...diagnostics[i]!, notes: [...(diagnostics[i]!.notes ?? []), note] };
-    else diagnostics.push(makeDiagnostic("TemplateTooMuchWork", at(["template"]), "The templates' limits for the whole compile are spent by earlier families.", CODES.TemplateTooMuchWork, "error", [note]));
+    else
+      diagnostics.push(
+        makeDiagnostic(
+          "TemplateTooMuchWork",
+          at(["template"]),
+          "The templates' limits for the whole compile are spent by earlier families.",
+          CODES.TemplateTooMuchWork,
+          "error",
+          [note],
+        ),
+      );
   }
   return { value: tasks, diagnostics };
 }
@@ -153,7 +169,6 @@ function parameterValuesBound(spec: TaskFamilySpec): number {
   return n;
 }
 
-
 function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagnostic): void {
   const key = `${d.code}|${d.file}|${d.line}|${d.column}|${d.message}`;
   const prev = map.get(key);
@@ -162,7 +177,19 @@ function recordOnce(map: Map<string, { d: Diagnostic; count: number }>, d: Diagn
 }
 
 interface Problem {
-  code: "MatrixEmpty" | "MatrixTooLarge" | "FamilyTooLarge" | "MatrixTooManyEntries" | "TooManyTasks" | "TemplateTooMuchWork" | "RenderedTooLarge" | "InvalidParameter" | "MissingParameter" | "InvalidValue" | "UnknownMatrixKey" | "MatrixEntryUnused";
+  code:
+    | "MatrixEmpty"
+    | "MatrixTooLarge"
+    | "FamilyTooLarge"
+    | "MatrixTooManyEntries"
+    | "TooManyTasks"
+    | "TemplateTooMuchWork"
+    | "RenderedTooLarge"
+    | "InvalidParameter"
+    | "MissingParameter"
+    | "InvalidValue"
+    | "UnknownMatrixKey"
+    | "MatrixEntryUnused";
   path: PathSegment[];
   message: string;
   /** Point at the key of the last path segment. */
@@ -175,7 +202,10 @@ interface Problem {
 export function parameterSets(spec: TaskFamilySpec, famName: string, budget: ExpansionBudget = newExpansionBudget()): { cells: Cell[]; problems: Problem[] } {
   const problems: Problem[] = [];
   const matrix = spec.matrix as Record<string, unknown> | undefined;
-  for (const u of unknownMatrixKeys(matrix, (spec.parameters ?? []).map((p) => p.name))) {
+  for (const u of unknownMatrixKeys(
+    matrix,
+    (spec.parameters ?? []).map((p) => p.name),
+  )) {
     const guess = suggest(u.key, u.allowed);
     problems.push({
       code: "UnknownMatrixKey",
@@ -210,23 +240,41 @@ export function parameterSets(spec: TaskFamilySpec, famName: string, budget: Exp
     return { cells: [], problems: [{ code: "MatrixTooManyEntries", path: ["matrix"], message }] };
   }
   for (const i of unusedExcludes) {
-    problems.push({ code: "MatrixEntryUnused", path: ["matrix", "exclude", i], message: `\`exclude\` entry ${i + 1} matches no cell of the matrix, so it removes nothing.`, severity: "warning" });
+    problems.push({
+      code: "MatrixEntryUnused",
+      path: ["matrix", "exclude", i],
+      message: `\`exclude\` entry ${i + 1} matches no cell of the matrix, so it removes nothing.`,
+      severity: "warning",
+    });
   }
   let base = spec.matrix ? cells : [{}];
-  if (spec.matrix && base.length === 0) return { cells: [], problems: [...problems, { code: "MatrixEmpty", path: ["matrix"], message: "The matrix expands to no cells." }] };
+  if (spec.matrix && base.length === 0)
+    return { cells: [], problems: [...problems, { code: "MatrixEmpty", path: ["matrix"], message: "The matrix expands to no cells." }] };
   if (spec.generate) {
     const gens = spec.generate.values as Generator[];
     gens.forEach((g, i) => {
       const forms = generatorForms(g);
-      if (forms.length !== 1) problems.push({ code: "InvalidValue", path: ["generate", "values", i], message: `Generator "${g.name}" must use exactly one of pick, sample, int, float, bool, template (it uses ${forms.length === 0 ? "none" : forms.join(", ")}).` });
-      if (g.int && g.int.min > g.int.max) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "int"], message: `Generator "${g.name}" has min > max.` });
-      if (g.float && g.float.min > g.float.max) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "float"], message: `Generator "${g.name}" has min > max.` });
-      if (g.pick && g.pick.length === 0) problems.push({ code: "InvalidValue", path: ["generate", "values", i, "pick"], message: `Generator "${g.name}" picks from an empty list.` });
+      if (forms.length !== 1)
+        problems.push({
+          code: "InvalidValue",
+          path: ["generate", "values", i],
+          message: `Generator "${g.name}" must use exactly one of pick, sample, int, float, bool, template (it uses ${forms.length === 0 ? "none" : forms.join(", ")}).`,
+        });
+      if (g.int && g.int.min > g.int.max)
+        problems.push({ code: "InvalidValue", path: ["generate", "values", i, "int"], message: `Generator "${g.name}" has min > max.` });
+      if (g.float && g.float.min > g.float.max)
+        problems.push({ code: "InvalidValue", path: ["generate", "values", i, "float"], message: `Generator "${g.name}" has min > max.` });
+      if (g.pick && g.pick.length === 0)
+        problems.push({ code: "InvalidValue", path: ["generate", "values", i, "pick"], message: `Generator "${g.name}" picks from an empty list.` });
     });
     const total = base.length * spec.generate.count;
     if (total > left) {
       const before = budget.tasks > 0 ? `, and ${formatCount(budget.tasks)} tasks come before it` : "";
-      problems.push({ code: "TooManyTasks", path: ["generate", "count"], message: `The family would expand to ${formatCount(total)} tasks (${formatCount(base.length)} cells × count ${formatCount(spec.generate.count)})${before}; the limit is ${formatCount(MAX_TASKS)} tasks in all.` });
+      problems.push({
+        code: "TooManyTasks",
+        path: ["generate", "count"],
+        message: `The family would expand to ${formatCount(total)} tasks (${formatCount(base.length)} cells × count ${formatCount(spec.generate.count)})${before}; the limit is ${formatCount(MAX_TASKS)} tasks in all.`,
+      });
     }
     if (problems.some((p) => (p.severity ?? "error") === "error")) return { cells: [], problems };
     const seed = spec.generate.seed ?? 0;
@@ -234,16 +282,28 @@ export function parameterSets(spec: TaskFamilySpec, famName: string, budget: Exp
     for (const cell of base) {
       const cellKey = canonicalJson(cell);
       for (let i = 0; i < spec.generate.count; i++) {
-        const random = rng(seedOf(famName, seed, cellKey, i));
+        const random = seededStream(seed, "family-cell", famName, cellKey, i);
         let failed: TemplateFailure | undefined;
-        out.push(generateValues(gens, random, cell, (source, ctx) => {
-          const r = renderTemplate(source, ctx, budget.template);
-          if (!r.ok) failed ??= r.error;
-          return r.ok ? r.value : "";
-        }));
+        out.push(
+          generateValues(gens, random, cell, (source, ctx) => {
+            const r = renderTemplate(source, ctx, budget.template);
+            if (!r.ok) failed ??= r.error;
+            return r.ok ? r.value : "";
+          }),
+        );
         if (failed && (failed.kind === "work" || failed.kind === "size")) {
           const i = gens.findIndex((g) => g.template !== undefined);
-          return { cells: [], problems: [...problems, { code: failed.kind === "work" ? "TemplateTooMuchWork" : "RenderedTooLarge", path: ["generate", "values", Math.max(i, 0), "template"], message: failed.message }] };
+          return {
+            cells: [],
+            problems: [
+              ...problems,
+              {
+                code: failed.kind === "work" ? "TemplateTooMuchWork" : "RenderedTooLarge",
+                path: ["generate", "values", Math.max(i, 0), "template"],
+                message: failed.message,
+              },
+            ],
+          };
         }
       }
     }
@@ -275,7 +335,12 @@ function checkParameters(cell: Cell, params: NonNullable<TaskFamilySpec["paramet
       (type === "list" && Array.isArray(v)) ||
       (type === "object" && typeof v === "object" && v !== null && !Array.isArray(v));
     if (!ok) out.push({ code: "InvalidParameter", path: ["parameters"], message: `Parameter "${p.name}" should be ${type}, not ${JSON.stringify(v)}.` });
-    else if (p.enum && !p.enum.some((e) => e === v)) out.push({ code: "InvalidParameter", path: ["parameters"], message: `Parameter "${p.name}" is ${JSON.stringify(v)}, not one of ${p.enum.map((e) => JSON.stringify(e)).join(", ")}.` });
+    else if (p.enum && !p.enum.some((e) => e === v))
+      out.push({
+        code: "InvalidParameter",
+        path: ["parameters"],
+        message: `Parameter "${p.name}" is ${JSON.stringify(v)}, not one of ${p.enum.map((e) => JSON.stringify(e)).join(", ")}.`,
+      });
   }
   return out;
 }
@@ -287,7 +352,7 @@ function renderValue(v: unknown, ctx: Cell, path: PathSegment[], failures: { pat
   if (typeof v === "string") {
     // A string that is exactly one parameter reference keeps the parameter's type ("{{n}}" → 42).
     const single = SINGLE_PARAM.exec(v);
-    if (single && Object.prototype.hasOwnProperty.call(ctx, single[1]!)) {
+    if (single && Object.hasOwn(ctx, single[1]!)) {
       const value = ctx[single[1]!];
       if (typeof value === "number" || typeof value === "boolean") return value;
     }

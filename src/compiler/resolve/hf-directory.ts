@@ -17,7 +17,16 @@
 import { lstatSync, readdirSync } from "node:fs";
 import { parseChatTemplate } from "./chat-template-render.js";
 import type { Code } from "../contract/codes.js";
-import { checkModelFile, locateModelFile, MAX_TEMPLATE_DIR_ENTRIES, MODEL_FILE_LIMITS, MODEL_FILE_OUTSIDE_HINT, MODEL_FILE_TOO_LARGE_HINT, readModelFile, type ModelFileKind } from "../source/model-files.js";
+import {
+  checkModelFile,
+  locateModelFile,
+  MAX_TEMPLATE_DIR_ENTRIES,
+  MODEL_FILE_LIMITS,
+  MODEL_FILE_OUTSIDE_HINT,
+  MODEL_FILE_TOO_LARGE_HINT,
+  readModelFile,
+  type ModelFileKind,
+} from "../source/model-files.js";
 import type { ProjectRoot, Refusal } from "../source/project.js";
 
 export interface HfDirectory {
@@ -45,12 +54,23 @@ type Read<T> = { ok: true; value: T } | { ok: false; problem: HfProblem };
  * in `roots` (the Model file's project). `wantTemplate`: false when the Model gives its own
  * template, so the directory's is neither chosen nor parsed.
  */
-export function readHfDirectory(dir: string, shown: string, templateName: string | undefined, wantTemplate: boolean, roots: readonly ProjectRoot[]): Read<HfDirectory> {
+export function readHfDirectory(
+  dir: string,
+  shown: string,
+  templateName: string | undefined,
+  wantTemplate: boolean,
+  roots: readonly ProjectRoot[],
+): Read<HfDirectory> {
   const at = locateModelFile(dir, dir, roots);
   if (!at.ok) return at.code === "FileNotFound" ? fail("path", "TokenizerNotFound", `Hugging Face directory ${shown} does not exist.`) : refused(shown, at);
   const st = lstatSync(at.real, { throwIfNoEntry: false });
   if (!st?.isDirectory()) {
-    return fail("path", "TokenizerInvalid", `${shown} is not a directory.`, "A huggingface tokenizer names the directory that holds tokenizer.json; for a lone tokenizer.json use {type: file, path: FILE}.");
+    return fail(
+      "path",
+      "TokenizerInvalid",
+      `${shown} is not a directory.`,
+      "A huggingface tokenizer names the directory that holds tokenizer.json; for a lone tokenizer.json use {type: file, path: FILE}.",
+    );
   }
   const tokenizer = checkModelFile("tokenizer.json", dir, "tokenizer", roots);
   if (!tokenizer.ok) {
@@ -126,7 +146,12 @@ function readTemplates(dir: string, shown: string, config: Record<string, unknow
   }
   for (const [name, text] of out) {
     if (text.length > MODEL_FILE_LIMITS.template) {
-      return fail("path", "FileTooLarge", `${shown}/tokenizer_config.json: the chat template ${JSON.stringify(name)} has ${text.length} characters; the limit for a chat template is ${MODEL_FILE_LIMITS.template}.`, MODEL_FILE_TOO_LARGE_HINT);
+      return fail(
+        "path",
+        "FileTooLarge",
+        `${shown}/tokenizer_config.json: the chat template ${JSON.stringify(name)} has ${text.length} characters; the limit for a chat template is ${MODEL_FILE_LIMITS.template}.`,
+        MODEL_FILE_TOO_LARGE_HINT,
+      );
     }
   }
   return { ok: true, value: out };
@@ -142,7 +167,8 @@ function chooseTemplate(templates: Map<string, string>, shown: string, name: str
   } else if (names.length === 1) picked = names[0];
   else if (templates.has("tool_use")) picked = "tool_use";
   else if (templates.has("default")) picked = "default";
-  else if (names.length > 1) return fail("template", "ChatTemplateUnknown", `${shown} has several chat templates (${list}) and none named default or tool_use.`);
+  else if (names.length > 1)
+    return fail("template", "ChatTemplateUnknown", `${shown} has several chat templates (${list}) and none named default or tool_use.`);
   if (picked === undefined) return { ok: true, value: undefined };
   const text = templates.get(picked)!;
   try {
@@ -163,14 +189,16 @@ function stopTokensOf(dir: string, shown: string, generation: Record<string, unk
   const raw = generation.eos_token_id;
   const ids = (Array.isArray(raw) ? raw : raw === undefined || raw === null ? [] : [raw]) as unknown[];
   if (ids.length === 0) return { ok: true, value: [] };
-  if (!ids.every((id) => Number.isInteger(id))) return fail("path", "TokenizerInvalid", `${shown}/generation_config.json: eos_token_id is not an id or a list of ids.`);
+  if (!ids.every((id) => Number.isInteger(id)))
+    return fail("path", "TokenizerInvalid", `${shown}/generation_config.json: eos_token_id is not an id or a list of ids.`);
   const tok = readJson(dir, shown, "tokenizer.json", roots, "tokenizer");
   if (!tok.ok) return tok;
   const spelled = new Map<number, string>();
   const vocab = (tok.value.model as { vocab?: unknown } | undefined)?.vocab;
   if (Array.isArray(vocab)) vocab.forEach((entry, id) => Array.isArray(entry) && typeof entry[0] === "string" && spelled.set(id, entry[0]));
   else if (vocab && typeof vocab === "object") for (const [text, id] of Object.entries(vocab)) if (typeof id === "number") spelled.set(id, text);
-  for (const t of (tok.value.added_tokens ?? []) as { id?: unknown; content?: unknown }[]) if (typeof t.id === "number" && typeof t.content === "string") spelled.set(t.id, t.content);
+  for (const t of (tok.value.added_tokens ?? []) as { id?: unknown; content?: unknown }[])
+    if (typeof t.id === "number" && typeof t.content === "string") spelled.set(t.id, t.content);
   const out: string[] = [];
   for (const id of ids as number[]) {
     const text = spelled.get(id);

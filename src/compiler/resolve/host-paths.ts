@@ -27,17 +27,26 @@ export function mountProblems(spec: HarnessSpec, specFile: string, roots: readon
     const at = ["mounts", i, "path"];
     const loc = locateInProject(roots, dirname(specFile), m.path);
     if (!loc.ok) {
-      out.push({ path: at, code: loc.code, message: loc.code === "FileNotFound" ? `Mount ${m.path} does not exist.` : `Mount ${m.path} is refused: ${loc.why}.` });
+      out.push({
+        path: at,
+        code: loc.code,
+        message: loc.code === "FileNotFound" ? `Mount ${m.path} does not exist.` : `Mount ${m.path} is refused: ${loc.why}.`,
+      });
       return;
     }
     const st = lstatSync(loc.real, { throwIfNoEntry: false });
-    if (st && !st.isDirectory() && !st.isFile()) out.push({ path: at, code: "NotRegularFile", message: `Mount ${m.path} is refused: it is ${describeType(st)}.` });
+    if (st && !st.isDirectory() && !st.isFile())
+      out.push({ path: at, code: "NotRegularFile", message: `Mount ${m.path} is refused: it is ${describeType(st)}.` });
   });
   return out;
 }
 
 /** The text of a chat template file inside the project (`roots`: the Model file's, ../source/model-files.ts), at most 1 MiB. */
-export function readChatTemplate(file: string, specFile: string, roots: readonly ProjectRoot[] = ownDirectoryRoots(specFile)): { ok: true; text: string } | { ok: false; problem: HostPathProblem } {
+export function readChatTemplate(
+  file: string,
+  specFile: string,
+  roots: readonly ProjectRoot[] = ownDirectoryRoots(specFile),
+): { ok: true; text: string } | { ok: false; problem: HostPathProblem } {
   const read = readModelFile(file, dirname(specFile), "template", roots);
   if (!read.ok) {
     const hint = read.code === "FileTooLarge" ? MODEL_FILE_TOO_LARGE_HINT : read.code === "OutsideProject" ? MODEL_FILE_OUTSIDE_HINT : undefined;

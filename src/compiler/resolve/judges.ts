@@ -1,7 +1,7 @@
 /**
  * Rubric judges are references to Model documents: every `rubric.judge` of a Verifier, a Task
  * or a TaskFamily's template must name a Model (UnknownReference otherwise, with a did-you-mean).
- * A rubric without `judge` is graded by the policy; the plan builder states which (plan/build.ts).
+ * A rubric without `judge` is graded by the policy; the plan builder states which (plan/tasks.ts).
  */
 import { makeDiagnostic, type Diagnostic } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
@@ -23,7 +23,14 @@ export function checkJudgeReferences(w: {
     if (seen.has(key)) return;
     seen.add(key);
     const guess = suggest(judge, [...w.models.keys()]);
-    out.push(makeDiagnostic("UnknownReference", positionAt(doc.source, path), `The rubric's judge names no Model: there is no Model "${judge}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+    out.push(
+      makeDiagnostic(
+        "UnknownReference",
+        positionAt(doc.source, path),
+        `The rubric's judge names no Model: there is no Model "${judge}".${guess ? ` Did you mean "${guess}"?` : ""}`,
+        CODES.UnknownReference,
+      ),
+    );
   };
   for (const e of w.verifiers.values()) check(e.value.rubric?.judge, e.doc, ["spec", "rubric", "judge"]);
   for (const e of w.tasks.values()) {

@@ -72,10 +72,30 @@ export class TemplateBudget {
     this.totalSteps += steps;
     this.taskBytes += bytes;
     this.totalBytes += bytes;
-    if (this.taskSteps > MAX_TASK_TEMPLATE_STEPS) throw new LimitExceeded("TemplateTooMuchWork", `The template takes more than ${formatCount(MAX_TASK_TEMPLATE_STEPS)} steps (loop iterations, helper calls) for one task; that is the limit.`, line);
-    if (this.totalSteps > MAX_TOTAL_TEMPLATE_STEPS) throw new LimitExceeded("TemplateTooMuchWork", `Templates take more than ${formatCount(MAX_TOTAL_TEMPLATE_STEPS)} steps (loop iterations, helper calls) in all; that is the limit.`, line);
-    if (this.taskBytes > MAX_TASK_TEMPLATE_WORK_BYTES) throw new LimitExceeded("TemplateTooMuchWork", `The template produces more than ${formatBytes(MAX_TASK_TEMPLATE_WORK_BYTES)} while rendering one task (loop bodies and helper outputs); that is the limit.`, line);
-    if (this.totalBytes > MAX_TOTAL_TEMPLATE_WORK_BYTES) throw new LimitExceeded("TemplateTooMuchWork", `Templates produce more than ${formatBytes(MAX_TOTAL_TEMPLATE_WORK_BYTES)} while rendering in all; that is the limit.`, line);
+    if (this.taskSteps > MAX_TASK_TEMPLATE_STEPS)
+      throw new LimitExceeded(
+        "TemplateTooMuchWork",
+        `The template takes more than ${formatCount(MAX_TASK_TEMPLATE_STEPS)} steps (loop iterations, helper calls) for one task; that is the limit.`,
+        line,
+      );
+    if (this.totalSteps > MAX_TOTAL_TEMPLATE_STEPS)
+      throw new LimitExceeded(
+        "TemplateTooMuchWork",
+        `Templates take more than ${formatCount(MAX_TOTAL_TEMPLATE_STEPS)} steps (loop iterations, helper calls) in all; that is the limit.`,
+        line,
+      );
+    if (this.taskBytes > MAX_TASK_TEMPLATE_WORK_BYTES)
+      throw new LimitExceeded(
+        "TemplateTooMuchWork",
+        `The template produces more than ${formatBytes(MAX_TASK_TEMPLATE_WORK_BYTES)} while rendering one task (loop bodies and helper outputs); that is the limit.`,
+        line,
+      );
+    if (this.totalBytes > MAX_TOTAL_TEMPLATE_WORK_BYTES)
+      throw new LimitExceeded(
+        "TemplateTooMuchWork",
+        `Templates produce more than ${formatBytes(MAX_TOTAL_TEMPLATE_WORK_BYTES)} while rendering in all; that is the limit.`,
+        line,
+      );
   }
 
   /** A finished rendered string of `n` characters; returns the problem, if any. */
@@ -83,8 +103,10 @@ export class TemplateBudget {
     this.renderedTask += n;
     this.renderedTotal += n;
     if (n > MAX_RENDERED_STRING_BYTES) return `A rendered string is ${formatBytes(n)}; the limit is ${formatBytes(MAX_RENDERED_STRING_BYTES)} per string.`;
-    if (this.renderedTask > MAX_RENDERED_TASK_BYTES) return `The rendered task is more than ${formatBytes(MAX_RENDERED_TASK_BYTES)}; that is the limit per task.`;
-    if (this.renderedTotal > MAX_RENDERED_TOTAL_BYTES) return `The rendered tasks are more than ${formatBytes(MAX_RENDERED_TOTAL_BYTES)} in all; that is the limit.`;
+    if (this.renderedTask > MAX_RENDERED_TASK_BYTES)
+      return `The rendered task is more than ${formatBytes(MAX_RENDERED_TASK_BYTES)}; that is the limit per task.`;
+    if (this.renderedTotal > MAX_RENDERED_TOTAL_BYTES)
+      return `The rendered tasks are more than ${formatBytes(MAX_RENDERED_TOTAL_BYTES)} in all; that is the limit.`;
     return undefined;
   }
 

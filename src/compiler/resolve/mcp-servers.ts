@@ -28,14 +28,44 @@ export function resolveMcpServers(specs: readonly McpServerSpec[] | undefined, c
   (specs ?? []).forEach((s, i) => {
     const first = (specs ?? []).findIndex((o) => o.name === s.name);
     if (first < i) {
-      diagnostics.push(makeDiagnostic("McpServerDuplicate", ctx.positionOf([i, "name"]), `Two MCP servers are named "${s.name}" (the first is mcpServers[${first}]); the harness would see one name for two servers.`, CODES.McpServerDuplicate, "error", ctx.notes));
+      diagnostics.push(
+        makeDiagnostic(
+          "McpServerDuplicate",
+          ctx.positionOf([i, "name"]),
+          `Two MCP servers are named "${s.name}" (the first is mcpServers[${first}]); the harness would see one name for two servers.`,
+          CODES.McpServerDuplicate,
+          "error",
+          ctx.notes,
+        ),
+      );
     }
     if ((s.shipped === undefined) === (s.command === undefined)) {
-      const message = s.shipped === undefined ? `The MCP server "${s.name}" has neither \`shipped\` nor \`command\`: nothing to start.` : `The MCP server "${s.name}" has both \`shipped\` and \`command\`.`;
-      diagnostics.push(makeDiagnostic("McpServerCommandMissing", ctx.positionOf([i, s.shipped === undefined ? "name" : "command"]), message, CODES.McpServerCommandMissing, "error", ctx.notes));
+      const message =
+        s.shipped === undefined
+          ? `The MCP server "${s.name}" has neither \`shipped\` nor \`command\`: nothing to start.`
+          : `The MCP server "${s.name}" has both \`shipped\` and \`command\`.`;
+      diagnostics.push(
+        makeDiagnostic(
+          "McpServerCommandMissing",
+          ctx.positionOf([i, s.shipped === undefined ? "name" : "command"]),
+          message,
+          CODES.McpServerCommandMissing,
+          "error",
+          ctx.notes,
+        ),
+      );
     }
     if (s.args !== undefined && s.shipped === undefined) {
-      diagnostics.push(makeDiagnostic("FieldHasNoEffect", ctx.positionOf([i, "args"]), `\`args\` does nothing for the MCP server "${s.name}": it is not a shipped server.`, "Put your server's arguments in its `command`.", "error", ctx.notes));
+      diagnostics.push(
+        makeDiagnostic(
+          "FieldHasNoEffect",
+          ctx.positionOf([i, "args"]),
+          `\`args\` does nothing for the MCP server "${s.name}": it is not a shipped server.`,
+          "Put your server's arguments in its `command`.",
+          "error",
+          ctx.notes,
+        ),
+      );
     }
     const files = resolveWorkspace(s.files ? { files: s.files } : undefined, {
       specFile: ctx.specFile,
@@ -80,14 +110,23 @@ export function checkPairMcpServers(pairs: readonly { task: ResolvedTask; harnes
       seen.add(`mcp:${harness.name}`);
       const given = `The harness ${harness.name} would be given MCP servers (${servers.map((s) => s.name).join(", ")}, for task ${task.name})`;
       // MCP is relayed by the proxy, which only a harness that calls the model is given
-      const why = !harness.mcp ? "its spec has no `mcp` section saying how to tell it about them" : "it calls no model (no `dialect`), so it is never given the proxy that relays them";
+      const why = !harness.mcp
+        ? "its spec has no `mcp` section saying how to tell it about them"
+        : "it calls no model (no `dialect`), so it is never given the proxy that relays them";
       out.push(makeDiagnostic("McpUnsupportedByHarness", at, `${given}, but ${why}.`, CODES.McpUnsupportedByHarness));
     }
     const names = servers.map((s) => s.name);
     const dup = names.find((n, i) => names.indexOf(n) < i);
     if (dup !== undefined && !seen.has(`dup:${harness.name}:${dup}`)) {
       seen.add(`dup:${harness.name}:${dup}`);
-      out.push(makeDiagnostic("McpServerDuplicate", at, `Task ${task.name} and the harness ${harness.name} both declare an MCP server named "${dup}"; a rollout's servers need distinct names.`, CODES.McpServerDuplicate));
+      out.push(
+        makeDiagnostic(
+          "McpServerDuplicate",
+          at,
+          `Task ${task.name} and the harness ${harness.name} both declare an MCP server named "${dup}"; a rollout's servers need distinct names.`,
+          CODES.McpServerDuplicate,
+        ),
+      );
     }
   }
   return out;

@@ -57,7 +57,10 @@ function physical(p: string): string {
 /** The directories of reins's own Python environments (where the install scripts put them). */
 export function reinsPythonDirs(env: PythonEnv): string[] {
   const home = env.HOME || homedir();
-  return [env.REINS_SCALE_PYTHON_DIR || join(home, ".cache", "reins", "scale-python"), env.REINS_METRICS_PYTHON_DIR || join(home, ".cache", "reins", "metrics-python")].map((d) => resolve(d));
+  return [
+    env.REINS_SCALE_PYTHON_DIR || join(home, ".cache", "reins", "scale-python"),
+    env.REINS_METRICS_PYTHON_DIR || join(home, ".cache", "reins", "metrics-python"),
+  ].map((d) => resolve(d));
 }
 
 function allowedPlaces(roots: readonly ProjectRoot[], env: PythonEnv): Place[] {
@@ -103,7 +106,9 @@ export function checkPython(written: string, specFile: string, roots: readonly P
   const project = roots[0]?.dir ?? "(none)";
   const reins = reinsPythonDirs(env).join(" or ");
   const how = outside === abs ? `it resolves to ${abs}` : `a symlinked directory leads to ${outside}`;
-  return refused(`${how}, which is neither inside the project ${project} nor in a Python environment reins installs (${reins}) nor listed in REINS_ALLOWED_PYTHON`);
+  return refused(
+    `${how}, which is neither inside the project ${project} nor in a Python environment reins installs (${reins}) nor listed in REINS_ALLOWED_PYTHON`,
+  );
 }
 
 /**

@@ -16,7 +16,6 @@ import { positionAt } from "../source/yaml.js";
 import { resolveHostedApi } from "./hosted.js";
 import type { TypedDocument } from "../schema/validate.js";
 
-
 export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string, Entry<ResolvedModel>>): Result<ResolvedSynthesis | undefined> {
   const spec = doc.doc.spec as SynthesisSpec;
   const at = (...p: (string | number)[]) => positionAt(doc.source, ["spec", ...p]);
@@ -24,16 +23,31 @@ export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string,
   let generator: ResolvedGenerator | undefined;
   const { scripted, hosted } = spec.generator;
   if ((scripted === undefined) === (hosted === undefined)) {
-    diagnostics.push(makeDiagnostic("GeneratorChoice", at("generator"), `The generator has ${scripted ? "both scripted and hosted" : "neither scripted nor hosted"}.`, CODES.GeneratorChoice));
+    diagnostics.push(
+      makeDiagnostic(
+        "GeneratorChoice",
+        at("generator"),
+        `The generator has ${scripted ? "both scripted and hosted" : "neither scripted nor hosted"}.`,
+        CODES.GeneratorChoice,
+      ),
+    );
   } else if (scripted) {
     const answers: string[] = [];
     scripted.answers.forEach((file, i) => {
       const loc = locateInProject(doc.source.roots ?? ownDirectoryRoots(doc.source.absPath), dirname(doc.source.absPath), file);
       if (loc.ok) answers.push(loc.real);
-      else diagnostics.push(makeDiagnostic(loc.code, at("generator", "scripted", "answers", i), `Answer file ${file} is refused: ${loc.why}.`, CODES[loc.code]));
+      else
+        diagnostics.push(makeDiagnostic(loc.code, at("generator", "scripted", "answers", i), `Answer file ${file} is refused: ${loc.why}.`, CODES[loc.code]));
     });
     if (scripted.answers.length < spec.count) {
-      diagnostics.push(makeDiagnostic("ScriptedAnswersTooFew", at("count"), `count is ${spec.count} but the scripted generator has ${scripted.answers.length} answer file(s).`, CODES.ScriptedAnswersTooFew));
+      diagnostics.push(
+        makeDiagnostic(
+          "ScriptedAnswersTooFew",
+          at("count"),
+          `count is ${spec.count} but the scripted generator has ${scripted.answers.length} answer file(s).`,
+          CODES.ScriptedAnswersTooFew,
+        ),
+      );
     }
     generator = { type: "scripted", answers };
   } else if (hosted) {
@@ -47,9 +61,23 @@ export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string,
     const max = difficulty.max ?? 0.9;
     if (!model) {
       const guess = suggest(difficulty.model, [...models.keys()]);
-      diagnostics.push(makeDiagnostic("UnknownReference", at("gates", "difficulty", "model"), `No Model named "${difficulty.model}" for the difficulty gate's baseline.${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference));
+      diagnostics.push(
+        makeDiagnostic(
+          "UnknownReference",
+          at("gates", "difficulty", "model"),
+          `No Model named "${difficulty.model}" for the difficulty gate's baseline.${guess ? ` Did you mean "${guess}"?` : ""}`,
+          CODES.UnknownReference,
+        ),
+      );
     } else if (min > max) {
-      diagnostics.push(makeDiagnostic("InvalidValue", at("gates", "difficulty", "min"), `The difficulty band is empty: min ${min} is above max ${max}.`, "Give min ≤ max (pass rates, 0 to 1)."));
+      diagnostics.push(
+        makeDiagnostic(
+          "InvalidValue",
+          at("gates", "difficulty", "min"),
+          `The difficulty band is empty: min ${min} is above max ${max}.`,
+          "Give min ≤ max (pass rates, 0 to 1).",
+        ),
+      );
     } else band = { model, harness: difficulty.harness ?? spec.validation?.harness ?? "reins-agent", attempts: difficulty.attempts ?? 4, min, max };
   }
   if (!generator || diagnostics.length > 0) return { value: undefined, diagnostics };
@@ -68,7 +96,12 @@ export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string,
         attempts: spec.validation?.attempts ?? 2,
         sandbox: (spec.validation?.sandbox as Record<string, unknown> | undefined) ?? { provider: "local", concurrency: 2 },
       },
-      gates: { mutations: spec.gates?.mutations ?? true, nearDuplicate: spec.gates?.nearDuplicate ?? 0.9, leaks: spec.gates?.leaks ?? true, ...(band ? { difficulty: band } : {}) },
+      gates: {
+        mutations: spec.gates?.mutations ?? true,
+        nearDuplicate: spec.gates?.nearDuplicate ?? 0.9,
+        leaks: spec.gates?.leaks ?? true,
+        ...(band ? { difficulty: band } : {}),
+      },
       reverify: { minPassRate: spec.reverify?.minPassRate ?? 0.9 },
     },
     diagnostics,

@@ -63,7 +63,14 @@ export function resolveTask(spec: TaskSpec, ctx: TaskContext): Result<ResolvedTa
     if (!verifier) {
       const guess = suggest(v.ref, [...ctx.verifiers.keys()]);
       diagnostics.push(
-        makeDiagnostic("UnknownReference", ctx.positionOf(["verifier", "ref"]), `No Verifier named "${v.ref}".${guess ? ` Did you mean "${guess}"?` : ""}`, CODES.UnknownReference, "error", ctx.notes),
+        makeDiagnostic(
+          "UnknownReference",
+          ctx.positionOf(["verifier", "ref"]),
+          `No Verifier named "${v.ref}".${guess ? ` Did you mean "${guess}"?` : ""}`,
+          CODES.UnknownReference,
+          "error",
+          ctx.notes,
+        ),
       );
     }
   } else {

@@ -5,10 +5,11 @@
  * containing `{{…}}` stays literal (no template injection).
  */
 import Handlebars from "handlebars";
-import { LimitExceeded, MAX_RENDERED_STRING_BYTES, TemplateBudget, formatBytes } from "./limits.js";
+import { LimitExceeded, MAX_RENDERED_STRING_BYTES, type TemplateBudget, formatBytes } from "./limits.js";
 
 type Compiled = (ctx: Record<string, unknown>) => string;
 
+// biome-ignore lint/suspicious/noExplicitAny: template helpers take whatever the template passes
 const HELPERS: Record<string, (...args: any[]) => unknown> = {
   upper: (s: unknown) => String(s).toUpperCase(),
   lower: (s: unknown) => String(s).toLowerCase(),
@@ -65,7 +66,12 @@ let activeLine: number | undefined;
 
 /** A helper's output is measured before it is built. */
 function checkSize(helper: string, n: number): void {
-  if (n > MAX_RENDERED_STRING_BYTES) throw new LimitExceeded("RenderedTooLarge", `The helper "${helper}" would produce ${formatBytes(n)}; the limit is ${formatBytes(MAX_RENDERED_STRING_BYTES)} per string.`, activeLine);
+  if (n > MAX_RENDERED_STRING_BYTES)
+    throw new LimitExceeded(
+      "RenderedTooLarge",
+      `The helper "${helper}" would produce ${formatBytes(n)}; the limit is ${formatBytes(MAX_RENDERED_STRING_BYTES)} per string.`,
+      activeLine,
+    );
 }
 
 interface HelperOptions {
@@ -123,7 +129,11 @@ export function isTemplate(s: string): boolean {
  * Render one template string with a parameter context. With a budget, the work is counted as it
  * runs (loop iterations, helper calls and their output) and stops at the first limit passed.
  */
-export function renderTemplate(source: string, ctx: Record<string, unknown>, budget?: TemplateBudget): { ok: true; value: string } | { ok: false; error: TemplateFailure } {
+export function renderTemplate(
+  source: string,
+  ctx: Record<string, unknown>,
+  budget?: TemplateBudget,
+): { ok: true; value: string } | { ok: false; error: TemplateFailure } {
   if (!isTemplate(source)) return { ok: true, value: source };
   let fn = cache.get(source);
   const outer = active;
@@ -137,8 +147,10 @@ export function renderTemplate(source: string, ctx: Record<string, unknown>, bud
     activeLine = undefined;
     return { ok: true, value: fn(ctx) };
   } catch (err) {
-    if (err instanceof LimitExceeded) return { ok: false, error: { kind: err.code === "RenderedTooLarge" ? "size" : "work", message: err.message, line: err.line } };
-    if (err instanceof RangeError) return { ok: false, error: { kind: "size", message: `The template's output is too large (${err.message}).`, line: activeLine } };
+    if (err instanceof LimitExceeded)
+      return { ok: false, error: { kind: err.code === "RenderedTooLarge" ? "size" : "work", message: err.message, line: err.line } };
+    if (err instanceof RangeError)
+      return { ok: false, error: { kind: "size", message: `The template's output is too large (${err.message}).`, line: activeLine } };
     return { ok: false, error: classify(err as Error) };
   } finally {
     active = outer;
@@ -155,7 +167,11 @@ function classify(err: Error): TemplateFailure {
   m = /"([^"]+)" not defined in/.exec(msg);
   if (m) return { kind: "unknown-parameter", message: `Unknown parameter "${m[1]}".`, line, name: m[1] };
   if (/Parse error|Expecting|doesn't match|Invalid path/i.test(msg)) {
-    const first = msg.split("\n").filter((l) => l.trim() !== "").slice(-1)[0] ?? msg;
+    const first =
+      msg
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .slice(-1)[0] ?? msg;
     return { kind: "syntax", message: `Template syntax error: ${first.trim()}`, line };
   }
   return { kind: "render", message: `Template failed to render: ${msg.split("\n")[0]}`, line };

@@ -33,7 +33,13 @@ function regexProblem(field: string, pattern: unknown, flags?: unknown): CheckPr
     new RegExp(pattern, typeof flags === "string" ? flags : "");
     return [];
   } catch (e) {
-    return [problem(field, `The regular expression /${pattern}/ does not compile: ${(e as Error).message}.`, "Fix the pattern (JavaScript syntax; escape backslashes in YAML double-quoted strings).")];
+    return [
+      problem(
+        field,
+        `The regular expression /${pattern}/ does not compile: ${(e as Error).message}.`,
+        "Fix the pattern (JavaScript syntax; escape backslashes in YAML double-quoted strings).",
+      ),
+    ];
   }
 }
 
@@ -54,13 +60,23 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
   };
   switch (check.type) {
     case "fileEquals":
-      need((c.content === undefined) !== (c.hiddenFile === undefined), "content", "fileEquals needs exactly one of `content` and `hiddenFile`.", "Give the expected text inline with `content`, or name a hidden file with `hiddenFile`.");
+      need(
+        (c.content === undefined) !== (c.hiddenFile === undefined),
+        "content",
+        "fileEquals needs exactly one of `content` and `hiddenFile`.",
+        "Give the expected text inline with `content`, or name a hidden file with `hiddenFile`.",
+      );
       break;
     case "fileMatches":
       out.push(...regexProblem("pattern", c.pattern, c.flags));
       break;
     case "jsonEquals":
-      need((c.value === undefined) !== (c.hiddenFile === undefined), "value", "jsonEquals needs exactly one of `value` and `hiddenFile`.", "Give the expected document inline with `value`, or name a hidden file with `hiddenFile`.");
+      need(
+        (c.value === undefined) !== (c.hiddenFile === undefined),
+        "value",
+        "jsonEquals needs exactly one of `value` and `hiddenFile`.",
+        "Give the expected document inline with `value`, or name a hidden file with `hiddenFile`.",
+      );
       out.push(...queryProblem("query", c.query));
       break;
     case "jsonPath":
@@ -69,8 +85,18 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
       break;
     case "numeric":
       out.push(...regexProblem("pattern", c.pattern), ...queryProblem("query", c.query));
-      need(!(c.pattern !== undefined && c.query !== undefined), "query", "numeric takes `pattern` or `query`, not both.", "Keep one way of reading the number.");
-      need(c.equals !== undefined || c.min !== undefined || c.max !== undefined, "equals", "numeric needs `equals`, `min` or `max`.", "Say what the number must be.");
+      need(
+        !(c.pattern !== undefined && c.query !== undefined),
+        "query",
+        "numeric takes `pattern` or `query`, not both.",
+        "Keep one way of reading the number.",
+      );
+      need(
+        c.equals !== undefined || c.min !== undefined || c.max !== undefined,
+        "equals",
+        "numeric needs `equals`, `min` or `max`.",
+        "Say what the number must be.",
+      );
       break;
     case "sameValue":
       ((c.sources as Record<string, unknown>[] | undefined) ?? []).forEach((s, i) => {
@@ -79,7 +105,12 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
       break;
     case "csv":
       ((c.cells as Record<string, unknown>[] | undefined) ?? []).forEach((cell, i) => {
-        need((cell.row === undefined) !== (cell.where === undefined), `cells[${i}].row`, "A cell needs exactly one of `row` and `where`.", "Select the row by index (`row: 0`) or by values (`where: {name: ada}`).");
+        need(
+          (cell.row === undefined) !== (cell.where === undefined),
+          `cells[${i}].row`,
+          "A cell needs exactly one of `row` and `where`.",
+          "Select the row by index (`row: 0`) or by values (`where: {name: ada}`).",
+        );
       });
       break;
   }
@@ -90,7 +121,10 @@ export function validateCheck(check: ResolvedCheck): CheckProblem[] {
         ? [[head, c[head]]]
         : ((c[head] as Record<string, unknown>[] | undefined) ?? []).map((item, i) => [`${head}[${i}].${rest}`, item?.[rest]] as [string, unknown]);
     for (const [field, v] of values) {
-      if (typeof v === "string") out.push(problem(field, `\`${field}\` is ${JSON.stringify(v)}, not a number.`, "Write a number; in a TaskFamily, make sure the template renders to one."));
+      if (typeof v === "string")
+        out.push(
+          problem(field, `\`${field}\` is ${JSON.stringify(v)}, not a number.`, "Write a number; in a TaskFamily, make sure the template renders to one."),
+        );
     }
   }
   if (check.type === "commandExitsZero" && typeof c.timeoutSeconds === "number" && (c.timeoutSeconds < 1 || c.timeoutSeconds > 3600)) {
@@ -116,11 +150,19 @@ export function validateVerifier(v: ResolvedVerifier): CheckProblem[] {
   for (const key of Object.keys(w)) {
     const has = key === "code" ? present.checks || present.script : present[key as keyof typeof present];
     if (!has) {
-      out.push(problem(`combine.weights.${key}`, `The weight \`${key}\` names a part this verifier does not have.`, key === "code" ? "`code` weighs checks and script; add one of them or drop the weight." : `Add \`${key}\` to the verifier or drop its weight.`));
+      out.push(
+        problem(
+          `combine.weights.${key}`,
+          `The weight \`${key}\` names a part this verifier does not have.`,
+          key === "code" ? "`code` weighs checks and script; add one of them or drop the weight." : `Add \`${key}\` to the verifier or drop its weight.`,
+        ),
+      );
     }
   }
   if (w.code !== undefined && (w.checks !== undefined || w.script !== undefined)) {
-    out.push(problem("combine.weights.code", "`code` already stands for checks and script together.", "Weigh either `code`, or `checks` and `script` separately."));
+    out.push(
+      problem("combine.weights.code", "`code` already stands for checks and script together.", "Weigh either `code`, or `checks` and `script` separately."),
+    );
   }
   if (v.combine.mode === "weighted" && Object.keys(w).length > 0 && Object.values(w).every((x) => x === 0)) {
     out.push(problem("combine.weights", "Every weight is 0.", "Give at least one part a positive weight."));
@@ -136,7 +178,8 @@ export function validateVerifier(v: ResolvedVerifier): CheckProblem[] {
 export function verifierDiagnostics(v: ResolvedVerifier, positionOf: (path: (string | number)[]) => SourcePosition, notes?: string[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   v.checks.forEach((check, i) => {
-    for (const p of validateCheck(check)) out.push(makeDiagnostic("InvalidCheck", positionOf(["checks", i, check.type, ...p.path]), p.message, p.hint, "error", notes));
+    for (const p of validateCheck(check))
+      out.push(makeDiagnostic("InvalidCheck", positionOf(["checks", i, check.type, ...p.path]), p.message, p.hint, "error", notes));
   });
   for (const p of validateVerifier(v)) out.push(makeDiagnostic("InvalidVerifier", positionOf(p.path), p.message, p.hint, "error", notes));
   return out;

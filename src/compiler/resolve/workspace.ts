@@ -52,27 +52,37 @@ export interface WorkspaceContext {
   notes?: string[];
 }
 
-export function resolveWorkspace(
-  spec: { files?: WorkspaceFile[]; fromDir?: string } | undefined,
-  ctx: WorkspaceContext,
-): Result<ResolvedFile[]> {
+export function resolveWorkspace(spec: { files?: WorkspaceFile[]; fromDir?: string } | undefined, ctx: WorkspaceContext): Result<ResolvedFile[]> {
   const diagnostics: Diagnostic[] = [];
   const files: ResolvedFile[] = [];
   if (!spec) return { value: files, diagnostics };
   const roots = ctx.roots ?? ownDirectoryRoots(ctx.specFile);
   const refuse = (r: Refusal, at: SourcePosition, what: string) =>
-    diagnostics.push(makeDiagnostic(r.code, at, `${what} is not read: ${r.why}.`, r.code === "FileTooLarge" ? TOO_LARGE_HINT : CODES[r.code], "error", ctx.notes));
+    diagnostics.push(
+      makeDiagnostic(r.code, at, `${what} is not read: ${r.why}.`, r.code === "FileTooLarge" ? TOO_LARGE_HINT : CODES[r.code], "error", ctx.notes),
+    );
   if (spec.fromDir !== undefined) {
     const loc = locateInProject(roots, dirname(ctx.specFile), spec.fromDir);
     const st = loc.ok ? lstatSync(loc.real, { throwIfNoEntry: false }) : undefined;
     if (!loc.ok && loc.code !== "FileNotFound") refuse(loc, ctx.positionOfDir(), `Directory ${spec.fromDir}`);
     else if (!loc.ok || !st?.isDirectory()) {
       const why = st ? ` (it is ${st.isFile() ? "a file" : describeType(st)})` : "";
-      diagnostics.push(makeDiagnostic("WorkspaceDirNotFound", ctx.positionOfDir(), `Directory ${spec.fromDir} does not exist${why}.`, CODES.WorkspaceDirNotFound, "error", ctx.notes));
+      diagnostics.push(
+        makeDiagnostic(
+          "WorkspaceDirNotFound",
+          ctx.positionOfDir(),
+          `Directory ${spec.fromDir} does not exist${why}.`,
+          CODES.WorkspaceDirNotFound,
+          "error",
+          ctx.notes,
+        ),
+      );
     } else {
       const listed = listDirFiles(loc.real);
       if (!listed.ok) {
-        diagnostics.push(makeDiagnostic("DirectoryTooLarge", ctx.positionOfDir(), `Directory ${spec.fromDir} is not read: ${listed.why}.`, TOO_LARGE_HINT, "error", ctx.notes));
+        diagnostics.push(
+          makeDiagnostic("DirectoryTooLarge", ctx.positionOfDir(), `Directory ${spec.fromDir} is not read: ${listed.why}.`, TOO_LARGE_HINT, "error", ctx.notes),
+        );
       } else {
         for (const f of listed.files) {
           const rel = relative(loc.real, f).split("\\").join("/");
@@ -89,7 +99,16 @@ export function resolveWorkspace(
   (spec.files ?? []).forEach((f, i) => {
     const checked = checkWorkspacePath(f.path);
     if (!checked.ok) {
-      diagnostics.push(makeDiagnostic("PathEscape", ctx.positionOfFile(i, "path"), `Workspace path ${JSON.stringify(f.path)} is not allowed: ${checked.why}.`, CODES.PathEscape, "error", ctx.notes));
+      diagnostics.push(
+        makeDiagnostic(
+          "PathEscape",
+          ctx.positionOfFile(i, "path"),
+          `Workspace path ${JSON.stringify(f.path)} is not allowed: ${checked.why}.`,
+          CODES.PathEscape,
+          "error",
+          ctx.notes,
+        ),
+      );
       return;
     }
     const sources = ["content", "base64", "from", "json", "yaml"].filter((k) => (f as Record<string, unknown>)[k] !== undefined);
@@ -116,7 +135,9 @@ export function resolveWorkspace(
       const read = loc.ok ? readRegularFile(loc.real, MAX_WORKSPACE_FILE_BYTES) : loc;
       if (!read.ok) {
         if (read.code === "FileNotFound") {
-          diagnostics.push(makeDiagnostic("FileNotFound", ctx.positionOfFile(i, "from"), `Cannot read ${f.from}: it does not exist.`, CODES.FileNotFound, "error", ctx.notes));
+          diagnostics.push(
+            makeDiagnostic("FileNotFound", ctx.positionOfFile(i, "from"), `Cannot read ${f.from}: it does not exist.`, CODES.FileNotFound, "error", ctx.notes),
+          );
         } else refuse(read, ctx.positionOfFile(i, "from"), `File ${f.from}`);
         return;
       }
@@ -141,7 +162,16 @@ export function resolveWorkspace(
     const c = checkWorkspacePath(f.path);
     if (!c.ok) return;
     if (explicit.has(c.path)) {
-      diagnostics.push(makeDiagnostic("DuplicateWorkspacePath", ctx.positionOfFile(i, "path"), `Workspace path ${c.path} is listed twice.`, CODES.DuplicateWorkspacePath, "error", ctx.notes));
+      diagnostics.push(
+        makeDiagnostic(
+          "DuplicateWorkspacePath",
+          ctx.positionOfFile(i, "path"),
+          `Workspace path ${c.path} is listed twice.`,
+          CODES.DuplicateWorkspacePath,
+          "error",
+          ctx.notes,
+        ),
+      );
     } else explicit.set(c.path, i);
   });
   out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -9,15 +9,7 @@ import { checkPythonAt, type PythonEnv } from "./python-path.js";
 import type { Entry } from "./entry.js";
 import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagnostics.js";
 import { CODES } from "../contract/codes.js";
-import type {
-  ResolvedAlgorithm,
-  ResolvedHarness,
-  ResolvedModel,
-  ResolvedSandbox,
-  ResolvedTask,
-  ResolvedTrainer,
-  ResolvedVerifier,
-} from "../contract/plan.js";
+import type { ResolvedAlgorithm, ResolvedHarness, ResolvedModel, ResolvedSandbox, ResolvedTask, ResolvedTrainer, ResolvedVerifier } from "../contract/plan.js";
 import type { Kind } from "../schema/kinds.js";
 import type { TypedDocument } from "../schema/validate.js";
 import { positionAt } from "../source/yaml.js";
@@ -86,7 +78,14 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
       const prev = tasks.get(t.name);
       if (prev) {
         diagnostics.push(
-          makeDiagnostic("DuplicateName", positionAt(doc.source, ["metadata", "name"]), `Family "${doc.name}" renders task "${t.name}", which already exists.`, CODES.DuplicateName, "error", [`first defined at ${prev.doc.source.file}:${positionAt(prev.doc.source, ["metadata", "name"]).line}`]),
+          makeDiagnostic(
+            "DuplicateName",
+            positionAt(doc.source, ["metadata", "name"]),
+            `Family "${doc.name}" renders task "${t.name}", which already exists.`,
+            CODES.DuplicateName,
+            "error",
+            [`first defined at ${prev.doc.source.file}:${positionAt(prev.doc.source, ["metadata", "name"]).line}`],
+          ),
         );
         continue;
       }
@@ -98,11 +97,18 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
 
   const harnesses = new Map<string, Entry<ResolvedHarness>>();
   for (const doc of docsOf("Harness")) {
-    for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
-    for (const p of knobDeclarationProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint));
-    for (const p of instructionArgProblems(doc.doc.spec)) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code], "warning"));
+    for (const p of mountProblems(doc.doc.spec, doc.source.absPath, doc.source.roots))
+      diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code]));
+    for (const p of knobDeclarationProblems(doc.doc.spec))
+      diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint));
+    for (const p of instructionArgProblems(doc.doc.spec))
+      diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, CODES[p.code], "warning"));
     const harness = resolveHarness(doc.name, doc.doc.spec, doc.source.absPath);
-    const mcp = resolveMcpServers(doc.doc.spec.mcpServers, { specFile: doc.source.absPath, roots: doc.source.roots, positionOf: (p) => positionAt(doc.source, ["spec", "mcpServers", ...p]) });
+    const mcp = resolveMcpServers(doc.doc.spec.mcpServers, {
+      specFile: doc.source.absPath,
+      roots: doc.source.roots,
+      positionOf: (p) => positionAt(doc.source, ["spec", "mcpServers", ...p]),
+    });
     diagnostics.push(...mcp.diagnostics);
     if (mcp.value.length > 0) harness.mcpServers = mcp.value;
     harnesses.set(doc.name, { value: harness, doc });
@@ -111,9 +117,11 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
   for (const doc of docsOf("Model")) {
     const { model, problems } = resolveModel(doc.name, doc.doc.spec, doc.source.absPath, doc.source.roots);
     for (const p of problems) diagnostics.push(makeDiagnostic(p.code, positionAt(doc.source, ["spec", ...p.path]), p.message, p.hint ?? CODES[p.code]));
-    diagnostics.push(...checkPythonAt(doc, ["spec", "engine", "serve", "python"], env, (python) => {
-      if (model.engine.type === "vllm" && model.engine.serve) model.engine.serve.python = python;
-    }));
+    diagnostics.push(
+      ...checkPythonAt(doc, ["spec", "engine", "serve", "python"], env, (python) => {
+        if (model.engine.type === "vllm" && model.engine.serve) model.engine.serve.python = python;
+      }),
+    );
     models.set(doc.name, { value: model, doc });
   }
   const algorithms = new Map<string, Entry<ResolvedAlgorithm>>();
@@ -155,25 +163,67 @@ export function resolveWorld(documents: readonly TypedDocument[], builtins: read
 export function checkAlgorithm(a: ResolvedAlgorithm, doc: TypedDocument, at: (string | number)[]): Diagnostic[] {
   const out: Diagnostic[] = [];
   if ((a.type === "GRPO" || a.type === "RLOO") && a.groupSize < 2) {
-    out.push(makeDiagnostic("GroupSizeTooSmall", positionAt(doc.source, [...at, "groupSize"]), `${a.type} needs at least 2 rollouts per group; groupSize is ${a.groupSize}.`, CODES.GroupSizeTooSmall));
+    out.push(
+      makeDiagnostic(
+        "GroupSizeTooSmall",
+        positionAt(doc.source, [...at, "groupSize"]),
+        `${a.type} needs at least 2 rollouts per group; groupSize is ${a.groupSize}.`,
+        CODES.GroupSizeTooSmall,
+      ),
+    );
   }
   if (!(a.learningRate > 0) || !Number.isFinite(a.learningRate)) {
-    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "learningRate"]), `learningRate must be a positive number, not ${a.learningRate}.`, "Use e.g. 1e-6."));
+    out.push(
+      makeDiagnostic(
+        "InvalidValue",
+        positionAt(doc.source, [...at, "learningRate"]),
+        `learningRate must be a positive number, not ${a.learningRate}.`,
+        "Use e.g. 1e-6.",
+      ),
+    );
   }
   if (a.type === "PPO" && a.advantage.dropZeroVariance) {
-    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "advantage", "dropZeroVariance"]), "PPO has no groups to drop: its critic learns from every rollout, equal rewards included.", "Remove advantage.dropZeroVariance, or use GRPO/RLOO."));
+    out.push(
+      makeDiagnostic(
+        "InvalidValue",
+        positionAt(doc.source, [...at, "advantage", "dropZeroVariance"]),
+        "PPO has no groups to drop: its critic learns from every rollout, equal rewards included.",
+        "Remove advantage.dropZeroVariance, or use GRPO/RLOO.",
+      ),
+    );
   }
   if (a.type !== "PPO" && a.valueCoef !== undefined) {
-    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "valueCoef"]), `valueCoef weighs PPO's critic loss; ${a.type} has no critic.`, "Remove valueCoef, or use type: PPO."));
+    out.push(
+      makeDiagnostic(
+        "InvalidValue",
+        positionAt(doc.source, [...at, "valueCoef"]),
+        `valueCoef weighs PPO's critic loss; ${a.type} has no critic.`,
+        "Remove valueCoef, or use type: PPO.",
+      ),
+    );
   }
   const written = specAt(doc.doc, [...at, "advantage"]);
   for (const field of ["gamma", "lambda"] as const) {
     if (a.type !== "PPO" && written?.[field] !== undefined) {
-      out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "advantage", field]), `advantage.${field} is a GAE setting of PPO's critic; ${a.type} gives every token of a rollout its group-normalized reward.`, `Remove advantage.${field}, or use type: PPO.`));
+      out.push(
+        makeDiagnostic(
+          "InvalidValue",
+          positionAt(doc.source, [...at, "advantage", field]),
+          `advantage.${field} is a GAE setting of PPO's critic; ${a.type} gives every token of a rollout its group-normalized reward.`,
+          `Remove advantage.${field}, or use type: PPO.`,
+        ),
+      );
     }
   }
   if (a.correction.type === "MIS" && a.correction.low >= a.correction.high) {
-    out.push(makeDiagnostic("InvalidValue", positionAt(doc.source, [...at, "correction"]), `MIS bounds are empty: low ${a.correction.low} ≥ high ${a.correction.high}.`, "Make low smaller than high."));
+    out.push(
+      makeDiagnostic(
+        "InvalidValue",
+        positionAt(doc.source, [...at, "correction"]),
+        `MIS bounds are empty: low ${a.correction.low} ≥ high ${a.correction.high}.`,
+        "Make low smaller than high.",
+      ),
+    );
   }
   return out;
 }
@@ -185,7 +235,11 @@ function specAt(value: unknown, path: readonly (string | number)[]): Record<stri
   return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
-function indexByKind(documents: readonly TypedDocument[], builtins: readonly TypedDocument[], diagnostics: Diagnostic[]): Map<Kind, Map<string, TypedDocument>> {
+function indexByKind(
+  documents: readonly TypedDocument[],
+  builtins: readonly TypedDocument[],
+  diagnostics: Diagnostic[],
+): Map<Kind, Map<string, TypedDocument>> {
   const byKind = new Map<Kind, Map<string, TypedDocument>>();
   const get = (k: Kind) => {
     let m = byKind.get(k);
@@ -200,7 +254,9 @@ function indexByKind(documents: readonly TypedDocument[], builtins: readonly Typ
     if (prev) {
       const p = positionAt(prev.source, ["metadata", "name"]);
       diagnostics.push(
-        makeDiagnostic("DuplicateName", positionAt(d.source, ["metadata", "name"]), `${d.kind} "${d.name}" is defined twice.`, CODES.DuplicateName, "error", [`first defined at ${p.file}:${p.line}:${p.column}`]),
+        makeDiagnostic("DuplicateName", positionAt(d.source, ["metadata", "name"]), `${d.kind} "${d.name}" is defined twice.`, CODES.DuplicateName, "error", [
+          `first defined at ${p.file}:${p.line}:${p.column}`,
+        ]),
       );
       continue;
     }

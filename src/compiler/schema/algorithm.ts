@@ -16,11 +16,16 @@ export const AlgorithmSpecSchema = z
           .boolean()
           .optional()
           .describe("GRPO: divide by the group's reward std. PPO: whiten the step's GAE advantages (mean 0, std 1 over its trained tokens). Default true."),
-        dropZeroVariance: z.boolean().optional().describe("GRPO/RLOO: drop groups whose rewards are all equal (default false). Not for PPO: its critic learns from every rollout."),
+        dropZeroVariance: z
+          .boolean()
+          .optional()
+          .describe("GRPO/RLOO: drop groups whose rewards are all equal (default false). Not for PPO: its critic learns from every rollout."),
         positiveOnly: z
           .boolean()
           .optional()
-          .describe("Clamp negative advantages to 0: only rollouts better than their group's mean (PPO: tokens better than the critic expected) are reinforced, none pushed down (learning from successes; steadier for small models; default false)."),
+          .describe(
+            "Clamp negative advantages to 0: only rollouts better than their group's mean (PPO: tokens better than the critic expected) are reinforced, none pushed down (learning from successes; steadier for small models; default false).",
+          ),
         gamma: z.number().min(0).max(1).optional().describe("PPO: GAE discount per generated token (default 1)."),
         lambda: z.number().min(0).max(1).optional().describe("PPO: GAE lambda (default 1)."),
       })

@@ -21,17 +21,16 @@ const Tolerance = z
   .union([z.number().nonnegative(), z.string().regex(NUMERIC_OR_TEMPLATE, "a number (or a {{template}} that renders to one)")])
   .describe("Absolute tolerance for numeric comparisons (default 1e-9).");
 const Count = z.union([z.number().int().nonnegative(), z.string().regex(INTEGER_OR_TEMPLATE, "a whole number (or a {{template}} that renders to one)")]);
-const JsonPathQuery = z
-  .string()
-  .min(1)
-  .describe("A simple JSONPath: `$`, `.key`, `['key']`, `[0]`, `[-1]`, `[*]`, `.*` (e.g. `$.totals[0].amount`).");
+const JsonPathQuery = z.string().min(1).describe("A simple JSONPath: `$`, `.key`, `['key']`, `[0]`, `[-1]`, `[*]`, `.*` (e.g. `$.totals[0].amount`).");
 const PathQuery = {
   path: FilePath,
   query: JsonPathQuery,
   equals: z
     .unknown()
     .optional()
-    .describe("Expected value (deep equality; numbers within `tolerance`; a numeric or true/false string also matches that number or boolean). With a wildcard query, the list of matches."),
+    .describe(
+      "Expected value (deep equality; numbers within `tolerance`; a numeric or true/false string also matches that number or boolean). With a wildcard query, the list of matches.",
+    ),
   exists: z.boolean().optional().describe("Whether the query must match (default true)."),
   length: Count.optional().describe("Expected length of the matched array or string, or key count of an object."),
   tolerance: Tolerance.optional(),
@@ -88,7 +87,11 @@ export const checkSchemas = {
     .strictObject({
       path: FilePath,
       pattern: z.string().min(1).describe("JavaScript regular expression that must match somewhere in the file."),
-      flags: z.string().regex(/^[imsu]*$/).optional().describe("Regex flags among i, m, s, u."),
+      flags: z
+        .string()
+        .regex(/^[imsu]*$/)
+        .optional()
+        .describe("Regex flags among i, m, s, u."),
     })
     .describe("The file matches a regular expression."),
   jsonValid: z.strictObject({ path: FilePath }).describe("The file is valid JSON."),
@@ -109,7 +112,9 @@ export const checkSchemas = {
       ignoreOrder: z.boolean().optional().describe("Compare arrays as multisets."),
       ignoreCase: z.boolean().optional(),
     })
-    .describe("A JSON (or YAML, by extension) document equals an expected one; the score is the share of matching items, the reason names the first difference."),
+    .describe(
+      "A JSON (or YAML, by extension) document equals an expected one; the score is the share of matching items, the reason names the first difference.",
+    ),
   yamlValid: z.strictObject({ path: FilePath }).describe("The file is valid YAML."),
   yamlPath: z.strictObject(PathQuery).describe("A YAML file has the expected value at a JSONPath."),
   csv: z
@@ -172,7 +177,10 @@ export const checkSchemas = {
       tool: z.string().min(1).describe("The MCP tool's name, as its server lists it."),
       server: z.string().min(1).optional().describe("The server's name (default: any of the rollout's servers)."),
       present: z.boolean().optional().describe("true (default): at least one such call succeeded; false: none did (a refused or failed call does not count)."),
-      argumentsInclude: z.record(z.string(), z.unknown()).optional().describe("The call's arguments hold these (a subset match: objects by key, other values by equality)."),
+      argumentsInclude: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe("The call's arguments hold these (a subset match: objects by key, other values by equality)."),
     })
     .describe("An MCP tool call the harness made (or did not make), read from the record reins kept while relaying it, never from the workspace."),
 };

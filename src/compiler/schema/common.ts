@@ -5,12 +5,7 @@ export const API_VERSION = "reins/v1alpha1";
 
 export const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-export const Name = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(NAME_PATTERN)
-  .describe("Lowercase letters, digits and '-', at most 63 characters (a DNS-1123 label).");
+export const Name = z.string().min(1).max(63).regex(NAME_PATTERN).describe("Lowercase letters, digits and '-', at most 63 characters (a DNS-1123 label).");
 
 export const Metadata = z
   .strictObject({
@@ -26,10 +21,7 @@ export const PositiveInt = z.number().int().positive();
 export const NonNegativeInt = z.number().int().nonnegative();
 
 /** Numbers users may write as strings ("1e-6"), normalized by the compiler. */
-export const LooseNumber = z.union([
-  z.number(),
-  z.string().regex(/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/, "a number, e.g. 1e-6"),
-]);
+export const LooseNumber = z.union([z.number(), z.string().regex(/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/, "a number, e.g. 1e-6")]);
 
 export function documentSchema<K extends string, S extends z.ZodType>(kind: K, spec: S, description: string) {
   return z

@@ -15,7 +15,10 @@ export const TaskSelector = z
   .describe("Selects tasks by name, family, labels or category.");
 
 const HarnessName = Name.describe("Name of a Harness document (or a harness shipped with reins).");
-const HarnessEnv = z.record(z.string(), z.string()).optional().describe("Environment added to the harness's own for this experiment (templates like the harness's env).");
+const HarnessEnv = z
+  .record(z.string(), z.string())
+  .optional()
+  .describe("Environment added to the harness's own for this experiment (templates like the harness's env).");
 
 /** Knobs: settings of a harness for this experiment, applied as its spec's `knobs` say (part of the plan hash). */
 const HarnessKnobValues = {
@@ -41,10 +44,14 @@ export const HarnessUse = z.strictObject({
   env: HarnessEnv,
   sftReferences: PositiveInt.max(1_000_000)
     .optional()
-    .describe("How many training tasks' reference solutions are replayed through this harness for SFT (default: every one; a seeded sample otherwise), for a harness slow to start."),
+    .describe(
+      "How many training tasks' reference solutions are replayed through this harness for SFT (default: every one; a seeded sample otherwise), for a harness slow to start.",
+    ),
   heldOutAttempts: PositiveInt.max(10_000)
     .optional()
-    .describe("Attempts per held-out task through this harness (default eval.attempts): a harness that takes ten times longer to start can be evaluated on fewer."),
+    .describe(
+      "Attempts per held-out task through this harness (default eval.attempts): a harness that takes ten times longer to start can be evaluated on fewer.",
+    ),
   ...HarnessKnobValues,
 });
 
@@ -56,7 +63,9 @@ export const BadStepPolicy = z
     action: z
       .enum(["stop", "skip"])
       .optional()
-      .describe("stop (default): end the run with a plain, resumable error. skip: apply nothing for that step, keep the current weights serving, record a step-skipped event and go on."),
+      .describe(
+        "stop (default): end the run with a plain, resumable error. skip: apply nothing for that step, keep the current weights serving, record a step-skipped event and go on.",
+      ),
     maxSkips: NonNegativeInt.max(1_000_000)
       .optional()
       .describe("With skip: the run stops once more than this many consecutive steps (of SFT, or of RL) were skipped (default 3)."),
@@ -71,11 +80,16 @@ export const MetricsSinks = z
     tensorboard: z
       .boolean()
       .optional()
-      .describe("true: each training step's metrics (metrics.jsonl) and each held-out evaluation also go to TensorBoard event files in <run directory>/tensorboard (tensorboard --logdir). Default false."),
+      .describe(
+        "true: each training step's metrics (metrics.jsonl) and each held-out evaluation also go to TensorBoard event files in <run directory>/tensorboard (tensorboard --logdir). Default false.",
+      ),
     wandb: z
       .strictObject({
         project: z.string().min(1).max(128).describe("The W&B project the run belongs to (when the offline run is synced)."),
-        mode: z.enum(["offline"]).optional().describe("offline (the default and only mode): W&B run files in <run directory>/wandb, nothing is sent; upload them later with `wandb sync`."),
+        mode: z
+          .enum(["offline"])
+          .optional()
+          .describe("offline (the default and only mode): W&B run files in <run directory>/wandb, nothing is sent; upload them later with `wandb sync`."),
       })
       .optional()
       .describe("Also log each step's metrics to a W&B offline run named after the run directory."),
@@ -85,7 +99,10 @@ export const MetricsSinks = z
     "Where the metrics go besides metrics.jsonl (always written, the source of truth): names follow the common RL conventions (reward/mean, kl, entropy, clip_frac, grad_norm, timing_s/*), broken down per task family and harness. Needs the metrics Python environment (scripts/install-metrics-python.sh). Not part of the plan hash.",
   );
 
-const Imports = z.array(z.string().min(1)).optional().describe("More spec files or directories to load, relative to this file, inside the project or reins's shipped specs/.");
+const Imports = z
+  .array(z.string().min(1))
+  .optional()
+  .describe("More spec files or directories to load, relative to this file, inside the project or reins's shipped specs/.");
 
 export const ExperimentSpecSchema = z
   .strictObject({
@@ -126,7 +143,9 @@ export const ExperimentSpecSchema = z
       .optional()
       .describe("Supervised warm-up on the tasks' reference solutions, replayed through the harnesses (environment tokens masked)."),
     steps: PositiveInt.max(1_000_000),
-    tasksPerStep: PositiveInt.optional().describe("Tasks sampled per step (default: all selected); each runs through one harness (see harnesses[].weight) in a group of algorithm.groupSize rollouts."),
+    tasksPerStep: PositiveInt.optional().describe(
+      "Tasks sampled per step (default: all selected); each runs through one harness (see harnesses[].weight) in a group of algorithm.groupSize rollouts.",
+    ),
     eval: z
       .strictObject({
         everySteps: NonNegativeInt.optional().describe("Evaluate held-out tasks every N steps (0 = only before and after)."),
@@ -167,3 +186,9 @@ export const EvaluationDocument = documentSchema("Evaluation", EvaluationSpecSch
 export type ExperimentSpec = z.input<typeof ExperimentSpecSchema>;
 export type EvaluationSpec = z.input<typeof EvaluationSpecSchema>;
 export type TaskSelectorSpec = z.input<typeof TaskSelector>;
+
+/** A validated Experiment's or Evaluation's spec, as planning reads it (the zod output: defaults applied). */
+export type ExperimentSpecValue = z.output<typeof ExperimentSpecSchema>;
+export type EvaluationSpecValue = z.output<typeof EvaluationSpecSchema>;
+/** One `harnesses[]` entry of either (an Evaluation's has no weight, sftReferences or heldOutAttempts). */
+export type HarnessUseValue = z.output<typeof HarnessUse>;

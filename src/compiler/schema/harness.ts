@@ -25,7 +25,9 @@ export const CallClassRuleSchema = z.strictObject({
         .string()
         .min(1)
         .optional()
-        .describe("The request ends with a user message (not a tool result) whose text contains this: where harnesses put a side call's instruction, e.g. a compaction prompt."),
+        .describe(
+          "The request ends with a user message (not a tool result) whose text contains this: where harnesses put a side call's instruction, e.g. a compaction prompt.",
+        ),
     })
     .describe("All given conditions must hold."),
 });
@@ -47,7 +49,7 @@ const knobApplyFields = {
     .array(z.string())
     .optional()
     .describe(
-      "argv added to the command when the knob is set (before its \"--\", if it has one, else at its end); templates like the command's, plus {{value}} (the knob's value; a list joins with {{join value \",\"}}).",
+      'argv added to the command when the knob is set (before its "--", if it has one, else at its end); templates like the command\'s, plus {{value}} (the knob\'s value; a list joins with {{join value ","}}).',
     ),
   env: z.record(z.string(), z.string()).optional().describe("Environment set when the knob is set; templates like args."),
   homeFiles: z
@@ -116,7 +118,10 @@ export const HarnessSpecSchema = z
       .array(
         z.strictObject({
           path: z.string().min(1).describe("Host directory or file, relative to this spec file and inside the project."),
-          sandboxPath: z.string().regex(/^\/[^\0]*$/, "an absolute path").describe("Where the harness sees it (read-only)."),
+          sandboxPath: z
+            .string()
+            .regex(/^\/[^\0]*$/, "an absolute path")
+            .describe("Where the harness sees it (read-only)."),
         }),
       )
       .optional()

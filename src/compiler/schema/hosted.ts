@@ -11,6 +11,8 @@ export const HostedApiFields = {
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
     .optional()
-    .describe("The environment variable holding the key (default ANTHROPIC_API_KEY or OPENAI_API_KEY); the key is read when asking and never written to a plan, a record, a report or a family."),
+    .describe(
+      "The environment variable holding the key (default ANTHROPIC_API_KEY or OPENAI_API_KEY); the key is read when asking and never written to a plan, a record, a report or a family.",
+    ),
   timeoutSeconds: PositiveInt.max(3600).optional().describe("How long one answer may take (default 300)."),
 };

@@ -22,6 +22,7 @@ export function generateJsonSchemas(): GeneratedSchema[] {
   // any.schema.json: dispatches on `kind` so one modeline serves multi-kind files.
   const anyOf = KIND_NAMES.map((kind) => ({
     if: { properties: { kind: { const: kind } }, required: ["kind"] },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
     then: { $ref: `./${KINDS[kind].file}.schema.json` },
   }));
   out.push({

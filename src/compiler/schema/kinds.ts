@@ -28,7 +28,7 @@ export type Kind = keyof typeof KINDS;
 export const KIND_NAMES = Object.keys(KINDS) as Kind[];
 
 export function isKind(k: unknown): k is Kind {
-  return typeof k === "string" && Object.prototype.hasOwnProperty.call(KINDS, k);
+  return typeof k === "string" && Object.hasOwn(KINDS, k);
 }
 
 export type DocumentOf<K extends Kind> = z.output<(typeof KINDS)[K]["schema"]>;

@@ -20,7 +20,9 @@ export const ScriptedTurnSpec = z
       .array(z.string().min(1))
       .min(1)
       .optional()
-      .describe("Given only to rollouts of these harnesses (by name); a rollout's script is the turns for its harness, in order. Default: every harness. Lets one scripted policy speak each harness's own tools in one Evaluation."),
+      .describe(
+        "Given only to rollouts of these harnesses (by name); a rollout's script is the turns for its harness, in order. Default: every harness. Lets one scripted policy speak each harness's own tools in one Evaluation.",
+      ),
   })
   .describe("One scripted model turn.");
 
@@ -28,7 +30,12 @@ const LogprobsMode = z.enum(["raw", "temperature", "processed"]);
 
 export const VllmServeSpec = z
   .strictObject({
-    modelPath: z.string().min(1).describe("Hugging Face-style model directory (config.json + safetensors), relative to the spec file. A directory without a policy (no READY file) gets the project's tiny initial policy, as reins run creates it."),
+    modelPath: z
+      .string()
+      .min(1)
+      .describe(
+        "Hugging Face-style model directory (config.json + safetensors), relative to the spec file. A directory without a policy (no READY file) gets the project's tiny initial policy, as reins run creates it.",
+      ),
     python: z
       .string()
       .min(1)
@@ -56,11 +63,18 @@ export const EngineSpec = z
       baseUrl: z.string().min(1).describe("e.g. http://vllm:8000/v1"),
       apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
       model: z.string().min(1),
-      api: z.enum(["completions", "llama-server"]).optional().describe("completions: vLLM/SGLang /v1/completions with token ids (default); llama-server: its /completion endpoint."),
+      api: z
+        .enum(["completions", "llama-server"])
+        .optional()
+        .describe("completions: vLLM/SGLang /v1/completions with token ids (default); llama-server: its /completion endpoint."),
     }),
     z.strictObject({
       type: z.literal("vllm"),
-      baseUrl: z.string().min(1).optional().describe("The vLLM server you run, e.g. http://vllm:8000 (a trailing /v1 is allowed). Exactly one of baseUrl and serve."),
+      baseUrl: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("The vLLM server you run, e.g. http://vllm:8000 (a trailing /v1 is allowed). Exactly one of baseUrl and serve."),
       serve: VllmServeSpec.optional(),
       model: z.string().min(1).describe("The served model name (its --served-model-name or --model)."),
       apiKeyEnv: z.string().optional().describe("Name of the env var holding the key (never the key itself)."),
@@ -111,12 +125,21 @@ export const ProxyLimitsSpec = z
     maxBodyBytes: PositiveInt.optional().describe("Request body bytes, before and after decompression (default 16 MiB); larger bodies get 413."),
     maxJsonDepth: PositiveInt.optional().describe("Nesting depth of the request JSON (default 64)."),
     maxJsonValues: PositiveInt.optional().describe("Array elements and object members in the request JSON (default 200000)."),
-    maxMessageChars: PositiveInt.optional().describe("Characters of one message: text, reasoning and tool-call arguments (default maxContextTokens × 16); larger gets 413."),
+    maxMessageChars: PositiveInt.optional().describe(
+      "Characters of one message: text, reasoning and tool-call arguments (default maxContextTokens × 16); larger gets 413.",
+    ),
     maxToolArgumentChars: PositiveInt.optional().describe("Characters of one tool call's arguments (default maxContextTokens × 16)."),
-    promptCharsPerToken: z.number().min(1).max(128).optional().describe("A prompt whose new text has more characters than this many per context token left is refused before tokenizing (default 16)."),
+    promptCharsPerToken: z
+      .number()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe("A prompt whose new text has more characters than this many per context token left is refused before tokenizing (default 16)."),
     maxRequestsPerRollout: PositiveInt.optional().describe("Requests one rollout may have open at once (default 32); more get 429."),
     bodyTimeoutMs: PositiveInt.optional().describe("Time for a request body to arrive after its headers (default 30000); slower bodies get 408."),
-    idleTimeoutMs: PositiveInt.optional().describe("Idle keep-alive connections, and requests whose headers take longer, are closed after this (default 60000)."),
+    idleTimeoutMs: PositiveInt.optional().describe(
+      "Idle keep-alive connections, and requests whose headers take longer, are closed after this (default 60000).",
+    ),
     processes: PositiveInt.max(64)
       .optional()
       .describe(
@@ -134,8 +157,17 @@ export const ModelSpecSchema = z
         z
           .strictObject({
             type: z.literal("huggingface"),
-            path: z.string().min(1).describe("A local Hugging Face model or tokenizer directory, relative to the spec file: tokenizer.json, tokenizer_config.json, chat_template.jinja (or chat_template in tokenizer_config.json), generation_config.json, as transformers 4.x and 5.x save them."),
-            template: z.string().min(1).optional().describe("Which of the directory's named chat templates to use (default: tool_use when the directory has one, else default)."),
+            path: z
+              .string()
+              .min(1)
+              .describe(
+                "A local Hugging Face model or tokenizer directory, relative to the spec file: tokenizer.json, tokenizer_config.json, chat_template.jinja (or chat_template in tokenizer_config.json), generation_config.json, as transformers 4.x and 5.x save them.",
+              ),
+            template: z
+              .string()
+              .min(1)
+              .optional()
+              .describe("Which of the directory's named chat templates to use (default: tool_use when the directory has one, else default)."),
           })
           .describe(
             "The directory's own tokenizer, chat template (rendered with its bos_token, eos_token, pad_token and unk_token, as transformers does) and stop tokens (generation_config.json's eos_token_id, else tokenizer_config.json's eos_token) where the Model gives none.",
@@ -147,7 +179,10 @@ export const ModelSpecSchema = z
     chatTemplateFile: z.string().optional().describe("Jinja chat template file, relative to the spec file."),
     toolCallFormat: z.enum(["qwen3", "hermes", "none"]).optional(),
     reasoning: z.union([z.strictObject({ start: z.string().min(1), end: z.string().min(1) }), z.null()]).optional(),
-    stopTokens: z.array(z.string().min(1)).optional().describe("Token strings that end a completion (default: a huggingface tokenizer's eos tokens, else <|im_end|>)."),
+    stopTokens: z
+      .array(z.string().min(1))
+      .optional()
+      .describe("Token strings that end a completion (default: a huggingface tokenizer's eos tokens, else <|im_end|>)."),
     maxContextTokens: PositiveInt.optional(),
     sampling: z
       .strictObject({

@@ -5,7 +5,12 @@ import { NonNegativeInt, PositiveInt, documentSchema } from "./common.js";
 export const SandboxSpecSchema = z
   .strictObject({
     provider: z.enum(["local", "podman", "kubernetes"]).optional().describe("Default: local (Linux namespaces)."),
-    image: z.string().optional().describe("Image for podman/kubernetes (default localhost/reins-sandbox:1, built by scripts/build-image.sh); with harnessFiles image, the base of each harness's image. A local sandbox runs no image (rejected there)."),
+    image: z
+      .string()
+      .optional()
+      .describe(
+        "Image for podman/kubernetes (default localhost/reins-sandbox:1, built by scripts/build-image.sh); with harnessFiles image, the base of each harness's image. A local sandbox runs no image (rejected there).",
+      ),
     harnessFiles: z
       .enum(["mount", "image"])
       .optional()
@@ -18,30 +23,40 @@ export const SandboxSpecSchema = z
           .string()
           .regex(/^\d+(\.\d+)?m?$/)
           .optional()
-          .describe("CPUs the sandbox may use at once, e.g. \"1\" or \"500m\" (default 1; local: the cgroup cpu quota where the cpu controller is available)."),
+          .describe('CPUs the sandbox may use at once, e.g. "1" or "500m" (default 1; local: the cgroup cpu quota where the cpu controller is available).'),
         memoryMiB: PositiveInt.max(1048576)
           .optional()
-          .describe("Memory of the whole sandbox in MiB (default 2048). Local: memory cgroup, else RLIMIT_AS per process; files the sandbox writes to its workspace count here too."),
+          .describe(
+            "Memory of the whole sandbox in MiB (default 2048). Local: memory cgroup, else RLIMIT_AS per process; files the sandbox writes to its workspace count here too.",
+          ),
         pids: PositiveInt.min(16)
           .max(1048576)
           .optional()
-          .describe("Processes and threads the sandbox may have at once (default 1024). Local and podman: pids cgroup; kubernetes: best-effort, the kubelet's podPidsLimit applies."),
+          .describe(
+            "Processes and threads the sandbox may have at once (default 1024). Local and podman: pids cgroup; kubernetes: best-effort, the kubelet's podPidsLimit applies.",
+          ),
         diskMiB: PositiveInt.max(1048576)
           .optional()
-          .describe("Size cap of the workspace, HOME and /tmp together in MiB (default 1024): writes past it fail with ENOSPC. Local and podman: a size-capped tmpfs (memory, not the host disk); kubernetes: ephemeral-storage limit."),
+          .describe(
+            "Size cap of the workspace, HOME and /tmp together in MiB (default 1024): writes past it fail with ENOSPC. Local and podman: a size-capped tmpfs (memory, not the host disk); kubernetes: ephemeral-storage limit.",
+          ),
         openFiles: PositiveInt.min(64)
           .max(1048576)
           .optional()
           .describe("Open files per process (RLIMIT_NOFILE, default 4096). Kubernetes: best-effort, the container runtime's default applies."),
         cpuSeconds: PositiveInt.max(31536000)
           .optional()
-          .describe("CPU seconds each process may use (RLIMIT_CPU, default 3600); the sandbox's total is bounded by cpu × its timeout. Kubernetes: best-effort, not expressible in a Pod."),
+          .describe(
+            "CPU seconds each process may use (RLIMIT_CPU, default 3600); the sandbox's total is bounded by cpu × its timeout. Kubernetes: best-effort, not expressible in a Pod.",
+          ),
       })
       .optional()
       .describe("Limits of each sandbox; a process past one fails (ENOSPC, EAGAIN, EMFILE) or is killed (memory, CPU seconds)."),
     network: z.enum(["proxy-only", "none"]).optional().describe("Default proxy-only: the model proxy and nothing else."),
     concurrency: PositiveInt.max(4096).optional().describe("Rollouts at once (not part of the plan hash)."),
-    timeoutSeconds: PositiveInt.max(86400).optional().describe("Default rollout timeout, sandbox creation included: applies to every task without its own timeoutSeconds (default 600)."),
+    timeoutSeconds: PositiveInt.max(86400)
+      .optional()
+      .describe("Default rollout timeout, sandbox creation included: applies to every task without its own timeoutSeconds (default 600)."),
     retries: NonNegativeInt.max(20).optional().describe("Retries for infrastructure failures (not part of the plan hash)."),
     warmPool: NonNegativeInt.max(10000)
       .optional()
@@ -58,7 +73,9 @@ export const SandboxSpecSchema = z
           .describe(
             "Take each rollout's sandbox through a SandboxClaim on the run's agent-sandbox (v1, extensions.agents.x-k8s.io/v1beta1) warm pools instead of creating its Pod; needs agent-sandbox installed. Claims carry no env, so they can take warm pods; the rollout's identity is attached to the pod after the claim.",
           ),
-        ttlSeconds: PositiveInt.optional().describe("Life of the run's owner object (its reins.dev/expires-at annotation), and of a claim when a rollout has no timeout (default 3600)."),
+        ttlSeconds: PositiveInt.optional().describe(
+          "Life of the run's owner object (its reins.dev/expires-at annotation), and of a claim when a rollout has no timeout (default 3600).",
+        ),
         maxStarting: PositiveInt.max(100000)
           .optional()
           .describe(
@@ -69,10 +86,14 @@ export const SandboxSpecSchema = z
           .positive()
           .max(10000)
           .optional()
-          .describe("Sandbox creations (pods or claims) per second, at most: a token bucket, for clusters or providers with a creation-rate limit. Default: no limit (not part of the plan hash)."),
+          .describe(
+            "Sandbox creations (pods or claims) per second, at most: a token bucket, for clusters or providers with a creation-rate limit. Default: no limit (not part of the plan hash).",
+          ),
         createBurst: PositiveInt.max(100000)
           .optional()
-          .describe("With createsPerSecond: creations that may happen at once after a quiet spell (the bucket's size). Default createsPerSecond rounded up (not part of the plan hash)."),
+          .describe(
+            "With createsPerSecond: creations that may happen at once after a quiet spell (the bucket's size). Default createsPerSecond rounded up (not part of the plan hash).",
+          ),
         startTimeoutSeconds: PositiveInt.max(86400)
           .optional()
           .describe(
@@ -80,10 +101,24 @@ export const SandboxSpecSchema = z
           ),
         proxy: z
           .strictObject({
-            address: z.ipv4().optional().describe("An IPv4 address of this machine that pods can reach (reins runs outside the cluster): the proxy listens there, and the run's NetworkPolicy lets pods reach that address and port only."),
-            service: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/).optional().describe("The DNS name of the Service in front of reins when reins runs in the cluster (e.g. reins-proxy.reins.svc): the proxy listens on all addresses."),
+            address: z
+              .ipv4()
+              .optional()
+              .describe(
+                "An IPv4 address of this machine that pods can reach (reins runs outside the cluster): the proxy listens there, and the run's NetworkPolicy lets pods reach that address and port only.",
+              ),
+            service: z
+              .string()
+              .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
+              .optional()
+              .describe(
+                "The DNS name of the Service in front of reins when reins runs in the cluster (e.g. reins-proxy.reins.svc): the proxy listens on all addresses.",
+              ),
             port: PositiveInt.max(65535).optional().describe("The proxy's port (required with service; default with address: any free port)."),
-            podLabels: z.record(z.string(), z.string()).optional().describe("With service: the labels of reins' own pods, which the run's NetworkPolicy lets sandbox pods reach."),
+            podLabels: z
+              .record(z.string(), z.string())
+              .optional()
+              .describe("With service: the labels of reins' own pods, which the run's NetworkPolicy lets sandbox pods reach."),
           })
           .optional()
           .describe("How sandbox pods reach the model proxy: exactly one of address and service. Required when a harness calls a model."),

@@ -8,7 +8,10 @@ const ParamValue = z.union([Scalar, z.array(z.unknown()), z.record(z.string(), z
 
 export const ParameterSpec = z
   .strictObject({
-    name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).describe("Identifier used in templates as {{name}}."),
+    name: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .describe("Identifier used in templates as {{name}}."),
     type: z.enum(["string", "integer", "number", "boolean", "list", "object"]).optional().describe("Default: string."),
     default: ParamValue.optional(),
     enum: z.array(Scalar).optional().describe("Allowed values."),
@@ -28,7 +31,10 @@ export const GeneratorSpec = z
   .strictObject({
     name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
     pick: z.array(ParamValue).optional().describe("One value chosen uniformly."),
-    sample: z.strictObject({ from: z.array(ParamValue), count: PositiveInt }).optional().describe("Distinct values chosen uniformly, as a list."),
+    sample: z
+      .strictObject({ from: z.array(ParamValue), count: PositiveInt })
+      .optional()
+      .describe("Distinct values chosen uniformly, as a list."),
     int: z.strictObject({ min: z.number().int(), max: z.number().int() }).optional(),
     float: z.strictObject({ min: z.number(), max: z.number(), decimals: z.number().int().min(0).max(12).optional() }).optional(),
     bool: z.strictObject({ p: z.number().min(0).max(1).optional() }).optional(),
@@ -47,7 +53,10 @@ export const GenerateSpec = z
 /** The template is a Task spec whose numeric fields may also be a single `{{parameter}}`. */
 const TemplateString = z.string().regex(/^\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}$/, "a number or a single {{parameter}}");
 export const TaskTemplateSchema = TaskSpecSchema.extend({
-  timeoutSeconds: z.union([PositiveInt.max(86400), TemplateString]).optional().describe("Seconds, or a single {{parameter}}."),
+  timeoutSeconds: z
+    .union([PositiveInt.max(86400), TemplateString])
+    .optional()
+    .describe("Seconds, or a single {{parameter}}."),
 }).describe("A Task spec whose strings and file contents are Handlebars templates.");
 
 export const TaskFamilySpecSchema = z
@@ -56,7 +65,7 @@ export const TaskFamilySpecSchema = z
     matrix: MatrixSpec.optional(),
     generate: GenerateSpec.optional(),
     category: z.string().optional().describe("Category of every task (defaults to the `category` label)."),
-    taskLabels: z.record(z.string(), z.string()).optional().describe("Labels added to each task; values are templates (e.g. split: \"{{split}}\")."),
+    taskLabels: z.record(z.string(), z.string()).optional().describe('Labels added to each task; values are templates (e.g. split: "{{split}}").'),
     template: TaskTemplateSchema,
   })
   .describe("A family of tasks rendered from one template.");

@@ -11,14 +11,16 @@ export { WorkspaceFileSpec };
 export const WorkspaceSpec = z
   .strictObject({
     files: z.array(WorkspaceFileSpec).optional(),
-    fromDir: z.string().optional().describe("Copy every regular file under this directory (relative to the spec file and inside the project; symlinks are not followed; at most 10,000 files and 64 MiB)."),
+    fromDir: z
+      .string()
+      .optional()
+      .describe(
+        "Copy every regular file under this directory (relative to the spec file and inside the project; symlinks are not followed; at most 10,000 files and 64 MiB).",
+      ),
   })
   .describe("Files the harness starts with.");
 
-export const VerifierRefOrInline = z.union([
-  z.strictObject({ ref: Name.describe("Name of a Verifier document.") }),
-  VerifierSpecSchema,
-]);
+export const VerifierRefOrInline = z.union([z.strictObject({ ref: Name.describe("Name of a Verifier document.") }), VerifierSpecSchema]);
 
 export const TaskSpecSchema = z
   .strictObject({
@@ -27,7 +29,9 @@ export const TaskSpecSchema = z
     workspace: WorkspaceSpec.optional(),
     hidden: WorkspaceSpec.optional().describe("Files only the verifier sees (expected outputs, checkers)."),
     verifier: VerifierRefOrInline.describe("How the final workspace is scored."),
-    timeoutSeconds: PositiveInt.max(86400).optional().describe("Wall-clock limit for the whole rollout, sandbox creation included (default: the Sandbox's timeoutSeconds, itself 600 by default)."),
+    timeoutSeconds: PositiveInt.max(86400)
+      .optional()
+      .describe("Wall-clock limit for the whole rollout, sandbox creation included (default: the Sandbox's timeoutSeconds, itself 600 by default)."),
     reference: z
       .strictObject({
         turns: z.array(ScriptedTurnSpec).min(1).describe("The model turns of a correct solution, in order."),

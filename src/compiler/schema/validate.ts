@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: zod's internal definitions (_zod.def) are untyped, and TypedDocument's spec is narrowed by kind where it is used (plan/target.ts)
 /**
  * Schema validation of parsed documents: zod issues → diagnostics with positions and did-you-mean.
  * The zod schemas are the single source of truth; the generated JSON Schemas say the same thing
@@ -25,14 +26,23 @@ export function validateDocument(src: SourceDocument): Result<TypedDocument | un
   const v = src.value;
   const diagnostics: Diagnostic[] = [];
   if (v === null || typeof v !== "object" || Array.isArray(v)) {
-    diagnostics.push(makeDiagnostic("InvalidType", positionAt(src, []), "A spec document must be a mapping with apiVersion, kind, metadata and spec.", CODES.InvalidType));
+    diagnostics.push(
+      makeDiagnostic("InvalidType", positionAt(src, []), "A spec document must be a mapping with apiVersion, kind, metadata and spec.", CODES.InvalidType),
+    );
     return { value: undefined, diagnostics };
   }
   const obj = v as Record<string, unknown>;
   if (obj.apiVersion === undefined) {
     diagnostics.push(makeDiagnostic("MissingApiVersion", positionAt(src, []), "The document has no apiVersion.", CODES.MissingApiVersion));
   } else if (obj.apiVersion !== API_VERSION) {
-    diagnostics.push(makeDiagnostic("UnsupportedApiVersion", positionAt(src, ["apiVersion"]), `apiVersion ${JSON.stringify(obj.apiVersion)} is not supported.`, CODES.UnsupportedApiVersion));
+    diagnostics.push(
+      makeDiagnostic(
+        "UnsupportedApiVersion",
+        positionAt(src, ["apiVersion"]),
+        `apiVersion ${JSON.stringify(obj.apiVersion)} is not supported.`,
+        CODES.UnsupportedApiVersion,
+      ),
+    );
   }
   if (obj.kind === undefined) {
     diagnostics.push(makeDiagnostic("MissingKind", positionAt(src, []), "The document has no kind.", CODES.MissingKind));
@@ -87,7 +97,11 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
   const where = describePath(path);
   switch (issue.code) {
     case "unrecognized_keys": {
-      const known = knownKeysAt(schema, path.filter((p) => typeof p === "string" || typeof p === "number"), valueAt(src.value, path));
+      const known = knownKeysAt(
+        schema,
+        path.filter((p) => typeof p === "string" || typeof p === "number"),
+        valueAt(src.value, path),
+      );
       const kind = (src.value as { kind?: unknown } | null)?.kind;
       return (issue.keys ?? []).map((key) => {
         const unsupported = unsupportedField(kind, path, key);
@@ -108,7 +122,12 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
       if (actual === undefined) {
         const field = path[path.length - 1];
         return [
-          makeDiagnostic("MissingField", positionAt(src, path.slice(0, -1), { key: path.length > 1 }), `Required field "${String(field)}" is missing${path.length > 1 ? ` in ${describePath(path.slice(0, -1))}` : ""}.`, `${CODES.MissingField} Expected ${issue.expected ?? "a value"}.`),
+          makeDiagnostic(
+            "MissingField",
+            positionAt(src, path.slice(0, -1), { key: path.length > 1 }),
+            `Required field "${String(field)}" is missing${path.length > 1 ? ` in ${describePath(path.slice(0, -1))}` : ""}.`,
+            `${CODES.MissingField} Expected ${issue.expected ?? "a value"}.`,
+          ),
         ];
       }
       // A family's template is checked rendered: a whole-value template ("{{count}}") keeps its parameter's type.
@@ -116,7 +135,9 @@ function issueToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
       const message = rendered
         ? `${where || "The value"} should be ${article(issue.expected)}, but ${JSON.stringify(actual)} renders to the parameter's own type (a template that is one {{…}} keeps it).`
         : `${where || "The value"} should be ${article(issue.expected)}, not ${typeName(actual)}.`;
-      const hint = rendered ? `${CODES.InvalidType} Declare the parameter with that type (e.g. type: string), or add text around the template.` : CODES.InvalidType;
+      const hint = rendered
+        ? `${CODES.InvalidType} Declare the parameter with that type (e.g. type: string), or add text around the template.`
+        : CODES.InvalidType;
       return [makeDiagnostic("InvalidType", positionAt(src, path), message, hint)];
     }
     case "invalid_value": {
@@ -166,7 +187,9 @@ function unionToDiagnostics(src: SourceDocument, schema: z.ZodType, issue: Issue
     }
   }
   if (branches.length === 0) {
-    return [makeDiagnostic("InvalidValue", positionAt(src, path), `${describePath(path) || "The value"} matches none of the allowed forms.`, CODES.InvalidValue)];
+    return [
+      makeDiagnostic("InvalidValue", positionAt(src, path), `${describePath(path) || "The value"} matches none of the allowed forms.`, CODES.InvalidValue),
+    ];
   }
   const score = (b: Issue[]) => b.length * 100 - Math.max(0, ...b.map((i) => i.path.length));
   const best = [...branches].sort((a, b) => score(a) - score(b))[0]!;
@@ -209,7 +232,8 @@ export function knownKeysAt(schema: z.ZodType, path: readonly PathSegment[], _va
 function unwrap(n: any): any[] {
   const def = n?._zod?.def;
   if (!def) return [];
-  if (def.type === "optional" || def.type === "nullable" || def.type === "default" || def.type === "prefault" || def.type === "readonly") return unwrap(def.innerType);
+  if (def.type === "optional" || def.type === "nullable" || def.type === "default" || def.type === "prefault" || def.type === "readonly")
+    return unwrap(def.innerType);
   if (def.type === "pipe") return unwrap(def.in);
   if (def.type === "union") return (def.options as any[]).flatMap(unwrap);
   if (def.type === "lazy") return unwrap(def.getter());

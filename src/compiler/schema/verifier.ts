@@ -5,17 +5,29 @@ import { CheckSpecSchema } from "./checks.js";
 
 export const ScriptSpecSchema = z
   .strictObject({
-    command: z.union([z.string(), z.array(z.string()).min(1)]).describe(
-      "argv, or a string run with `sh -c`. Runs in the workspace after the harness exits; $REINS_HIDDEN is the directory of the task's hidden files. Prints `{\"reward\": x, \"subscores\": {...}}` on stdout and exits 0.",
-    ),
-    timeoutSeconds: z.number().int().positive().max(3600).optional().describe("Default 120. A script that runs longer is killed (whole process tree) and reported as a verifier error."),
+    command: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .describe(
+        'argv, or a string run with `sh -c`. Runs in the workspace after the harness exits; $REINS_HIDDEN is the directory of the task\'s hidden files. Prints `{"reward": x, "subscores": {...}}` on stdout and exits 0.',
+      ),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .positive()
+      .max(3600)
+      .optional()
+      .describe("Default 120. A script that runs longer is killed (whole process tree) and reported as a verifier error."),
   })
   .describe("A scoring command run in the sandbox.");
 
 export const RubricItemSpecSchema = z.union([
   z.string().min(1).describe("A criterion (id: item-<n>, weight 1)."),
   z.strictObject({
-    id: z.string().regex(/^[A-Za-z0-9_.-]+$/).optional().describe("Stable id the judge answers with (default item-<n>)."),
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]+$/)
+      .optional()
+      .describe("Stable id the judge answers with (default item-<n>)."),
     criterion: z.string().min(1).describe("What the judge checks, in one or two sentences."),
     weight: z.number().nonnegative().optional().describe("Default 1."),
   }),
@@ -23,7 +35,12 @@ export const RubricItemSpecSchema = z.union([
 
 export const RubricSpecSchema = z
   .strictObject({
-    judge: z.string().optional().describe("Name of the Model document that grades this rubric, through its own engine (default: the policy, the Experiment's or Evaluation's model). The plan states the judge of every rubric."),
+    judge: z
+      .string()
+      .optional()
+      .describe(
+        "Name of the Model document that grades this rubric, through its own engine (default: the policy, the Experiment's or Evaluation's model). The plan states the judge of every rubric.",
+      ),
     items: z.array(RubricItemSpecSchema).min(1).describe("Criteria scored in [0, 1] by the judge."),
     files: z.array(z.string().min(1)).optional().describe("Workspace globs shown to the judge (bounded in size)."),
   })
@@ -32,9 +49,11 @@ export const RubricSpecSchema = z
 const PartWeight = z.number().nonnegative();
 export const CombineSpecSchema = z
   .strictObject({
-    mode: z.enum(["weighted", "all", "min", "any"]).describe(
-      "weighted: weighted mean of part scores; all: 1 if every part reaches passThreshold else 0; min: lowest part score; any: 1 if some part reaches passThreshold else 0.",
-    ),
+    mode: z
+      .enum(["weighted", "all", "min", "any"])
+      .describe(
+        "weighted: weighted mean of part scores; all: 1 if every part reaches passThreshold else 0; min: lowest part score; any: 1 if some part reaches passThreshold else 0.",
+      ),
     weights: z
       .strictObject({
         checks: PartWeight.optional(),

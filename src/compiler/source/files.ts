@@ -34,15 +34,18 @@ export function listSpecFiles(paths: readonly string[], cwd: string): Result<str
     try {
       st = statSync(abs);
     } catch {
-      diagnostics.push(
-        makeDiagnostic("FileNotFound", { file: p, line: 1, column: 1 }, `No such file or directory: ${p}.`, CODES.FileNotFound),
-      );
+      diagnostics.push(makeDiagnostic("FileNotFound", { file: p, line: 1, column: 1 }, `No such file or directory: ${p}.`, CODES.FileNotFound));
       continue;
     }
     const walked = st.isDirectory() ? walkSpecDir(abs) : { files: [abs], full: false };
     if (walked.full) {
       diagnostics.push(
-        makeDiagnostic("DirectoryTooLarge", { file: p, line: 1, column: 1 }, `${p} holds more than ${MAX_SPEC_FILES} spec files or ${MAX_DIR_ENTRIES} entries; none of it was read.`, CODES.DirectoryTooLarge),
+        makeDiagnostic(
+          "DirectoryTooLarge",
+          { file: p, line: 1, column: 1 },
+          `${p} holds more than ${MAX_SPEC_FILES} spec files or ${MAX_DIR_ENTRIES} entries; none of it was read.`,
+          CODES.DirectoryTooLarge,
+        ),
       );
       continue;
     }
@@ -53,9 +56,7 @@ export function listSpecFiles(paths: readonly string[], cwd: string): Result<str
     }
   }
   if (out.length === 0 && diagnostics.length === 0) {
-    diagnostics.push(
-      makeDiagnostic("NoSpecFiles", { file: paths[0] ?? ".", line: 1, column: 1 }, "No spec files were found.", CODES.NoSpecFiles),
-    );
+    diagnostics.push(makeDiagnostic("NoSpecFiles", { file: paths[0] ?? ".", line: 1, column: 1 }, "No spec files were found.", CODES.NoSpecFiles));
   }
   return { value: out.map((f) => displayPath(f, cwd)), diagnostics };
 }
@@ -117,9 +118,7 @@ export function readSpecFile(file: string, cwd: string): Result<SourceText | und
     const line = countLines(buf, binaryAt);
     return {
       value: undefined,
-      diagnostics: [
-        makeDiagnostic("BinaryFile", { file, line, column: 1 }, `The file contains binary data (byte ${binaryAt}).`, CODES.BinaryFile),
-      ],
+      diagnostics: [makeDiagnostic("BinaryFile", { file, line, column: 1 }, `The file contains binary data (byte ${binaryAt}).`, CODES.BinaryFile)],
     };
   }
   let text = buf.toString("utf8");

@@ -31,8 +31,8 @@ export function isSecretName(name: string): boolean {
 export function interpolateString(input: string, env: NodeJS.ProcessEnv): { value: string; missing: string[]; secrets: string[] } {
   const missing: string[] = [];
   const secrets: string[] = [];
-  const value = input.replace(PATTERN, (whole, escape: string, name: string, def: string | undefined) => {
-    if (escape === "$") return whole.slice(1);
+  const value = input.replace(PATTERN, (whole, escaped: string, name: string, def: string | undefined) => {
+    if (escaped === "$") return whole.slice(1);
     if (isSecretName(name)) {
       secrets.push(name);
       return whole;
@@ -63,7 +63,10 @@ function carriesCredentials(url: string): boolean {
 
 /** Paths (per kind; `*` matches any key or index) whose strings stay uninterpolated references. */
 const KEPT_AS_REFERENCES: Record<string, Path[]> = {
-  Harness: [["spec", "env"], ["spec", "homeFiles", "*", "content"]],
+  Harness: [
+    ["spec", "env"],
+    ["spec", "homeFiles", "*", "content"],
+  ],
   Experiment: [["spec", "harnesses", "*", "env"]],
   Evaluation: [["spec", "harnesses", "*", "env"]],
 };
@@ -83,15 +86,27 @@ export function interpolateDocument(doc: Document.Parsed, env: NodeJS.ProcessEnv
     if (typeof key !== "string" || !COMPILE_TIME_KEYS.has(key)) {
       for (const name of referencesIn(node.value)) {
         diagnostics.push(
-          makeDiagnostic("VariableOutsideHarnessEnv", positionOf(node), `\${${name}} here would write its value into plan.json.`, CODES.VariableOutsideHarnessEnv),
+          makeDiagnostic(
+            "VariableOutsideHarnessEnv",
+            positionOf(node),
+            `\${${name}} here would write its value into plan.json.`,
+            CODES.VariableOutsideHarnessEnv,
+          ),
         );
       }
-      node.value = node.value.replace(PATTERN, (whole, escape: string) => (escape === "$" ? whole.slice(1) : whole));
+      node.value = node.value.replace(PATTERN, (whole, escaped: string) => (escaped === "$" ? whole.slice(1) : whole));
       return;
     }
     const { value, missing, secrets } = interpolateString(node.value, env);
     if (key === "baseUrl" && referencesIn(node.value).length > 0 && secrets.length === 0 && carriesCredentials(value)) {
-      diagnostics.push(makeDiagnostic("CredentialsInEndpoint", positionOf(node), `This endpoint, once its variables are substituted, carries credentials (user:password@ or a query).`, CODES.CredentialsInEndpoint));
+      diagnostics.push(
+        makeDiagnostic(
+          "CredentialsInEndpoint",
+          positionOf(node),
+          `This endpoint, once its variables are substituted, carries credentials (user:password@ or a query).`,
+          CODES.CredentialsInEndpoint,
+        ),
+      );
       return;
     }
     for (const name of missing) {
@@ -99,7 +114,12 @@ export function interpolateDocument(doc: Document.Parsed, env: NodeJS.ProcessEnv
     }
     for (const name of secrets) {
       diagnostics.push(
-        makeDiagnostic("SecretOutsideHarnessEnv", positionOf(node), `\${${name}} looks like a secret; here its value would be written into the plan.`, CODES.SecretOutsideHarnessEnv),
+        makeDiagnostic(
+          "SecretOutsideHarnessEnv",
+          positionOf(node),
+          `\${${name}} looks like a secret; here its value would be written into the plan.`,
+          CODES.SecretOutsideHarnessEnv,
+        ),
       );
     }
     node.value = value;

@@ -94,7 +94,8 @@ export function checkModelFile(p: string, base: string, kind: ModelFileKind, roo
   if (!st) return { ok: false, code: "FileNotFound", why: "it does not exist" };
   if (!st.isFile()) return { ok: false, code: "NotRegularFile", why: `it is ${describeType(st)}` };
   const limit = MODEL_FILE_LIMITS[kind];
-  if (st.size > limit) return { ok: false, code: "FileTooLarge", why: `it is ${st.size} bytes; the limit for a ${kindName(kind)} is ${limit} bytes (${limit / MiB} MiB)` };
+  if (st.size > limit)
+    return { ok: false, code: "FileTooLarge", why: `it is ${st.size} bytes; the limit for a ${kindName(kind)} is ${limit} bytes (${limit / MiB} MiB)` };
   return loc;
 }
 
@@ -103,7 +104,12 @@ export function checkModelFile(p: string, base: string, kind: ModelFileKind, roo
  * file, opened non-blocking and read up to the cap of its kind. The compiler passes the Model
  * file's roots; the runtime passes none.
  */
-export function readModelFile(p: string, base: string, kind: ModelFileKind, roots?: readonly ProjectRoot[]): { ok: true; text: string; path: string; real: string } | Refusal {
+export function readModelFile(
+  p: string,
+  base: string,
+  kind: ModelFileKind,
+  roots?: readonly ProjectRoot[],
+): { ok: true; text: string; path: string; real: string } | Refusal {
   const loc = locateModelFile(p, base, roots);
   if (!loc.ok) return loc;
   const limit = MODEL_FILE_LIMITS[kind];

@@ -100,7 +100,11 @@ export function locateInProject(roots: readonly ProjectRoot[], base: string, p: 
       : { ok: false, code: "FileUnreadable", why: `it cannot be resolved (${code ?? (err as Error).message})` };
   }
   if (!roots.some((r) => isWithin(r.real, real))) {
-    return { ok: false, code: "OutsideProject", why: lexical ? `a symlink leads to ${real}, outside the project ${project}` : `it resolves to ${abs}, outside the project ${project}` };
+    return {
+      ok: false,
+      code: "OutsideProject",
+      why: lexical ? `a symlink leads to ${real}, outside the project ${project}` : `it resolves to ${abs}, outside the project ${project}`,
+    };
   }
   // Even a project rooted at / (--project-root /) never reads the kernel's files: their sizes lie
   // and reading some of them blocks or consumes (/proc/kmsg).
@@ -131,7 +135,9 @@ export function readRegularFile(path: string, limit: number): { ok: true; bytes:
     st = lstatSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return code === "ENOENT" ? { ok: false, code: "FileNotFound", why: "it does not exist" } : { ok: false, code: "FileUnreadable", why: (err as Error).message };
+    return code === "ENOENT"
+      ? { ok: false, code: "FileNotFound", why: "it does not exist" }
+      : { ok: false, code: "FileUnreadable", why: (err as Error).message };
   }
   if (!st.isFile()) return { ok: false, code: "NotRegularFile", why: `it is ${describeType(st)}` };
   if (st.size > limit) return { ok: false, code: "FileTooLarge", why: `it is ${st.size} bytes; the limit is ${limit}` };
@@ -156,7 +162,11 @@ export function readRegularFile(path: string, limit: number): { ok: true; bytes:
     }
     return { ok: true, bytes: Buffer.concat(chunks, total), mode: fst.mode };
   } catch (err) {
-    return { ok: false, code: "FileUnreadable", why: (err as NodeJS.ErrnoException).code === "EAGAIN" ? "it has nothing to read now (a stream, not a file)" : (err as Error).message };
+    return {
+      ok: false,
+      code: "FileUnreadable",
+      why: (err as NodeJS.ErrnoException).code === "EAGAIN" ? "it has nothing to read now (a stream, not a file)" : (err as Error).message,
+    };
   } finally {
     closeSync(fd);
   }

@@ -36,7 +36,12 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
   const lineCounter = new LineCounter();
   const preDepth = flowDepth(src.text);
   if (preDepth > MAX_DEPTH * 4) {
-    const d = makeDiagnostic("TooDeep", { file: src.file, line: 1, column: 1 }, `Brackets nest ${preDepth} levels deep; the limit is ${MAX_DEPTH}.`, CODES.TooDeep);
+    const d = makeDiagnostic(
+      "TooDeep",
+      { file: src.file, line: 1, column: 1 },
+      `Brackets nest ${preDepth} levels deep; the limit is ${MAX_DEPTH}.`,
+      CODES.TooDeep,
+    );
     return { value: [], diagnostics: [d] };
   }
   let docs: Document.Parsed[];
@@ -58,9 +63,7 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
       const pos = lineCounter.linePos(e.pos[0]);
       const dup = /map keys must be unique/i.test(e.message);
       const code = dup ? "DuplicateKey" : "YamlSyntax";
-      diagnostics.push(
-        makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine(e.message), CODES[code]),
-      );
+      diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine(e.message), CODES[code]));
     }
     const duplicates = errs.length > 0 ? [] : duplicateKeys(doc);
     for (const key of duplicates) {
@@ -87,7 +90,7 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
       value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (err) {
       const bomb = /alias/i.test((err as Error).message);
-      const pos = lineCounter.linePos(bomb ? lastAliasOffset(doc) : doc.range?.[0] ?? 0);
+      const pos = lineCounter.linePos(bomb ? lastAliasOffset(doc) : (doc.range?.[0] ?? 0));
       const code = bomb ? "AliasBomb" : err instanceof RangeError ? "TooDeep" : "YamlSyntax";
       diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, firstLine((err as Error).message), CODES[code]));
       return;
@@ -96,7 +99,7 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
     if (values > MAX_DOCUMENT_VALUES) {
       // Aliases are shared objects in `value`; walking it counts them expanded, as later stages see them.
       const aliased = hasAlias(doc);
-      const pos = lineCounter.linePos(aliased ? lastAliasOffset(doc) : doc.range?.[0] ?? 0);
+      const pos = lineCounter.linePos(aliased ? lastAliasOffset(doc) : (doc.range?.[0] ?? 0));
       const code = aliased ? "AliasBomb" : "DocumentTooLarge";
       const message = `The document ${aliased ? "expands (with its aliases) to" : "has"} more than ${MAX_DOCUMENT_VALUES.toLocaleString("en-US")} values; that is the limit per document.`;
       diagnostics.push(makeDiagnostic(code, { file: src.file, line: pos.line, column: pos.col }, message, CODES[code]));
@@ -104,7 +107,14 @@ export function parseSource(src: SourceText, env: NodeJS.ProcessEnv): Result<Sou
     }
     if (depth > MAX_DEPTH) {
       const pos = lineCounter.linePos(doc.range?.[0] ?? 0);
-      diagnostics.push(makeDiagnostic("TooDeep", { file: src.file, line: pos.line, column: pos.col }, `The document nests ${depth} levels deep; the limit is ${MAX_DEPTH}.`, CODES.TooDeep));
+      diagnostics.push(
+        makeDiagnostic(
+          "TooDeep",
+          { file: src.file, line: pos.line, column: pos.col },
+          `The document nests ${depth} levels deep; the limit is ${MAX_DEPTH}.`,
+          CODES.TooDeep,
+        ),
+      );
       return;
     }
     out.push({ file: src.file, absPath: src.absPath, index, doc, lineCounter, value, text: src.text });

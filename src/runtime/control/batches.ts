@@ -82,7 +82,10 @@ function treeTokens(batch: TrainingBatch): number {
  * The passed reference rollouts per harness (in the order of their first calls): their calls by rollout,
  * and merged into one rollout (`sft:<harness>`, in rollout order, renumbered).
  */
-export function sftGroups(results: readonly RolloutResult[], calls: readonly CallRecord[]): Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }> {
+export function sftGroups(
+  results: readonly RolloutResult[],
+  calls: readonly CallRecord[],
+): Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }> {
   const passed = results.filter((r) => r.passed);
   const grouped = callsByRollout(calls, new Set(passed.map((r) => r.id)));
   const out = new Map<string, { byRollout: Map<string, CallRecord[]>; merged: CallRecord[] }>();

@@ -94,13 +94,19 @@ function outside(what: string, shown: string, where: string, o: CheckpointPlaces
 function requireInside(p: unknown, roots: string[], what: string, o: CheckpointPlaces, field = "path"): void {
   if (typeof p !== "string" || p.length === 0) throw outside(what, JSON.stringify(p) ?? "nothing", "which is not a path", o, field);
   const shown = JSON.stringify(p);
-  if (!isAbsolute(p) || p.split("/").some((s) => s === "." || s === "..")) throw outside(what, shown, "which is not an absolute path without . or .. segments", o, field);
+  if (!isAbsolute(p) || p.split("/").some((s) => s === "." || s === ".."))
+    throw outside(what, shown, "which is not an absolute path without . or .. segments", o, field);
   const real = realPath(p);
-  if (!roots.some((root) => isUnder(real, root))) throw outside(what, shown, real === p ? "outside the run" : `which resolves to ${real}, outside the run`, o, field);
+  if (!roots.some((root) => isUnder(real, root)))
+    throw outside(what, shown, real === p ? "outside the run" : `which resolves to ${real}, outside the run`, o, field);
 }
 
 function requireRemoteInside(p: unknown, root: string, what: string): void {
-  const ok = typeof p === "string" && posix.isAbsolute(p) && !p.split("/").some((s) => s === "." || s === "..") && p.startsWith(`${posix.normalize(root).replace(/\/$/, "")}/`);
+  const ok =
+    typeof p === "string" &&
+    posix.isAbsolute(p) &&
+    !p.split("/").some((s) => s === "." || s === "..") &&
+    p.startsWith(`${posix.normalize(root).replace(/\/$/, "")}/`);
   if (!ok) {
     throw new LoopError(
       "OutsideRunDirectory",

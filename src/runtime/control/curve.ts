@@ -18,7 +18,7 @@ export function renderRewardCurve(series: { name: string; color: string; points:
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`);
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  out.push(`<text x="${L}" y="20" font-size="13" font-weight="bold">${escape(title)}</text>`);
+  out.push(`<text x="${L}" y="20" font-size="13" font-weight="bold">${escapeXml(title)}</text>`);
   for (const v of [0, 0.25, 0.5, 0.75, 1]) {
     out.push(`<line x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}" stroke="#e5e5e5"/>`);
     out.push(`<text x="${L - 6}" y="${y(v) + 4}" text-anchor="end" fill="#555">${v.toFixed(2)}</text>`);
@@ -35,12 +35,12 @@ export function renderRewardCurve(series: { name: string; color: string; points:
     for (const p of s.points) out.push(`<circle cx="${x(p.step).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3" fill="${s.color}"/>`);
     const lx = W - R - 170;
     out.push(`<rect x="${lx}" y="${T + 4 + i * 16}" width="10" height="10" fill="${s.color}"/>`);
-    out.push(`<text x="${lx + 14}" y="${T + 13 + i * 16}">${escape(s.name)}</text>`);
+    out.push(`<text x="${lx + 14}" y="${T + 13 + i * 16}">${escapeXml(s.name)}</text>`);
   });
   out.push("</svg>");
   return `${out.join("\n")}\n`;
 }
 
-function escape(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

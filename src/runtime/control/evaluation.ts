@@ -95,7 +95,9 @@ export async function runEvaluation(opts: EvaluationOptions): Promise<Evaluation
       runDir: store.dir,
       planHash: plan.hash,
       ...(hosted
-        ? { evaluationOnly: `the policy ${plan.model!.name} is a hosted ${hosted.api} model (${hosted.model}): its calls were passed through without token ids or logprobs, so this run measures it and cannot train it` }
+        ? {
+            evaluationOnly: `the policy ${plan.model!.name} is a hosted ${hosted.api} model (${hosted.model}): its calls were passed through without token ids or logprobs, so this run measures it and cannot train it`,
+          }
         : { fidelity: evalFidelity(plan, results, store.calls()) }),
       interrupted: opts.signal?.aborted ?? false,
       ...(engineInfo ? { engine: summarizeEngine(engineInfo) } : {}),

@@ -85,7 +85,8 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const { plan, store } = o;
   const log = o.log ?? (() => undefined);
   const warn = o.warn ?? log;
-  if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model) throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
+  if (plan.kind !== "Experiment" || !plan.algorithm || !plan.model)
+    throw new LoopError("NotAnExperiment", "reins run trains an Experiment.", "Use reins eval for an Evaluation.");
   const algorithm = plan.algorithm;
   const model = plan.model;
   requireTrainableType(model);
@@ -104,7 +105,14 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const policyDir = trainingPolicyDir(model, external);
   // TensorBoard / W&B, when the Experiment asks: started before anything runs, so a missing package stops the run at once.
   const sinks = await MetricSinks.open(plan.metrics, store.dir, warn);
-  const sftContext: SftContext = { plan, provider: o.provider, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}), ...(o.signal ? { signal: o.signal } : {}) };
+  const sftContext: SftContext = {
+    plan,
+    provider: o.provider,
+    log,
+    warn,
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
+  };
   // A server's model directory that holds a checkpoint reins did not make (no READY) is used as it is.
   const checkpoint = model.engine.type !== "onnx" && !hasPolicy(policyDir) && existsSync(join(policyDir, "config.json"));
   const init = await closingOnError(sinks, async () => {
@@ -113,7 +121,10 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     return { corpus, ...(await ensureInitialPolicy(policyDir, { seed, python, ...(corpus ? { corpus, merges: TOKENIZER_MERGES } : {}) })) };
   });
   const corpus = init.corpus;
-  if (init.created) log(`created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`);
+  if (init.created)
+    log(
+      `created the initial policy in ${policyDir} (weights ${init.version}${corpus ? `, ${TOKENIZER_MERGES} BPE merges learned from the reference trajectories` : ""})`,
+    );
 
   const sft = decideSft(plan.sft, { policyDir, sftDone: state.sftDone });
   const trainerOut = join(store.dir, "trainer");
@@ -173,7 +184,17 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   const versions = [init.version, ...state.versions];
   try {
     try {
-      policy = await openPolicyEngine({ plan, model, runDir: store.dir, serving, threads, ...(external ? { external } : {}), ...(o.signal ? { signal: o.signal } : {}), log, warn });
+      policy = await openPolicyEngine({
+        plan,
+        model,
+        runDir: store.dir,
+        serving,
+        threads,
+        ...(external ? { external } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+        log,
+        warn,
+      });
     } catch (err) {
       // Ctrl-C while the served engine started: nothing ran; an interruption, not a failure.
       if (!o.signal?.aborted) throw err;
@@ -198,7 +219,16 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
     });
     // A worker in the cluster saves each version in the claim; the engine here loads a copy of it.
     const fetchWeights = inCluster ? (dir: string, version: string) => inCluster!.fetch(dir, join(trainerOut, "weights", version)) : undefined;
-    const publisher = new Publisher({ worker, engine, store, checkpointRoot, weightsFormat: trainer.weightsFormat, serving, ...(state.sftCheckpoint ? { sftCheckpoint: state.sftCheckpoint.path } : {}), ...(fetchWeights ? { fetchWeights } : {}) });
+    const publisher = new Publisher({
+      worker,
+      engine,
+      store,
+      checkpointRoot,
+      weightsFormat: trainer.weightsFormat,
+      serving,
+      ...(state.sftCheckpoint ? { sftCheckpoint: state.sftCheckpoint.path } : {}),
+      ...(fetchWeights ? { fetchWeights } : {}),
+    });
 
     // SFT warm-up on reference solutions replayed through the harnesses.
     if (sft.action === "skip") {
@@ -222,9 +252,16 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
         continue;
       }
       const trainingStep = sampleSteps.findIndex((s) => s.index === step.index) + 1;
-      log(step.kind === "eval" ? `held-out evaluation (${step.rollouts.length} rollouts, weights ${publisher.version})` : `step ${trainingStep}/${sampleSteps.length}: sampling ${step.rollouts.length} rollouts (weights ${publisher.version})`);
+      log(
+        step.kind === "eval"
+          ? `held-out evaluation (${step.rollouts.length} rollouts, weights ${publisher.version})`
+          : `step ${trainingStep}/${sampleSteps.length}: sampling ${step.rollouts.length} rollouts (weights ${publisher.version})`,
+      );
       const started = performance.now();
-      const phase = step.kind === "eval" ? { phase: "held-out", label: "held-out evaluation" } : { phase: "rollouts", label: `step ${trainingStep}/${sampleSteps.length} rollouts` };
+      const phase =
+        step.kind === "eval"
+          ? { phase: "held-out", label: "held-out evaluation" }
+          : { phase: "rollouts", label: `step ${trainingStep}/${sampleSteps.length} rollouts` };
       const done = store.finishedIds();
       o.onEvent?.({ type: "progress", ...phase, unit: "rollouts", total: step.rollouts.length, done: step.rollouts.filter((r) => done.has(r.id)).length });
       const results = await executor.runRollouts(step.rollouts, step.index);
@@ -232,7 +269,14 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       o.onEvent?.({ type: "progress", ...phase, unit: "rollouts", total: step.rollouts.length, done: step.rollouts.length });
       const rolloutSeconds = secondsSince(started);
       if (step.kind === "eval") {
-        const ev: EvalEvent = { type: "held-out", step: step.index, trainedSteps: trained, ...scoreHeldOut(results), version: publisher.version, seconds: rolloutSeconds };
+        const ev: EvalEvent = {
+          type: "held-out",
+          step: step.index,
+          trainedSteps: trained,
+          ...scoreHeldOut(results),
+          version: publisher.version,
+          seconds: rolloutSeconds,
+        };
         store.event({ ...ev });
         state.evals = state.evals.filter((x) => x.step !== ev.step).concat(ev);
         sinks?.write(ev.trainedSteps, heldOutScalars(ev));
@@ -243,7 +287,13 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
       }
       const calls = executor.calls(results.map((r) => r.id));
       const context = { plan, algorithm, store, worker, publisher, log, warn, ...(o.onEvent ? { onEvent: o.onEvent } : {}) };
-      const stepDone = await trainStep(context, step, results, calls, { trainingStep, of: sampleSteps.length, done: trained, skipStreak, timing: { started, rollouts: rolloutSeconds } });
+      const stepDone = await trainStep(context, step, results, calls, {
+        trainingStep,
+        of: sampleSteps.length,
+        done: trained,
+        skipStreak,
+        timing: { started, rollouts: rolloutSeconds },
+      });
       skipStreak = stepDone.skipStreak;
       trained++;
       state.metrics = state.metrics.filter((x) => x.step !== stepDone.metrics.step).concat(stepDone.metrics);
@@ -275,7 +325,15 @@ async function closingOnError<T>(sinks: MetricSinks | null, work: () => Promise<
 }
 
 /** The run's outcome and its reward curve (reward-curve.svg in the run directory). */
-function outcome(plan: Plan, store: RunStore, state: ReturnType<typeof readLoopState>, versions: string[], sft: RunOutcome["sft"], interrupted: boolean, engine: EngineSummary | undefined): RunOutcome {
+function outcome(
+  plan: Plan,
+  store: RunStore,
+  state: ReturnType<typeof readLoopState>,
+  versions: string[],
+  sft: RunOutcome["sft"],
+  interrupted: boolean,
+  engine: EngineSummary | undefined,
+): RunOutcome {
   const evals = [...state.evals].sort((a, b) => a.step - b.step);
   const metrics = [...state.metrics].sort((a, b) => a.step - b.step);
   const curve = renderRewardCurve(

@@ -33,7 +33,12 @@ export interface TrainedTokensEvent {
 }
 
 /** Check an RL step's batch against its calls. */
-export function checkStepBatch(algorithm: ResolvedAlgorithm, batch: TrainingBatch, results: readonly RolloutResult[], calls: readonly CallRecord[]): BatchCheck {
+export function checkStepBatch(
+  algorithm: ResolvedAlgorithm,
+  batch: TrainingBatch,
+  results: readonly RolloutResult[],
+  calls: readonly CallRecord[],
+): BatchCheck {
   return checkTrainedTokens(batch, { records: callsByRollout(calls, new Set(results.map((r) => r.id))), filters: algorithm.filters });
 }
 

@@ -40,7 +40,12 @@ export interface HeldOutOutcome {
 }
 
 function change(before: Pick<Score, "passRate" | "rollouts"> | undefined, after: Pick<Score, "passRate" | "rollouts"> | undefined): HeldOutChange {
-  const out: HeldOutChange = { before: before?.passRate ?? null, after: after?.passRate ?? null, n: before?.rollouts ?? after?.rollouts ?? 0, gainStdErrors: null };
+  const out: HeldOutChange = {
+    before: before?.passRate ?? null,
+    after: after?.passRate ?? null,
+    n: before?.rollouts ?? after?.rollouts ?? 0,
+    gainStdErrors: null,
+  };
   if (before && after && before.rollouts > 0 && after.rollouts > 0) {
     const v = (before.passRate * (1 - before.passRate)) / before.rollouts + (after.passRate * (1 - after.passRate)) / after.rollouts;
     if (v > 0) out.gainStdErrors = (after.passRate - before.passRate) / Math.sqrt(v);

@@ -11,7 +11,9 @@ export function splitMiniBatches(batch: TrainingBatch, n: number): TrainingBatch
   if (parts === 1 || items.length <= 1) return [batch];
   const buckets: (typeof items)[number][][] = Array.from({ length: Math.min(parts, items.length) }, () => []);
   items.forEach((item, i) => buckets[i % buckets.length]!.push(item));
-  return buckets.map((b) => (batch.layout === "tree" ? { ...batch, trees: b as NonNullable<TrainingBatch["trees"]> } : { ...batch, paths: b as NonNullable<TrainingBatch["paths"]> }));
+  return buckets.map((b) =>
+    batch.layout === "tree" ? { ...batch, trees: b as NonNullable<TrainingBatch["trees"]> } : { ...batch, paths: b as NonNullable<TrainingBatch["paths"]> },
+  );
 }
 
 type Metrics = Record<string, unknown>;

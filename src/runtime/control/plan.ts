@@ -44,7 +44,10 @@ export function isPlanFile(paths: readonly string[]): boolean {
  */
 export function readPlanFile(file: string): Result<Plan | undefined> {
   const at = { file, line: 1, column: 1 };
-  const fail = (code: "FileNotFound" | "InvalidPlan" | "PlanEdited", message: string): Result<undefined> => ({ value: undefined, diagnostics: [makeDiagnostic(code, at, message, CODES[code])] });
+  const fail = (code: "FileNotFound" | "InvalidPlan" | "PlanEdited", message: string): Result<undefined> => ({
+    value: undefined,
+    diagnostics: [makeDiagnostic(code, at, message, CODES[code])],
+  });
   let text: string;
   try {
     text = readFileSync(file, "utf8");

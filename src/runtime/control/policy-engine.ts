@@ -107,7 +107,11 @@ export async function openPolicyEngine(o: OpenOptions): Promise<PolicyEngine> {
     const engine = new OnnxEngine({ ...model.engine, modelPath: serving.weightsDir, threads: o.threads });
     await engine.ready().catch(async (err) => {
       await engine.close();
-      throw new LoopError("EngineLoadFailed", `The onnx engine cannot load ${serving.weightsDir}: ${(err as Error).message}`, "Check the weights directory, or start a new run.");
+      throw new LoopError(
+        "EngineLoadFailed",
+        `The onnx engine cannot load ${serving.weightsDir}: ${(err as Error).message}`,
+        "Check the weights directory, or start a new run.",
+      );
     });
     return { engine, close: () => engine.close() };
   }
@@ -152,7 +156,8 @@ class ServedPolicy implements ReloadingEngine {
   static async start(o: OpenOptions, serving: { version: string; weightsDir: string }): Promise<ServedPolicy> {
     const { served, engine } = await startOn(o, serving);
     const restart = tiedHead(serving.weightsDir);
-    if (restart) o.log?.("the policy's logits head is tied to its embeddings: vLLM is restarted on each new version (its in-place reload leaves a tied head stale)");
+    if (restart)
+      o.log?.("the policy's logits head is tied to its embeddings: vLLM is restarted on each new version (its in-place reload leaves a tied head stale)");
     return new ServedPolicy(o, served, engine, restart);
   }
 
@@ -180,7 +185,10 @@ class ServedPolicy implements ReloadingEngine {
 }
 
 /** Start vLLM on `serving.weightsDir`, its engine labelled with `serving.version`, checked trainable. */
-async function startOn(o: OpenOptions, serving: { version: string; weightsDir: string }): Promise<{ served: ServedModel; engine: HttpEngine & ReloadingEngine }> {
+async function startOn(
+  o: OpenOptions,
+  serving: { version: string; weightsDir: string },
+): Promise<{ served: ServedModel; engine: HttpEngine & ReloadingEngine }> {
   const e = o.model.engine;
   if (e.type !== "vllm" || !e.serve) throw new Error("a served policy is a vllm engine with serve");
   const onWeights: Plan = { ...o.plan, model: { ...o.model, engine: { ...e, serve: { ...e.serve, modelPath: resolve(serving.weightsDir) } } } };

@@ -36,7 +36,10 @@ export function trainedSteps(dir: string): number {
 }
 
 /** Creates the policy (tokenizer with BPE merges learned from `corpus` when given) unless it exists. */
-export async function ensureInitialPolicy(dir: string, opts: { seed: number; python: string; corpus?: string; merges?: number }): Promise<{ version: string; created: boolean }> {
+export async function ensureInitialPolicy(
+  dir: string,
+  opts: { seed: number; python: string; corpus?: string; merges?: number },
+): Promise<{ version: string; created: boolean }> {
   const ready = readModelFile(join(dir, "READY"), dir, "config");
   if (ready.ok) return { version: ready.text.trim(), created: false };
   // A READY that is there but not a regular file (a link to /proc/self/environ, a FIFO) is never read into a version.

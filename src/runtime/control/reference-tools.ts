@@ -57,7 +57,11 @@ function mcpToolName(name: string, servers: readonly string[], harness: Pick<Res
  * rollout's) take the harness's MCP tool name; any other call (already in the harness's own
  * tools) is kept as written. Throws ReferenceToolError when a mapping does not render for a call.
  */
-export function referenceTurnsFor(turns: readonly ScriptedTurn[], harness: Pick<ResolvedHarness, "name" | "referenceTools" | "mcp">, mcpServers: readonly string[] = []): ScriptedTurn[] {
+export function referenceTurnsFor(
+  turns: readonly ScriptedTurn[],
+  harness: Pick<ResolvedHarness, "name" | "referenceTools" | "mcp">,
+  mcpServers: readonly string[] = [],
+): ScriptedTurn[] {
   const tools = harness.referenceTools ?? {};
   return turns.map((turn, i) => {
     if (!turn.toolCalls) return { ...turn };

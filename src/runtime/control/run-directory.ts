@@ -41,7 +41,12 @@ export function openRun(plan: Plan, opts: OpenRunOptions = {}): RunStore {
   const opened = RunStore.open(dir, plan, { resume: opts.resume !== undefined, manifest });
   const problem = opened.problem;
   if (!opened.store || problem) {
-    if (problem?.code === "PlanChanged") throw new ReinsError("PlanChanged", `${dir} ran another plan: ${problem.message.replace(/^The specs changed/, "the specs or plan file changed")}`, CODES.PlanChanged);
+    if (problem?.code === "PlanChanged")
+      throw new ReinsError(
+        "PlanChanged",
+        `${dir} ran another plan: ${problem.message.replace(/^The specs changed/, "the specs or plan file changed")}`,
+        CODES.PlanChanged,
+      );
     throw new ReinsError(problem!.code, problem!.message, problem!.hint);
   }
   return opened.store;
@@ -50,12 +55,18 @@ export function openRun(plan: Plan, opts: OpenRunOptions = {}): RunStore {
 /** The plan stored in a run directory (what `--resume DIR` alone runs), checked to be unchanged. */
 export function readRunPlan(dir: string): Plan {
   const file = join(dir, "plan.json");
-  if (!existsSync(file)) throw new ReinsError("RunNotFound", `${dir} ${existsSync(dir) ? "holds no run (no plan.json)" : "does not exist"}.`, "Pass the --out directory of the run to resume.");
+  if (!existsSync(file))
+    throw new ReinsError(
+      "RunNotFound",
+      `${dir} ${existsSync(dir) ? "holds no run (no plan.json)" : "does not exist"}.`,
+      "Pass the --out directory of the run to resume.",
+    );
   const read = readPlanFile(file);
   if (!read.value) {
     const d = read.diagnostics[0]!;
     const position = { position: { file: d.file, line: d.line, column: d.column } };
-    if (d.code === "PlanEdited") throw new ReinsError("PlanEdited", d.message, "The run directory's plan.json must stay as the run wrote it; start a new run with --out.", position);
+    if (d.code === "PlanEdited")
+      throw new ReinsError("PlanEdited", d.message, "The run directory's plan.json must stay as the run wrote it; start a new run with --out.", position);
     throw new ReinsError("RunCorrupt", d.message, "Restore the run directory's plan.json, or start a new run with --out.", position);
   }
   return read.value;

@@ -81,9 +81,13 @@ export interface GainDifference {
 }
 
 export function summarizeSeeds(runs: readonly SeedRunSummary[], o: { runDir: string; planHash: string }): SeedsSummary {
-  const seeds = runs.map((r): SeedEntry => ({ seed: r.seed, runDir: r.runDir, heldOut: withGain(heldOutChange(r.evaluations)), steps: r.steps, seconds: r.seconds }));
+  const seeds = runs.map(
+    (r): SeedEntry => ({ seed: r.seed, runDir: r.runDir, heldOut: withGain(heldOutChange(r.evaluations)), steps: r.steps, seconds: r.seconds }),
+  );
   const harnesses = [...new Set(runs.flatMap((r) => Object.keys(r.heldOut.byHarness)))].sort();
-  const byHarness = Object.fromEntries(harnesses.map((h) => [h, overSeeds(runs.flatMap((r) => (r.heldOut.byHarness[h] ? [withGain(r.heldOut.byHarness[h])] : [])))]));
+  const byHarness = Object.fromEntries(
+    harnesses.map((h) => [h, overSeeds(runs.flatMap((r) => (r.heldOut.byHarness[h] ? [withGain(r.heldOut.byHarness[h])] : [])))]),
+  );
   return {
     seeds,
     heldOut: { ...overSeeds(seeds.map((s) => s.heldOut)), byHarness },

@@ -58,7 +58,11 @@ export function openSeedsDirectory(plan: Plan, opts: { out?: string; resume?: st
     const stored = readRunPlan(dir);
     checkRunKind(dir, "training-seeds", plan.seeds);
     if (stored.hash !== plan.hash) {
-      throw new ReinsError("PlanChanged", `${dir} ran another plan: the specs or plan file changed (plan ${stored.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`, "Resume with the same specs, or start a new run with --out.");
+      throw new ReinsError(
+        "PlanChanged",
+        `${dir} ran another plan: the specs or plan file changed (plan ${stored.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`,
+        "Resume with the same specs, or start a new run with --out.",
+      );
     }
     return dir;
   }

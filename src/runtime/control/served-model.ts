@@ -43,7 +43,8 @@ export async function startServedModel(plan: Plan, runDir: string, opts: { signa
   if (stale) opts.log?.(`stopped the vLLM server (pid ${stale}) an earlier reins left running for this run directory`);
   opts.log?.(`starting vLLM for ${model.engine.model} (${serve.modelPath}); its log: ${join(runDir, "vllm-server.log")}`);
   // Recorded as soon as it is spawned: a reins killed while the server starts leaves its pid behind.
-  const record = (about: { pid: number; command: string[]; baseUrl?: string; startSeconds?: number }) => writeFileSync(join(runDir, "vllm-server.json"), `${JSON.stringify(about, null, 1)}\n`);
+  const record = (about: { pid: number; command: string[]; baseUrl?: string; startSeconds?: number }) =>
+    writeFileSync(join(runDir, "vllm-server.json"), `${JSON.stringify(about, null, 1)}\n`);
   const server = await startVllmServer({
     serve,
     model: model.engine.model,

@@ -10,7 +10,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plan, PlanRollout, ResolvedModel, ScriptedTurn } from "../../compiler/contract/plan.js";
-import { rng, shuffledIndexes } from "../../compiler/contract/rng.js";
+import { shuffledIndexes } from "../../compiler/contract/rng.js";
+import { seededStream } from "../../compiler/contract/seeds.js";
 import { createExecutor, type Executor } from "../executor/executor.js";
 import { loadModelRuntime } from "../model/model-runtime.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
@@ -55,7 +56,11 @@ export function decideSft(sft: Plan["sft"], o: { policyDir: string; sftDone: boo
   if (o.sftDone) return { action: "done" };
   if (sft.when === "always") return { action: "run" };
   const steps = trainedSteps(o.policyDir);
-  if (steps > 0) return { action: "skip", reason: `the policy in ${o.policyDir} has trained weights (${steps} optimizer step${steps === 1 ? "" : "s"}, trained.json) and sft.when is if-untrained` };
+  if (steps > 0)
+    return {
+      action: "skip",
+      reason: `the policy in ${o.policyDir} has trained weights (${steps} optimizer step${steps === 1 ? "" : "s"}, trained.json) and sft.when is if-untrained`,
+    };
   return { action: "run" };
 }
 
@@ -66,7 +71,7 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
   const rollouts: PlanRollout[] = [];
   const scriptOf = new Map<string, { key: string; turns: ScriptedTurn[] }>();
   // A harness with a reference limit replays a seeded sample of the tasks, the same in every run of the plan.
-  const order = shuffledIndexes(tasks.length, rng((plan.seed ^ 0x5bd1e995) >>> 0));
+  const order = shuffledIndexes(tasks.length, seededStream(plan.seed, "sft-replay-order"));
   const limited = new Map(Object.entries(plan.sft?.referencesPerHarness ?? {}).map(([h, n]) => [h, new Set(order.slice(0, n))]));
   tasks.forEach((t, i) => {
     for (const h of plan.harnesses.filter((x) => x.dialect && (limited.get(x.name)?.has(i) ?? true))) {
@@ -84,7 +89,11 @@ function mappedReference(turns: ScriptedTurn[], harness: Plan["harnesses"][numbe
     return referenceTurnsFor(turns, harness, mcpServers);
   } catch (e) {
     if (!(e instanceof ReferenceToolError)) throw e;
-    throw new LoopError("ReferenceToolInvalid", `A reference solution cannot be replayed through ${harness.name}: ${e.message}.`, "Fix the harness's referenceTools templates (they may name only the reins tool's arguments).");
+    throw new LoopError(
+      "ReferenceToolInvalid",
+      `A reference solution cannot be replayed through ${harness.name}: ${e.message}.`,
+      "Fix the harness's referenceTools templates (they may name only the reins tool's arguments).",
+    );
   }
 }
 
@@ -106,7 +115,15 @@ export async function tokenizerCorpus(c: SftContext, policyDir: string, python: 
     const runtime = await loadModelRuntime(bootModel);
     const engine = new ReferenceEngine({ model: bootModel, runtime }, (rolloutId) => scriptOf.get(rolloutId));
     const store = RunStore.open(join(bootDir, "run"), plan, { resume: false }).store!;
-    const exec = await createExecutor({ plan, store, provider: c.provider, engine, model: bootModel, ...(c.onEvent ? { onEvent: c.onEvent } : {}), ...(c.signal ? { signal: c.signal } : {}) });
+    const exec = await createExecutor({
+      plan,
+      store,
+      provider: c.provider,
+      engine,
+      model: bootModel,
+      ...(c.onEvent ? { onEvent: c.onEvent } : {}),
+      ...(c.signal ? { signal: c.signal } : {}),
+    });
     let calls: ReturnType<Executor["calls"]>;
     try {
       const phase = { type: "progress", phase: "tokenizer-corpus", label: "tokenizer corpus: reference replays", unit: "rollouts", total: rollouts.length };
@@ -139,7 +156,14 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   const model = plan.model!;
   const runtime = await loadModelRuntime(model);
   const reference = new ReferenceEngine({ model, runtime }, (rolloutId) => scriptOf.get(rolloutId));
-  const exec: Executor = await createExecutor({ plan, store, provider: c.provider, engine: reference, ...(c.onEvent ? { onEvent: c.onEvent } : {}), ...(c.signal ? { signal: c.signal } : {}) });
+  const exec: Executor = await createExecutor({
+    plan,
+    store,
+    provider: c.provider,
+    engine: reference,
+    ...(c.onEvent ? { onEvent: c.onEvent } : {}),
+    ...(c.signal ? { signal: c.signal } : {}),
+  });
   let results: RolloutResult[];
   let calls: ReturnType<Executor["calls"]>;
   try {
@@ -156,9 +180,14 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   if (c.signal?.aborted) return null;
   const passedResults = results.filter((r) => r.passed);
   const passed = passedResults.length;
-  if (passed === 0) throw new LoopError("NoSftData", "No reference rollout passed its verifier, so there is nothing to fine-tune on.", "Check the tasks' reference solutions with reins eval.");
+  if (passed === 0)
+    throw new LoopError(
+      "NoSftData",
+      "No reference rollout passed its verifier, so there is nothing to fine-tune on.",
+      "Check the tasks' reference solutions with reins eval.",
+    );
   const size = sft.batchSize > 0 ? Math.min(sft.batchSize, passed) : passed;
-  const random = seededRandom(plan.seed);
+  const random = seededStream(plan.seed, "sft-subsets");
   const full = buildSftBatch(plan.algorithm!, passedResults, calls);
   const trees = full.trees ?? [];
   const sequences = trees.reduce((n, t) => n + (t.leaves ?? 0), 0);
@@ -168,7 +197,9 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   recordCheck(store, "sft", -1, check);
   const mismatch = describeMismatch(check, "SFT");
   if (mismatch) warn(mismatch);
-  log(`SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (${trees.length === 1 ? "one tree" : `${trees.length} trees`} of ${treeTokens} tokens), ${sft.steps} steps of ${size}`);
+  log(
+    `SFT: ${passed}/${results.length} reference rollouts passed their verifier; ${sequences} sequences (${trees.length === 1 ? "one tree" : `${trees.length} trees`} of ${treeTokens} tokens), ${sft.steps} steps of ${size}`,
+  );
   let last: Record<string, unknown> = {};
   let streak = 0;
   let skipped = 0;
@@ -183,10 +214,20 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
     const applied = await applyStep(worker, batch, { fb: { objective: "sft" }, learningRate: sft.learningRate, betas: sft.adamBetas });
     if ("bad" in applied) {
       const kept = `SFT publishes nothing before it ends; the weights ${serving} keep serving.`;
-      if (decideBadStep(policy, streak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: streak, learningRate: "sft.learningRate" });
+      if (decideBadStep(policy, streak) === "stop")
+        throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: streak, learningRate: "sft.learningRate" });
       streak++;
       skipped++;
-      const ev: SkipEvent = { type: "step-skipped", phase: "sft", step: s + 1, code: applied.bad.code, reason: applied.bad.reason, version: serving, consecutive: streak, maxSkips: policy.maxSkips };
+      const ev: SkipEvent = {
+        type: "step-skipped",
+        phase: "sft",
+        step: s + 1,
+        code: applied.bad.code,
+        reason: applied.bad.reason,
+        version: serving,
+        consecutive: streak,
+        maxSkips: policy.maxSkips,
+      };
       store.event({ ...ev });
       warn(describeSkip(ev, what));
       progress(s + 1);
@@ -208,14 +249,17 @@ export async function runSft(c: SftContext, store: RunStore, worker: TrainerHand
   }
   if (c.signal?.aborted) return null; // an unfinished SFT is redone on resume: no sft event
   // `steps`: the steps SFT ran (fewer than sft.steps when it stopped at sft.targetLoss, with the window's mean loss).
-  store.event({ type: "sft", rollouts: results.length, passed, sequences, steps, skipped, lastLoss: last.loss ?? null, ...(stoppedAt === undefined ? {} : { targetLoss: sft.targetLoss, windowLoss: stoppedAt }) });
+  store.event({
+    type: "sft",
+    rollouts: results.length,
+    passed,
+    sequences,
+    steps,
+    skipped,
+    lastLoss: last.loss ?? null,
+    ...(stoppedAt === undefined ? {} : { targetLoss: sft.targetLoss, windowLoss: stoppedAt }),
+  });
   return { rollouts: results.length, passed, sequences, steps };
-}
-
-
-/** The SFT subsets' random source: the compiler's mulberry32, on a seed of its own. */
-function seededRandom(seed: number): () => number {
-  return rng((seed ^ 0x9e3779b9) >>> 0);
 }
 
 function sample<T>(list: readonly T[], k: number, random: () => number): T[] {

@@ -82,8 +82,7 @@ export function readLoopState(store: RunStore): LoopState {
         state.sftDone = true;
         state.sftCheckpoint = c;
         if (sft) state.sft = sft;
-      }
-      else state.trainedSteps.add(c.step);
+      } else state.trainedSteps.add(c.step);
       state.skipStreak = 0;
     } else if (e.type === "step-skipped" && (e as SkipEvent).phase === "step") {
       state.skippedSteps.add((e as SkipEvent).step);

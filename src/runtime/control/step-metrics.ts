@@ -69,7 +69,11 @@ export function treeCounts(reports: readonly RolloutReport[]): { branches: numbe
 }
 
 /** family → harness → the cell's metrics. */
-export function breakdownByFamilyHarness(plan: Plan, results: readonly RolloutResult[], reports: readonly RolloutReport[]): Record<string, Record<string, GroupMetrics>> {
+export function breakdownByFamilyHarness(
+  plan: Plan,
+  results: readonly RolloutResult[],
+  reports: readonly RolloutReport[],
+): Record<string, Record<string, GroupMetrics>> {
   const family = familyOf(plan);
   const reportOf = new Map(reports.map((r) => [r.rollout, r]));
   const cells = new Map<string, { family: string; harness: string; results: RolloutResult[] }>();
@@ -81,7 +85,7 @@ export function breakdownByFamilyHarness(plan: Plan, results: readonly RolloutRe
     cell.results.push(r);
   }
   const out: Record<string, Record<string, GroupMetrics>> = {};
-  for (const cell of [...cells.values()].sort((a, b) => (a.family + "\0" + a.harness < b.family + "\0" + b.harness ? -1 : 1))) {
+  for (const cell of [...cells.values()].sort((a, b) => (`${a.family}\0${a.harness}` < `${b.family}\0${b.harness}` ? -1 : 1))) {
     const scored = cell.results.filter((r) => r.reward !== null);
     const trees = treeCounts(cell.results.flatMap((r) => reportOf.get(r.id) ?? []));
     (out[cell.family] ??= {})[cell.harness] = {

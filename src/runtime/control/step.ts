@@ -93,14 +93,26 @@ export async function trainStep(
   let skipped: SkipEvent | null = null;
   if ("bad" in applied) {
     const kept = `Nothing of this step was applied or published; the weights ${publisher.version} keep serving.`;
-    if (decideBadStep(policy, skipStreak) === "stop") throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: skipStreak, learningRate: "algorithm.learningRate" });
+    if (decideBadStep(policy, skipStreak) === "stop")
+      throw stopAtBadStep(applied.bad, { what, kept, policy, previousSkips: skipStreak, learningRate: "algorithm.learningRate" });
     skipStreak++;
-    skipped = { type: "step-skipped", phase: "step", step: step.index, code: applied.bad.code, reason: applied.bad.reason, version: publisher.version, consecutive: skipStreak, maxSkips: policy.maxSkips };
+    skipped = {
+      type: "step-skipped",
+      phase: "step",
+      step: step.index,
+      code: applied.bad.code,
+      reason: applied.bad.reason,
+      version: publisher.version,
+      consecutive: skipStreak,
+      maxSkips: policy.maxSkips,
+    };
   }
   const fb = "bad" in applied ? null : applied.fb;
   const opt = "bad" in applied ? null : applied.opt;
   const trainMetrics = {
-    ...(fb ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond } : {}),
+    ...(fb
+      ? { loss: fb.loss, kl: fb.kl, entropy: fb.entropy, clipFraction: fb.clipFraction, correction: fb.correction, tokensPerSecond: fb.tokensPerSecond }
+      : {}),
     ...(fb && fb.valueLoss !== undefined ? { valueLoss: fb.valueLoss } : {}),
     // KL between the sampling engine's and the trainer's token distributions (prime-rl's mismatch_kl).
     ...(fb && typeof fb.klRollout === "number" ? { mismatchKl: fb.klRollout } : {}),
@@ -117,7 +129,12 @@ export async function trainStep(
     progress("publishing", "weights", 1, 1);
     skipStreak = 0;
   }
-  const timing: StepTiming = { rollouts: at.timing.rollouts, training, publishing: skipped ? 0 : secondsSince(publishingStart), step: secondsSince(at.timing.started) };
+  const timing: StepTiming = {
+    rollouts: at.timing.rollouts,
+    training,
+    publishing: skipped ? 0 : secondsSince(publishingStart),
+    step: secondsSince(at.timing.started),
+  };
   const m: StepMetrics = {
     type: "step-metrics",
     step: step.index,
@@ -143,7 +160,13 @@ export async function trainStep(
   // The step's commit, after its records: a run killed before this line redoes the step on resume.
   if (checkpoint) publisher.commit(checkpoint);
   if (skipped) store.event({ ...skipped });
-  c.log(skipped ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}` : !trainable ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version}` : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`);
+  c.log(
+    skipped
+      ? `  mean reward ${meanReward.toFixed(3)}, step skipped → weights ${publisher.version}`
+      : !trainable
+        ? `  mean reward ${meanReward.toFixed(3)}, nothing to train (${describeNothing(report)}) → weights ${publisher.version}`
+        : `  mean reward ${meanReward.toFixed(3)}, trained ${m.trainedRollouts}/${results.length} rollouts → weights ${publisher.version}${m.valueLoss !== undefined ? `, value loss ${Number(m.valueLoss).toFixed(4)}` : ""}`,
+  );
   return { metrics: m, skipStreak };
 }
 

@@ -66,7 +66,11 @@ export async function applyMiniBatches(worker: TrainerHandle, batch: TrainingBat
     if ("bad" in applied) {
       if (fbs.length > 0) {
         if (!lastCheckpoint) {
-          throw new LoopError(applied.bad.code, `${applied.bad.reason} (mini-batch ${fbs.length + 1}, after ${fbs.length} were applied, with no checkpoint to roll back to).`, "Lower the learning rate.");
+          throw new LoopError(
+            applied.bad.code,
+            `${applied.bad.reason} (mini-batch ${fbs.length + 1}, after ${fbs.length} were applied, with no checkpoint to roll back to).`,
+            "Lower the learning rate.",
+          );
         }
         await worker.client.restore(lastCheckpoint);
       }

@@ -10,14 +10,25 @@ import type { EngineInfo } from "./engine.js";
 export type FidelityVerdict = { ok: true } | { ok: false; message: string; hint: string };
 
 /** Whether `sampling` through an engine with this probe result returns the sampling distribution's logprobs. */
-export function checkSamplingFidelity(probe: Pick<EngineInfo, "server" | "logprobsMode" | "logprobsModeFrom">, sampling: { temperature: number; topP: number }): FidelityVerdict {
+export function checkSamplingFidelity(
+  probe: Pick<EngineInfo, "server" | "logprobsMode" | "logprobsModeFrom">,
+  sampling: { temperature: number; topP: number },
+): FidelityVerdict {
   const { temperature: t, topP: p } = sampling;
   const where = `${probe.server} returns ${probe.logprobsMode} logprobs (${probe.logprobsModeFrom === "server" ? "the server says so" : probe.logprobsModeFrom === "spec" ? "the Model's engine.logprobsMode says so" : "its default"})`;
   if (probe.logprobsMode === "logits") {
-    return { ok: false, message: `${probe.server} returns logits, not logprobs, so reins cannot learn the probability of the sampled tokens.`, hint: "Restart vLLM with --logprobs-mode processed_logprobs (or raw_logprobs with temperature 1 and topP 1)." };
+    return {
+      ok: false,
+      message: `${probe.server} returns logits, not logprobs, so reins cannot learn the probability of the sampled tokens.`,
+      hint: "Restart vLLM with --logprobs-mode processed_logprobs (or raw_logprobs with temperature 1 and topP 1).",
+    };
   }
   if (t === 0) {
-    return { ok: false, message: "The Model samples greedily (temperature 0): there is no sampling distribution to train against.", hint: "Set the Model's sampling.temperature above 0 (1 for the model's own distribution)." };
+    return {
+      ok: false,
+      message: "The Model samples greedily (temperature 0): there is no sampling distribution to train against.",
+      hint: "Set the Model's sampling.temperature above 0 (1 for the model's own distribution).",
+    };
   }
   if (probe.logprobsMode === "raw" && (t !== 1 || p !== 1)) {
     return {
@@ -60,6 +71,10 @@ export function requireTrainable(probe: EngineInfo | undefined, sampling: { temp
         : probe.server === "sglang"
           ? "Use an SGLang version that serves /update_weights_from_disk."
           : "Train through a vllm or sglang engine; llama-cpp serves evaluations only.";
-    throw new ReinsError("EngineNotTrainable", `Cannot train through this engine: the ${probe.server}${probe.version ? ` ${probe.version}` : ""} server offers no route to load new weights.`, hint);
+    throw new ReinsError(
+      "EngineNotTrainable",
+      `Cannot train through this engine: the ${probe.server}${probe.version ? ` ${probe.version}` : ""} server offers no route to load new weights.`,
+      hint,
+    );
   }
 }

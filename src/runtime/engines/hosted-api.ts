@@ -66,11 +66,25 @@ export async function askHostedText(api: ResolvedHostedApi, ask: HostedAsk, env:
   const url = hostedUrl(api, anthropic ? "/messages" : "/chat/completions");
   const body = anthropic
     ? { model: api.model, max_tokens: ask.maxTokens, temperature: ask.temperature, system: ask.system, messages: [{ role: "user", content: ask.user }] }
-    : { model: api.model, max_tokens: ask.maxTokens, temperature: ask.temperature, messages: [{ role: "system", content: ask.system }, { role: "user", content: ask.user }] };
+    : {
+        model: api.model,
+        max_tokens: ask.maxTokens,
+        temperature: ask.temperature,
+        messages: [
+          { role: "system", content: ask.system },
+          { role: "user", content: ask.user },
+        ],
+      };
   const timeout = AbortSignal.timeout(api.timeoutSeconds * 1000);
   let res: Response;
   try {
-    res = await fetch(url, { method: "POST", headers: hostedHeaders(api, key), body: JSON.stringify(body), redirect: "manual", signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    res = await fetch(url, {
+      method: "POST",
+      headers: hostedHeaders(api, key),
+      body: JSON.stringify(body),
+      redirect: "manual",
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     throw new HostedApiError("request-failed", `${url} could not be reached: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
@@ -92,7 +106,9 @@ export async function askHostedText(api: ResolvedHostedApi, ask: HostedAsk, env:
 function anthropicText(json: unknown): string | undefined {
   const content = (json as { content?: unknown }).content;
   if (!Array.isArray(content)) return undefined;
-  const texts = content.filter((b): b is { type: "text"; text: string } => typeof b === "object" && b !== null && b.type === "text" && typeof b.text === "string");
+  const texts = content.filter(
+    (b): b is { type: "text"; text: string } => typeof b === "object" && b !== null && b.type === "text" && typeof b.text === "string",
+  );
   return texts.length > 0 ? texts.map((b) => b.text).join("") : undefined;
 }
 

@@ -85,11 +85,16 @@ export function readLlamaCpp(json: unknown): Piece | undefined {
   if (!o || typeof o !== "object") return undefined;
   const probs = Array.isArray(o.completion_probabilities) ? (o.completion_probabilities as Record<string, unknown>[]) : [];
   const ids: number[] = Array.isArray(o.tokens) && o.tokens.length > 0 ? o.tokens.map(Number) : probs.map((p) => Number(p.id));
-  if (probs.length !== ids.length) throw new EngineError(`llama.cpp returned ${ids.length} tokens but ${probs.length} probabilities; send n_probs`, "bad-response");
+  if (probs.length !== ids.length)
+    throw new EngineError(`llama.cpp returned ${ids.length} tokens but ${probs.length} probabilities; send n_probs`, "bad-response");
   const logprobs = probs.map((p, i) => {
-    if (p.id !== undefined && Number(p.id) !== ids[i]) throw new EngineError(`llama.cpp's probability ${i} is for token ${String(p.id)}, not the sampled ${ids[i]}`, "bad-response");
+    if (p.id !== undefined && Number(p.id) !== ids[i])
+      throw new EngineError(`llama.cpp's probability ${i} is for token ${String(p.id)}, not the sampled ${ids[i]}`, "bad-response");
     if (typeof p.prob === "number") return Math.log(p.prob);
-    throw new EngineError(`llama.cpp's completion_probabilities[${i}] has no post-sampling prob; this llama-server predates post_sampling_probs (its logprobs would be the model's raw ones)`, "bad-response");
+    throw new EngineError(
+      `llama.cpp's completion_probabilities[${i}] has no post-sampling prob; this llama-server predates post_sampling_probs (its logprobs would be the model's raw ones)`,
+      "bad-response",
+    );
   });
   const piece: Piece = { ids, logprobs };
   if (o.stop === true || (o.stop_type !== undefined && o.stop_type !== "none")) {

@@ -6,8 +6,8 @@
  *   LM graph taking input_ids (and optionally attention_mask / position_ids) and returning
  *   `logprobs` or `logits` [B, S, V] (then each step recomputes the whole sequence).
  * - Sampling: temperature, top-p, greedy at temperature 0, with a seeded RNG per call
- *   (sampling.seed, else a hash of the engine seed, the plan's rollout id, the call's seq and,
- *   from the second try on, the try).
+ *   (sampling.seed, else the engine seed's "sampling" seed of the plan's rollout id, the call's seq
+ *   and, from the second try on, the try: contract/seeds.ts).
  * - Logprobs: each returned logprob is the UNTEMPERED model's log-probability of the sampled token
  *   (log-softmax of the raw logits), the quantity the trainer recomputes, so TIS ratios measure
  *   only the engine/trainer mismatch. With temperature ≠ 1 or top-p < 1 the behaviour policy is not
@@ -26,17 +26,11 @@
 import * as ort from "onnxruntime-node";
 import type { ResolvedEngine } from "../../compiler/contract/plan.js";
 import { createRng } from "../../compiler/contract/rng.js";
-import { seedOf } from "../../compiler/contract/hash.js";
+import { deriveSeed } from "../../compiler/contract/seeds.js";
 import { fileVersion, locateModel } from "../policy/model-dir.js";
 import { logSoftmax, sampleToken } from "../policy/sampler.js";
 import { PrefixCache, type PrefixCacheLimits, type PrefixCacheStats } from "./prefix-cache.js";
-import {
-  EngineError,
-  type Engine,
-  type GenerateChunk,
-  type GenerateRequest,
-  type GenerateResult,
-} from "./engine.js";
+import { EngineError, type Engine, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 
 export type OnnxEngineSpec = Extract<ResolvedEngine, { type: "onnx" }>;
 
@@ -76,7 +70,11 @@ class LoadedModel {
 }
 
 const int64 = (values: number[], dims: number[]) =>
-  new ort.Tensor("int64", BigInt64Array.from(values, (v) => BigInt(v)), dims);
+  new ort.Tensor(
+    "int64",
+    BigInt64Array.from(values, (v) => BigInt(v)),
+    dims,
+  );
 
 /** A shared run of int64 ones for attention masks (grown on demand, never written after fill). */
 let ones = new BigInt64Array(0);
@@ -115,7 +113,7 @@ async function loadModel(path: string, version: string | undefined, threads: num
   let kv: KvLayout | null = null;
   if (names.has("past_key_values.0.key")) {
     const meta = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
-    const shape = meta && meta.isTensor ? meta.shape : [];
+    const shape = meta?.isTensor ? meta.shape : [];
     const layers = session.inputNames.filter((n) => /^past_key_values\.\d+\.key$/.test(n)).length;
     const kvHeads = typeof shape[1] === "number" ? shape[1] : loc.config?.num_key_value_heads;
     const headDim = typeof shape[3] === "number" ? shape[3] : loc.config?.head_dim;
@@ -127,7 +125,9 @@ async function loadModel(path: string, version: string | undefined, threads: num
   }
   if (prefixCache && !kv) {
     await session.release();
-    throw new EngineError(`${loc.onnxPath} has no KV-cache inputs (past_key_values.*), so its prompts cannot reuse a prefix: remove prefixCache or export the KV-cache graph`);
+    throw new EngineError(
+      `${loc.onnxPath} has no KV-cache inputs (past_key_values.*), so its prompts cannot reuse a prefix: remove prefixCache or export the KV-cache graph`,
+    );
   }
   const loaded = new LoadedModel(
     session,
@@ -216,7 +216,7 @@ export class OnnxEngine implements Engine {
   private async sample(m: LoadedModel, req: GenerateRequest, onChunk?: (c: GenerateChunk) => void): Promise<GenerateResult> {
     const { sampling } = req;
     if (req.promptIds.length === 0) throw new EngineError("the prompt is empty; the onnx engine needs at least one token", "bad-response");
-    const rng = createRng(sampling.seed ?? seedOf(...seedParts(this.spec.seed, req)));
+    const rng = createRng(sampling.seed ?? deriveSeed(this.spec.seed, "sampling", req.rolloutId, req.seq, req.try));
     const stop = new Set(sampling.stopIds);
     const ids: number[] = [];
     const logprobs: number[] = [];
@@ -274,7 +274,11 @@ export class OnnxEngine implements Engine {
     const s = tokens.length;
     const feeds: Record<string, ort.Tensor> = { input_ids: int64(tokens, [1, s]) };
     if (m.hasMask) feeds.attention_mask = onesMask(start + s);
-    if (m.hasPositions) feeds.position_ids = int64(Array.from({ length: s }, (_, i) => start + i), [1, s]);
+    if (m.hasPositions)
+      feeds.position_ids = int64(
+        Array.from({ length: s }, (_, i) => start + i),
+        [1, s],
+      );
     if (past) Object.assign(feeds, past);
     let out: ort.InferenceSession.ReturnType;
     try {
@@ -313,9 +317,4 @@ export async function createOnnxEngine(spec: OnnxEngineSpec, _ctx?: unknown): Pr
   const engine = new OnnxEngine(spec);
   await engine.ready();
   return engine;
-}
-
-/** What the per-call seed hashes: a later try of a rollout samples afresh. */
-function seedParts(seed: number, req: GenerateRequest): unknown[] {
-  return req.try > 1 ? [seed, req.rolloutId, req.seq, req.try] : [seed, req.rolloutId, req.seq];
 }

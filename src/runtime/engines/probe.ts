@@ -10,7 +10,15 @@ import { CODES } from "../../compiler/contract/codes.js";
 import { EngineError, type EngineInfo, type LogprobsMode } from "./engine.js";
 import { buildHeaders, serverRoot } from "./http.js";
 
-export const PROBE_PATHS = ["/version", "/v1/models", "/get_model_info", "/server_info?config_format=json", "/get_server_info", "/props", "/openapi.json"] as const;
+export const PROBE_PATHS = [
+  "/version",
+  "/v1/models",
+  "/get_model_info",
+  "/server_info?config_format=json",
+  "/get_server_info",
+  "/props",
+  "/openapi.json",
+] as const;
 export type ProbePath = (typeof PROBE_PATHS)[number];
 
 /** What each probed route answered: its JSON body, or undefined (404, error status, not JSON). */
@@ -61,12 +69,20 @@ export function readProbe(type: ServerType, answers: ProbeAnswers, asserted?: Lo
   const found = identifyServer(answers);
   if (found !== type) {
     const said = found ? `a ${SERVER_NAME[found]} server answers there` : "the server there answers none of the probes of a vLLM, SGLang or llama.cpp server";
-    throw new ReinsError("EngineMismatch", `The Model's engine is ${type}, but ${said}.`, found ? `Set the engine's type to ${found}, or point baseUrl at a ${SERVER_NAME[type]} server.` : CODES.EngineMismatch);
+    throw new ReinsError(
+      "EngineMismatch",
+      `The Model's engine is ${type}, but ${said}.`,
+      found ? `Set the engine's type to ${found}, or point baseUrl at a ${SERVER_NAME[type]} server.` : CODES.EngineMismatch,
+    );
   }
   const paths = openapiPaths(answers);
   const observed = observedMode(type, answers);
   if (observed && asserted && observed !== asserted) {
-    throw new ReinsError("EngineMismatch", `The Model says the server returns ${asserted} logprobs, but the ${SERVER_NAME[type]} server reports ${observed}.`, "Remove logprobsMode from the engine, or restart the server with the mode you meant.");
+    throw new ReinsError(
+      "EngineMismatch",
+      `The Model says the server returns ${asserted} logprobs, but the ${SERVER_NAME[type]} server reports ${observed}.`,
+      "Remove logprobsMode from the engine, or restart the server with the mode you meant.",
+    );
   }
   const info: EngineInfo = {
     type,
@@ -90,7 +106,12 @@ function identifyServer(a: ProbeAnswers): ServerType | undefined {
   if (owner === "llamacpp") return "llama-cpp";
   const paths = openapiPaths(a);
   if (owner === "sglang" || obj(a["/get_model_info"]) || paths.has("/update_weights_from_disk")) return "sglang";
-  if (owner === "vllm" || obj(a["/server_info?config_format=json"])?.vllm_config !== undefined || (str(obj(a["/version"])?.version) && paths.has("/v1/completions"))) return "vllm";
+  if (
+    owner === "vllm" ||
+    obj(a["/server_info?config_format=json"])?.vllm_config !== undefined ||
+    (str(obj(a["/version"])?.version) && paths.has("/v1/completions"))
+  )
+    return "vllm";
   return undefined;
 }
 

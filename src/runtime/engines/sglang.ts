@@ -82,8 +82,12 @@ export class SglangEngine extends HttpEngine {
     const root = serverRoot(this.spec.baseUrl);
     if (!route) throw new EngineError(`the SGLang server at ${root} offers no /update_weights_from_disk (not in its /openapi.json)`, "failed");
     await this.runReload(version, async () => {
-      const out = (await readJson(await postJson(root + route, { model_path: dir, weight_version: version }, buildHeaders(this.spec.apiKeyEnv)), root + route)) as { success?: unknown; message?: unknown };
-      if (out?.success !== true) throw new EngineError(`SGLang could not load ${dir}: ${typeof out?.message === "string" ? out.message : JSON.stringify(out).slice(0, 200)}`, "failed");
+      const out = (await readJson(
+        await postJson(root + route, { model_path: dir, weight_version: version }, buildHeaders(this.spec.apiKeyEnv)),
+        root + route,
+      )) as { success?: unknown; message?: unknown };
+      if (out?.success !== true)
+        throw new EngineError(`SGLang could not load ${dir}: ${typeof out?.message === "string" ? out.message : JSON.stringify(out).slice(0, 200)}`, "failed");
     });
   }
 }
@@ -94,12 +98,14 @@ export function readSglang(json: unknown): SglangPiece | undefined {
   if (!meta || typeof meta !== "object") return undefined;
   const entries = meta.output_token_logprobs;
   const reason = meta.finish_reason as { type?: unknown; matched?: unknown; message?: unknown } | null | undefined;
-  if (reason?.type === "abort") throw new EngineError(`SGLang aborted the call: ${typeof reason.message === "string" ? reason.message : "no reason given"}`, "failed");
+  if (reason?.type === "abort")
+    throw new EngineError(`SGLang aborted the call: ${typeof reason.message === "string" ? reason.message : "no reason given"}`, "failed");
   if (!Array.isArray(entries)) return undefined;
   const ids: number[] = [];
   const logprobs: number[] = [];
   for (const e of entries) {
-    if (!Array.isArray(e) || typeof e[1] !== "number") throw new EngineError(`meta_info.output_token_logprobs holds ${JSON.stringify(e)}, not [logprob, id, text]`, "bad-response");
+    if (!Array.isArray(e) || typeof e[1] !== "number")
+      throw new EngineError(`meta_info.output_token_logprobs holds ${JSON.stringify(e)}, not [logprob, id, text]`, "bad-response");
     ids.push(e[1]);
     logprobs.push(typeof e[0] === "number" ? e[0] : 0);
   }

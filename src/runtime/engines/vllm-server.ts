@@ -127,7 +127,11 @@ export async function startVllmServer(o: StartOptions): Promise<VllmServer> {
   const baseUrl = `http://127.0.0.1:${port}`;
   const fail = async (why: string): Promise<never> => {
     await stop(5_000);
-    throw new ReinsError("EngineServerFailed", `The vLLM server reins started (${cmd.command} -m vllm.entrypoints.openai.api_server --model ${o.serve.modelPath}) ${why}. The end of its log ${o.logFile}:\n${readTail(o.logFile, 30)}`, CODES.EngineServerFailed);
+    throw new ReinsError(
+      "EngineServerFailed",
+      `The vLLM server reins started (${cmd.command} -m vllm.entrypoints.openai.api_server --model ${o.serve.modelPath}) ${why}. The end of its log ${o.logFile}:\n${readTail(o.logFile, 30)}`,
+      CODES.EngineServerFailed,
+    );
   };
   const deadline = started + o.serve.startTimeoutSeconds * 1000;
   for (;;) {

@@ -24,7 +24,11 @@ type Spec = Extract<ResolvedEngine, { type: "vllm" }> & { baseUrl: string };
  */
 export const createVllmEngine: EngineFactory<Extract<ResolvedEngine, { type: "vllm" }>> = async (spec) => {
   if (spec.baseUrl === undefined) {
-    throw new ReinsError("EngineServeUnsupported", "The Model's vllm engine has serve (reins starts the server), which only reins eval and reins run do; this command starts no server.", CODES.EngineServeUnsupported);
+    throw new ReinsError(
+      "EngineServeUnsupported",
+      "The Model's vllm engine has serve (reins starts the server), which only reins eval and reins run do; this command starts no server.",
+      CODES.EngineServeUnsupported,
+    );
   }
   const probe = readProbe("vllm", await probeServer(spec.baseUrl, spec.apiKeyEnv), spec.logprobsMode);
   return new VllmEngine({ ...spec, baseUrl: spec.baseUrl }, probe);
@@ -91,7 +95,8 @@ export class VllmEngine extends HttpEngine {
       let failure: unknown;
       try {
         const out = (await call(r.reload!, { method: "reload_weights", kwargs: { weights_path: dir } })) as { results?: unknown };
-        if (!Array.isArray(out?.results)) throw new EngineError(`${root}${r.reload} answered ${JSON.stringify(out).slice(0, 200)} to reload_weights`, "bad-response");
+        if (!Array.isArray(out?.results))
+          throw new EngineError(`${root}${r.reload} answered ${JSON.stringify(out).slice(0, 200)} to reload_weights`, "bad-response");
         if (r.resetCache) await call(r.resetCache, {});
         if (r.updateVersion) await call(r.updateVersion, { new_version: version });
       } catch (err) {

@@ -162,9 +162,18 @@ export function summarizeEval(outcomes: readonly RolloutOutcome[], opts: { ks?: 
   return {
     ...metricsOf(groups, ks),
     ks,
-    categories: record(by(groups, (g) => g.category), (gs) => metricsOf(gs, ks)),
-    harnesses: record(by(groups, (g) => g.harness), (gs) => metricsOf(gs, ks)),
-    tasks: record(by(groups, (g) => g.task), (gs) => ({ category: gs[0].category, ...metricsOf(gs, ks) })),
+    categories: record(
+      by(groups, (g) => g.category),
+      (gs) => metricsOf(gs, ks),
+    ),
+    harnesses: record(
+      by(groups, (g) => g.harness),
+      (gs) => metricsOf(gs, ks),
+    ),
+    tasks: record(
+      by(groups, (g) => g.task),
+      (gs) => ({ category: gs[0].category, ...metricsOf(gs, ks) }),
+    ),
     topFailures: topFailures(outcomes, opts.failureLimit),
     verifierErrors: unscored(outcomes, "verifier"),
     infraErrors: unscored(outcomes, "infrastructure"),
@@ -178,7 +187,8 @@ export function outcomeOf(rollout: { task: string; category: string; harness: st
   const script = result.parts.script;
   if (script && !script.error && script.score < 1) failures.push({ name: "script", type: "script", reason: `the script's reward is ${script.score}.` });
   for (const it of result.parts.rubric?.items ?? []) {
-    if (!result.parts.rubric?.error && it.score < 1) failures.push({ name: `rubric ${it.id}`, type: "rubric", reason: `the judge scored "${it.criterion}" ${it.score}.` });
+    if (!result.parts.rubric?.error && it.score < 1)
+      failures.push({ name: `rubric ${it.id}`, type: "rubric", reason: `the judge scored "${it.criterion}" ${it.score}.` });
   }
   const out: RolloutOutcome = { ...rollout, reward: result.reward, passed: result.passed, failures };
   if (result.error) out.error = { code: result.error.code, message: result.error.message };

@@ -44,7 +44,11 @@ export function renderEvalTable(summary: EvalSummary, opts: TableOptions = {}): 
 
   const all = [header, ...rows.filter((r): r is string[] => r !== null)];
   const widths = header.map((_, i) => Math.max(...all.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => pad(c, widths[i], i > 0)).join("  ").trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => pad(c, widths[i], i > 0))
+      .join("  ")
+      .trimEnd();
   const out: string[] = [line(header), widths.map((w) => "─".repeat(w)).join("  ")];
   for (const r of rows) out.push(r === null ? "" : line(r));
 
@@ -56,7 +60,10 @@ export function renderEvalTable(summary: EvalSummary, opts: TableOptions = {}): 
       for (const e of f.examples) out.push(`         ${clip(e, width)}`);
     }
   }
-  const unscored = [...summary.verifierErrors.map((e) => ({ ...e, cause: "verifier" })), ...summary.infraErrors.map((e) => ({ ...e, cause: "infrastructure" }))];
+  const unscored = [
+    ...summary.verifierErrors.map((e) => ({ ...e, cause: "verifier" })),
+    ...summary.infraErrors.map((e) => ({ ...e, cause: "infrastructure" })),
+  ];
   if (unscored.length > 0) {
     out.push("", "Rollouts without a reward (not counted in the estimates)");
     for (const e of unscored) out.push(`  ${String(e.count).padStart(4)}×  ${e.code} (${e.cause}): ${clip(e.example, width)}`);

@@ -97,7 +97,13 @@ export async function prepareHarnesses(harnesses: readonly ResolvedHarness[], o:
       o.images.log?.(`harness ${h.name}: image ${made.image.name} (${made.built ? `built in ${made.seconds.toFixed(1)} s` : "already built"})`);
       // Files a sandbox would hide (a checkout under /tmp) lie elsewhere in the image: so do their paths.
       const at = (p: string): string => relocate(made.image.inputs, p);
-      const placed: LaunchRuntime = { ...runtime, node: at(runtime.node), reinsAgent: at(runtime.reinsAgent), pathDirs: runtime.pathDirs.map(at), ...(runtime.bin ? { bin: at(runtime.bin) } : {}) };
+      const placed: LaunchRuntime = {
+        ...runtime,
+        node: at(runtime.node),
+        reinsAgent: at(runtime.reinsAgent),
+        pathDirs: runtime.pathDirs.map(at),
+        ...(runtime.bin ? { bin: at(runtime.bin) } : {}),
+      };
       out.set(h.name, { harness: h, runtime: placed, mounts, image: made.image.name, selfContained: true });
     } else {
       out.set(h.name, { harness: h, runtime, mounts: [...own, ...mounts] });
@@ -130,9 +136,11 @@ function scrubCalls(calls: CallRecord[], scrubber: SecretScrubber): CallRecord[]
 async function harnessFilesOf(plan: Plan, opts: ExecutorOptions): Promise<HarnessFilesOptions> {
   if (plan.sandbox.harnessFiles !== "image") return {};
   // Its build contexts sit beside the harness cache: hard links, not copies, of the installs.
-  const builder = opts.imageBuilder ?? (await createHarnessImageBuilder({ workDir: join(dirname(resolveCacheRoot()), "images") }).catch((e: unknown) => {
-    throw e instanceof HarnessImageError ? new ReinsError("HarnessImageFailed", e.message, e.hint) : e;
-  }));
+  const builder =
+    opts.imageBuilder ??
+    (await createHarnessImageBuilder({ workDir: join(dirname(resolveCacheRoot()), "images") }).catch((e: unknown) => {
+      throw e instanceof HarnessImageError ? new ReinsError("HarnessImageFailed", e.message, e.hint) : e;
+    }));
   return { images: { base: plan.sandbox.image ?? DEFAULT_SANDBOX_IMAGE, builder, ...(opts.log ? { log: opts.log } : {}) } };
 }
 

@@ -28,7 +28,9 @@ export function judgeNameOf(rubric: { judge?: string }, plan: Pick<Plan, "model"
 }
 
 export async function createJudges(plan: Plan, o: { policy?: { engine: Engine; model: ResolvedModel; runtime?: ModelRuntime } } = {}): Promise<RunJudges> {
-  const names = [...new Set(plan.tasks.flatMap((t) => (t.verifier.rubric ? [judgeNameOf(t.verifier.rubric, plan)] : [])))].filter((n): n is string => n !== undefined);
+  const names = [...new Set(plan.tasks.flatMap((t) => (t.verifier.rubric ? [judgeNameOf(t.verifier.rubric, plan)] : [])))].filter(
+    (n): n is string => n !== undefined,
+  );
   const models = new Map<string, ResolvedModel>((plan.judges ?? []).map((m) => [m.name, m]));
   if (plan.model) models.set(plan.model.name, plan.model);
   const judges = new Map<string, Judge>();

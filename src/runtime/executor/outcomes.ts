@@ -7,7 +7,12 @@ export function outcomeOfResult(r: RolloutResult): RolloutOutcome {
   const base = { task: r.task, category: r.category, harness: r.harness, attempt: r.attempt };
   if (r.status === "ok" && r.verifier) return outcomeOf(base, r.verifier as VerifierResult);
   if (r.status === "timeout") {
-    const o: RolloutOutcome = { ...base, reward: 0, passed: false, failures: [{ name: "timeout", type: "timeout", reason: r.error?.message ?? "the harness timed out." }] };
+    const o: RolloutOutcome = {
+      ...base,
+      reward: 0,
+      passed: false,
+      failures: [{ name: "timeout", type: "timeout", reason: r.error?.message ?? "the harness timed out." }],
+    };
     return o;
   }
   const cause = r.status === "verifier-error" ? "verifier" : "infrastructure";

@@ -98,11 +98,25 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
     } catch (err) {
       // A full disk stops the run at once: no retry can record anything, and it is nobody's try.
       if (isReinsError(err) && err.code === "DiskFull") throw err;
-      const infra = err instanceof InfraFailure ? err : isReinsError(err) ? new InfraFailure(err.code, err.message) : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
+      const infra =
+        err instanceof InfraFailure
+          ? err
+          : isReinsError(err)
+            ? new InfraFailure(err.code, err.message)
+            : new InfraFailure("InternalError", (err as Error)?.stack ?? String(err));
       retries.push({ code: infra.code, message: infra.message });
       ctx.onEvent?.({ type: "rollout-retry", rollout: r.id, try: tries, code: infra.code, message: infra.message });
       if (tries > ctx.retries || ctx.signal?.aborted) {
-        outcome = { status: "infra-failed", reward: null, passed: false, phases: {}, harnessExit: null, verifier: null, calls: [], error: { code: infra.code, message: infra.message } };
+        outcome = {
+          status: "infra-failed",
+          reward: null,
+          passed: false,
+          phases: {},
+          harnessExit: null,
+          verifier: null,
+          calls: [],
+          error: { code: infra.code, message: infra.message },
+        };
         break;
       }
       await sleep(ctx.backoffMs * 2 ** (tries - 1));
@@ -136,7 +150,13 @@ export async function runRollout(r: PlanRollout, step: number, ctx: RolloutConte
   return { result, calls: outcome.calls };
 }
 
-async function runTry(tryId: string, identity: { rolloutId: string; try: number }, task: ResolvedTask, prepared: PreparedHarness, ctx: RolloutContext): Promise<TryOutcome> {
+async function runTry(
+  tryId: string,
+  identity: { rolloutId: string; try: number },
+  task: ResolvedTask,
+  prepared: PreparedHarness,
+  ctx: RolloutContext,
+): Promise<TryOutcome> {
   const { harness, runtime, mounts } = prepared;
   const timeoutMs = task.timeoutSeconds * 1000;
   const t0 = Date.now();
@@ -172,26 +192,51 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       // Servers in the sandbox, and reins-agent's MCP client, read the MCP SDK from reins's node_modules.
       mounts: mcpServers.length > 0 ? [...mounts, ...mcpMounts()] : mounts,
       timeoutSeconds: task.timeoutSeconds,
-      ...(prepared.image ?? ctx.image ? { image: prepared.image ?? ctx.image } : {}),
+      ...((prepared.image ?? ctx.image) ? { image: prepared.image ?? ctx.image } : {}),
       ...(prepared.selfContained ? { selfContained: true } : {}),
       ...(ctx.resources ? { resources: ctx.resources } : {}),
     });
-    sandbox = await withDeadline(create, deadline, () => new InfraFailure("SandboxCreateTimeout", `The sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
+    sandbox = await withDeadline(
+      create,
+      deadline,
+      () => new InfraFailure("SandboxCreateTimeout", `The sandbox was not ready within the task's ${task.timeoutSeconds} s.`),
+      (s) => void s.destroy(),
+    );
     phases.createMs = Date.now() - t0;
 
     let t = Date.now();
-    await sandbox.writeFiles(task.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
+    await sandbox.writeFiles(
+      task.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })),
+    );
     const baseUrl = usesModel ? `${sandbox.proxyUrl}/r/${tryId}` : "http://127.0.0.1:9/unused";
     if (mcpServers.length > 0) {
-      if (!usesModel) throw new InfraFailure("McpUnsupportedByHarness", `The harness ${harness.name} calls no model, so it cannot reach MCP servers through the proxy.`);
+      if (!usesModel)
+        throw new InfraFailure("McpUnsupportedByHarness", `The harness ${harness.name} calls no model, so it cannot reach MCP servers through the proxy.`);
       t = Date.now();
-      servers = await startRolloutServers({ servers: mcpServers, sandbox, createBeside: (s) => createBesideSandbox(tryId, s.name, task, harness.name, ctx), startedAt: t0, deadline }).catch((e: unknown) => {
+      servers = await startRolloutServers({
+        servers: mcpServers,
+        sandbox,
+        createBeside: (s) => createBesideSandbox(tryId, s.name, task, harness.name, ctx),
+        startedAt: t0,
+        deadline,
+      }).catch((e: unknown) => {
         throw e instanceof McpRelayError ? new InfraFailure(e.code, e.message) : e;
       });
       ctx.proxy!.attachMcp(tryId, (name, req, res) => servers!.handle(name, req, res));
       phases.mcpStartMs = Date.now() - t;
     }
-    const launch = buildLaunchPlan(harness, { instruction: task.instruction, workspace: sandbox.workspacePath, baseUrl, apiKey, home: sandbox.homePath, ...(servers ? { mcpServers: servers.urls(baseUrl) } : {}) }, runtime);
+    const launch = buildLaunchPlan(
+      harness,
+      {
+        instruction: task.instruction,
+        workspace: sandbox.workspacePath,
+        baseUrl,
+        apiKey,
+        home: sandbox.homePath,
+        ...(servers ? { mcpServers: servers.urls(baseUrl) } : {}),
+      },
+      runtime,
+    );
     if (!launch.ok) throw new InfraFailure(launch.problem.code, launch.problem.message);
     if (launch.value.homeFiles.length > 0) await sandbox.writeFiles(launch.value.homeFiles.map((f) => ({ path: f.path, content: f.content })));
     phases.workspaceMs = Date.now() - t;
@@ -222,10 +267,16 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
     const failed = exit.exitCode !== 0 && !exit.timedOut;
     if (usesModel && failed && calls.length === 0) {
       const where = ctx.keepOutput ? ` (its whole output: harness-output/${tryId}.stderr and .stdout in the run directory)` : "";
-      throw new InfraFailure("HarnessCrashedEarly", `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}${where}`);
+      throw new InfraFailure(
+        "HarnessCrashedEarly",
+        `The harness exited with ${exit.exitCode ?? exit.signal} before its first model call: ${tail(exit.stderr)}${where}`,
+      );
     }
     if (usesModel && failed && calls.some((c) => c.error?.kind === "engine")) {
-      throw new InfraFailure("EngineUnavailable", `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`);
+      throw new InfraFailure(
+        "EngineUnavailable",
+        `The inference engine failed during the rollout: ${calls.find((c) => c.error?.kind === "engine")!.error!.message}`,
+      );
     }
 
     // Nothing of the harness survives into verification: its processes are killed before the
@@ -246,10 +297,30 @@ async function runTry(tryId: string, identity: { rolloutId: string; try: number 
       if (diff) ctx.keepDiff(tryId, diff);
     }
     if (exit.timedOut) {
-      return { status: "timeout", reward: 0, passed: false, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}), error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` } };
+      return {
+        status: "timeout",
+        reward: 0,
+        passed: false,
+        phases,
+        harnessExit,
+        verifier,
+        calls,
+        ...(mcp ? { mcp } : {}),
+        error: { code: "RolloutTimeout", message: `The harness ran past the task's ${task.timeoutSeconds} s and was killed.` },
+      };
     }
     if (verifier.status === "error") {
-      return { status: "verifier-error", reward: null, passed: false, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}), error: { code: verifier.error?.code ?? "VerifierError", message: verifier.error?.message ?? "The verifier failed." } };
+      return {
+        status: "verifier-error",
+        reward: null,
+        passed: false,
+        phases,
+        harnessExit,
+        verifier,
+        calls,
+        ...(mcp ? { mcp } : {}),
+        error: { code: verifier.error?.code ?? "VerifierError", message: verifier.error?.message ?? "The verifier failed." },
+      };
     }
     return { status: "ok", reward: verifier.reward, passed: verifier.passed, phases, harnessExit, verifier, calls, ...(mcp ? { mcp } : {}) };
   } finally {
@@ -286,7 +357,12 @@ async function createVerifierSandbox(tryId: string, task: ResolvedTask, harness:
     ...(ctx.image ? { image: ctx.image } : {}),
     ...(ctx.resources ? { resources: ctx.resources } : {}),
   });
-  return withDeadline(create, Date.now() + task.timeoutSeconds * 1000, () => new InfraFailure("SandboxCreateTimeout", `The verifier's sandbox was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
+  return withDeadline(
+    create,
+    Date.now() + task.timeoutSeconds * 1000,
+    () => new InfraFailure("SandboxCreateTimeout", `The verifier's sandbox was not ready within the task's ${task.timeoutSeconds} s.`),
+    (s) => void s.destroy(),
+  );
 }
 
 /** A sandbox of its own for an MCP server that runs beside the rollout's: no network, the MCP mounts, the agent's uid. */
@@ -302,7 +378,12 @@ async function createBesideSandbox(tryId: string, server: string, task: Resolved
     ...(ctx.image ? { image: ctx.image } : {}),
     ...(ctx.resources ? { resources: ctx.resources } : {}),
   });
-  return withDeadline(create, Date.now() + task.timeoutSeconds * 1000, () => new InfraFailure("SandboxCreateTimeout", `The sandbox of the MCP server ${server} was not ready within the task's ${task.timeoutSeconds} s.`), (s) => void s.destroy());
+  return withDeadline(
+    create,
+    Date.now() + task.timeoutSeconds * 1000,
+    () => new InfraFailure("SandboxCreateTimeout", `The sandbox of the MCP server ${server} was not ready within the task's ${task.timeoutSeconds} s.`),
+    (s) => void s.destroy(),
+  );
 }
 
 function tail(s: string): string {
@@ -318,10 +399,13 @@ async function withDeadline<T>(p: Promise<T>, deadline: number, onTimeout: () =>
   let timer: NodeJS.Timeout | undefined;
   let timedOut = false;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      reject(onTimeout());
-    }, Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => {
+        timedOut = true;
+        reject(onTimeout());
+      },
+      Math.max(0, deadline - Date.now()),
+    );
   });
   p.then((v) => {
     if (timedOut) cleanupLate(v);

@@ -97,7 +97,17 @@ export class SnapshotReader implements WorkspaceReader {
       });
     } catch (err) {
       const message = (err as Error).message;
-      return { exitCode: null, signal: null, stdout: "", stderr: "", stdoutTruncated: false, stderrTruncated: false, timedOut: false, durationMs: Date.now() - started, spawnError: message };
+      return {
+        exitCode: null,
+        signal: null,
+        stdout: "",
+        stderr: "",
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        timedOut: false,
+        durationMs: Date.now() - started,
+        spawnError: message,
+      };
     }
   }
 

@@ -82,7 +82,13 @@ export function diffWorkspace(before: readonly WorkspaceEntry[], after: readonly
       ...(b?.refused ? { omitted: "a link the verifier did not get: it leads into /proc, /dev or /sys, loops, or climbs out of what the sandbox shows" } : {}),
     };
     if (file.kind === "text") {
-      const patch = budget > 0 ? createTwoFilesPatch(a ? `a/${path}` : "/dev/null", b ? `b/${path}` : "/dev/null", a?.text ?? "", b?.text ?? "", undefined, undefined, { context: 3, maxEditLength: MAX_EDIT_LENGTH }) : undefined;
+      const patch =
+        budget > 0
+          ? createTwoFilesPatch(a ? `a/${path}` : "/dev/null", b ? `b/${path}` : "/dev/null", a?.text ?? "", b?.text ?? "", undefined, undefined, {
+              context: 3,
+              maxEditLength: MAX_EDIT_LENGTH,
+            })
+          : undefined;
       if (budget <= 0) file.omitted = `the try's diffs passed ${PATCH_TOTAL_BYTES / 1024} KiB`;
       else if (patch === undefined) file.omitted = `more than ${MAX_EDIT_LENGTH} lines changed`;
       else {

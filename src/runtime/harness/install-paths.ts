@@ -75,18 +75,19 @@ export function packageDir(root: string, spec: NpmSpec): string {
 }
 
 /** Where the harness and its node go, or the problem with its `install` block. */
-export function planInstall(
-  install: { npm?: string; node?: string; bin?: string },
-  root: string,
-): Outcome<InstallLayout> {
+export function planInstall(install: { npm?: string; node?: string; bin?: string }, root: string): Outcome<InstallLayout> {
   if (!install.npm) {
-    return fail("HarnessNotInstallable", "The harness has no npm package to install.", "Add install.npm (\"name@1.2.3\") or run it from a command on PATH.");
+    return fail("HarnessNotInstallable", "The harness has no npm package to install.", 'Add install.npm ("name@1.2.3") or run it from a command on PATH.');
   }
   const pkg = parseNpmSpec(install.npm);
   if (!pkg.ok) return pkg;
   const binName = install.bin ?? pkg.value.name.split("/").pop()!;
   if (binName.includes("/") || binName === "." || binName === "..") {
-    return fail("HarnessBinInvalid", `install.bin "${binName}" is not an executable name.`, "Give the name of the package's executable (as in its package.json `bin`).");
+    return fail(
+      "HarnessBinInvalid",
+      `install.bin "${binName}" is not an executable name.`,
+      "Give the name of the package's executable (as in its package.json `bin`).",
+    );
   }
   const dir = packageDir(root, pkg.value);
   const layout: InstallLayout = { root, dir, bin: path.join(dir, "node_modules", ".bin", binName), pkg: pkg.value };

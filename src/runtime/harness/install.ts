@@ -87,13 +87,7 @@ async function tailOf(file: string, lines = 12): Promise<string> {
 }
 
 /** Installs one npm package into `dir` (under its lock) unless it is already complete. */
-async function ensurePackage(
-  dir: string,
-  spec: NpmSpec,
-  executable: string,
-  options: InstallOptions,
-  nodeBinDir?: string,
-): Promise<Outcome<void>> {
+async function ensurePackage(dir: string, spec: NpmSpec, executable: string, options: InstallOptions, nodeBinDir?: string): Promise<Outcome<void>> {
   if (await isComplete(dir, executable)) return succeed(undefined);
   const locked = await withLock(`${dir}.lock`, { timeoutMs: options.lockTimeoutMs ?? 30 * 60_000, staleMs: 60 * 60_000 }, async () => {
     if (await isComplete(dir, executable)) return succeed(undefined);
@@ -102,29 +96,42 @@ async function ensurePackage(
     const result = await runNpmInstall(options.npm ?? "npm", dir, spec, nodeBinDir, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const label = `${spec.name}@${spec.version}`;
     if (result.timedOut) {
-      return fail<void>("HarnessInstallTimedOut", `npm install ${label} did not finish in time (log: ${result.log}).`, "Check the registry connection, or raise the install timeout.");
+      return fail<void>(
+        "HarnessInstallTimedOut",
+        `npm install ${label} did not finish in time (log: ${result.log}).`,
+        "Check the registry connection, or raise the install timeout.",
+      );
     }
     if (result.code !== 0) {
       const tail = await tailOf(result.log);
-      return fail<void>("HarnessInstallFailed", `npm install ${label} exited with ${result.code}:\n${tail}`, `See ${result.log}; check the package name, the version and the registry.`);
+      return fail<void>(
+        "HarnessInstallFailed",
+        `npm install ${label} exited with ${result.code}:\n${tail}`,
+        `See ${result.log}; check the package name, the version and the registry.`,
+      );
     }
     if (!(await exists(executable, constants.X_OK))) {
-      return fail<void>("HarnessBinMissing", `${label} installed, but ${executable} is not there.`, "Set install.bin to the executable name the package declares in its package.json `bin`.");
+      return fail<void>(
+        "HarnessBinMissing",
+        `${label} installed, but ${executable} is not there.`,
+        "Set install.bin to the executable name the package declares in its package.json `bin`.",
+      );
     }
-    await writeFile(path.join(dir, MARKER_FILE), JSON.stringify({ package: label, installedAt: new Date().toISOString() }) + "\n");
+    await writeFile(path.join(dir, MARKER_FILE), `${JSON.stringify({ package: label, installedAt: new Date().toISOString() })}\n`);
     return succeed(undefined);
   });
   if (locked === null) {
-    return fail("HarnessInstallLocked", `Another process has been installing ${spec.name}@${spec.version} for too long (${dir}.lock).`, "Wait for it, or remove the lock directory if no install is running.");
+    return fail(
+      "HarnessInstallLocked",
+      `Another process has been installing ${spec.name}@${spec.version} for too long (${dir}.lock).`,
+      "Wait for it, or remove the lock directory if no install is running.",
+    );
   }
   return locked.value;
 }
 
 /** Installs the harness (and its node) into the cache and says how to run it. */
-export async function installHarness(
-  install: { npm?: string; node?: string; bin?: string },
-  options: InstallOptions = {},
-): Promise<Outcome<InstalledHarness>> {
+export async function installHarness(install: { npm?: string; node?: string; bin?: string }, options: InstallOptions = {}): Promise<Outcome<InstalledHarness>> {
   const layout = planInstall(install, options.root ?? resolveCacheRoot());
   if (!layout.ok) return layout;
   const { dir, bin, pkg, node } = layout.value;

@@ -97,15 +97,15 @@ export function renderTemplate(template: string, vars: TemplateVars, where: stri
   }
 }
 
-/** `${NAME}`, `${NAME:-default}`, or the escape `$${...}` (the same syntax as the compiler's interpolation). */
+/** `${NAME}`, `${NAME:-default}`, or the escaped `$${...}` (the same syntax as the compiler's interpolation). */
 const REFERENCE = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Names a template refers to with `${NAME}` that have no value in `env` and no default. */
 export function unsetReferences(template: string, env: Readonly<Record<string, string | undefined>>): string[] {
   const out: string[] = [];
   for (const m of template.matchAll(REFERENCE)) {
-    const [, escape, name, def] = m;
-    if (escape !== "$" && def === undefined && !env[name!]) out.push(name!);
+    const [, escaped, name, def] = m;
+    if (escaped !== "$" && def === undefined && !env[name!]) out.push(name!);
   }
   return out;
 }
@@ -138,8 +138,8 @@ function unsetProblem<T>(harness: ResolvedHarness, names: string[]): Outcome<T> 
 function renderWithReferences(template: string, vars: TemplateVars, env: Readonly<Record<string, string | undefined>>, where: string): Outcome<string> {
   const bound: TemplateVars = { ...vars };
   let n = 0;
-  const text = template.replace(REFERENCE, (whole, escape: string, name: string, def: string | undefined) => {
-    if (escape === "$") return whole.slice(1);
+  const text = template.replace(REFERENCE, (whole, escaped: string, name: string, def: string | undefined) => {
+    if (escaped === "$") return whole.slice(1);
     const key = `$env${n++}`;
     bound[key] = env[name] || def || "";
     return `{{[${key}]}}`;
@@ -147,7 +147,12 @@ function renderWithReferences(template: string, vars: TemplateVars, env: Readonl
   return renderTemplate(text, bound, where);
 }
 
-function renderAll(entries: [string, string][], vars: TemplateVars, prefix: string, env?: Readonly<Record<string, string | undefined>>): Outcome<[string, string][]> {
+function renderAll(
+  entries: [string, string][],
+  vars: TemplateVars,
+  prefix: string,
+  env?: Readonly<Record<string, string | undefined>>,
+): Outcome<[string, string][]> {
   const out: [string, string][] = [];
   for (const [key, template] of entries) {
     const r = env ? renderWithReferences(template, vars, env, `${prefix}${key}`) : renderTemplate(template, vars, `${prefix}${key}`);
@@ -184,7 +189,11 @@ export function templateVars(harness: ResolvedHarness, ctx: LaunchContext, runti
 /** The argv, env and home files to launch `harness` for one rollout. */
 export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, runtime: LaunchRuntime): Outcome<LaunchPlan> {
   if (harness.command.length === 0) {
-    return fail("HarnessCommandEmpty", `The harness ${harness.name} has an empty command.`, 'Give the command line as a list, e.g. [claude, -p, "--", "{{instruction}}"].');
+    return fail(
+      "HarnessCommandEmpty",
+      `The harness ${harness.name} has an empty command.`,
+      'Give the command line as a list, e.g. [claude, -p, "--", "{{instruction}}"].',
+    );
   }
   const hostEnv = runtime.hostEnv ?? process.env;
   const variables = checkHarnessVariables(harness, hostEnv);
@@ -205,7 +214,11 @@ export function buildLaunchPlan(harness: ResolvedHarness, ctx: LaunchContext, ru
   // A rollout with MCP servers: the harness's `mcp` says how it is told of them.
   const mcp = ctx.mcpServers && ctx.mcpServers.length > 0 ? harness.mcp : undefined;
   if (ctx.mcpServers && ctx.mcpServers.length > 0 && !mcp) {
-    return fail("McpUnsupportedByHarness", `The harness ${harness.name} was given MCP servers but its spec has no \`mcp\` section.`, "Add `mcp` to the Harness spec, or drop the servers.");
+    return fail(
+      "McpUnsupportedByHarness",
+      `The harness ${harness.name} was given MCP servers but its spec has no \`mcp\` section.`,
+      "Add `mcp` to the Harness spec, or drop the servers.",
+    );
   }
   for (const [i, template] of (mcp?.args ?? []).entries()) {
     const r = renderTemplate(template, vars, `mcp.args[${i}]`);
@@ -260,7 +273,11 @@ function renderKnobs(harness: ResolvedHarness, vars: TemplateVars): Outcome<{ ar
     if (value === undefined) continue;
     const apply = harness.knobs?.[knob];
     if (!apply) {
-      return fail("HarnessKnobUnsupported", `The harness ${harness.name} does not say how to apply \`${knob}\`.`, `Declare knobs.${knob} in the harness's spec, or do not set it.`);
+      return fail(
+        "HarnessKnobUnsupported",
+        `The harness ${harness.name} does not say how to apply \`${knob}\`.`,
+        `Declare knobs.${knob} in the harness's spec, or do not set it.`,
+      );
     }
     const knobVars = { ...vars, value };
     for (const [i, template] of (apply.args ?? []).entries()) {

@@ -114,7 +114,15 @@ export async function spawnHarness(plan: LaunchPlan, options: SpawnOptions): Pro
         options.signal?.removeEventListener("abort", onAbort);
         // Whatever the harness left running in its group (shells, workers) goes with it.
         if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
-        const exit: HarnessExit = { exitCode, signal, timedOut, aborted, wallMs: Date.now() - started, stdout: stdoutTail.toString(), stderr: stderrTail.toString() };
+        const exit: HarnessExit = {
+          exitCode,
+          signal,
+          timedOut,
+          aborted,
+          wallMs: Date.now() - started,
+          stdout: stdoutTail.toString(),
+          stderr: stderrTail.toString(),
+        };
         if (spawnError) exit.spawnError = spawnError;
         resolve(exit);
       };
@@ -138,7 +146,12 @@ export async function prepareHarness(
   ctx: LaunchContext,
   options: { install?: InstallOptions; extraEnv?: Record<string, string> } = {},
 ): Promise<Outcome<PreparedHarness>> {
-  const runtime: LaunchRuntime = { pathDirs: [path.dirname(process.execPath)], node: process.execPath, reinsAgent: REINS_AGENT_PATH, extraEnv: options.extraEnv };
+  const runtime: LaunchRuntime = {
+    pathDirs: [path.dirname(process.execPath)],
+    node: process.execPath,
+    reinsAgent: REINS_AGENT_PATH,
+    extraEnv: options.extraEnv,
+  };
   if (harness.install?.npm) {
     const installed = await installHarness(harness.install, options.install);
     if (!installed.ok) return installed;
@@ -146,7 +159,11 @@ export async function prepareHarness(
     runtime.node = installed.value.node;
     runtime.bin = installed.value.bin;
   } else if (harness.install?.image) {
-    return fail("HarnessNeedsImage", `The harness ${harness.name} runs from the image ${harness.install.image}.`, "Run it with a container sandbox provider (podman or kubernetes).");
+    return fail(
+      "HarnessNeedsImage",
+      `The harness ${harness.name} runs from the image ${harness.install.image}.`,
+      "Run it with a container sandbox provider (podman or kubernetes).",
+    );
   }
   const plan = buildLaunchPlan(harness, ctx, runtime);
   if (!plan.ok) return plan;
@@ -161,7 +178,11 @@ export async function runHarness(
 ): Promise<Outcome<{ exit: HarnessExit; plan: LaunchPlan }>> {
   const workspace = await stat(ctx.workspace).catch(() => null);
   if (!workspace?.isDirectory()) {
-    return fail("HarnessWorkspaceMissing", `The workspace ${ctx.workspace} is not a directory.`, "Materialize the task workspace before launching the harness.");
+    return fail(
+      "HarnessWorkspaceMissing",
+      `The workspace ${ctx.workspace} is not a directory.`,
+      "Materialize the task workspace before launching the harness.",
+    );
   }
   const prepared = await prepareHarness(harness, ctx, options);
   if (!prepared.ok) return prepared;

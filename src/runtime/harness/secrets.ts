@@ -9,7 +9,7 @@
  */
 import type { ResolvedHarness } from "../../compiler/contract/plan.js";
 
-/** `${NAME}` or `${NAME:-default}`, not the escape `$${...}` (launch-plan.ts's syntax). */
+/** `${NAME}` or `${NAME:-default}`, not the escaped `$${...}` (launch-plan.ts's syntax). */
 const REFERENCE = /(\$?)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g;
 
 /** Values shorter than this are left alone: they would turn ordinary text into references. */
@@ -26,9 +26,9 @@ export function resolvedSecrets(harnesses: readonly ResolvedHarness[], env: Read
   for (const h of harnesses) {
     for (const template of [...Object.values(h.env), ...h.homeFiles.map((f) => f.content)]) {
       for (const m of template.matchAll(REFERENCE)) {
-        const [, escape, name] = m;
+        const [, escaped, name] = m;
         const value = env[name!];
-        if (escape === "$" || !value || value.length < MIN_SECRET_LENGTH) continue;
+        if (escaped === "$" || !value || value.length < MIN_SECRET_LENGTH) continue;
         out.set(value, name!);
       }
     }

@@ -50,7 +50,11 @@ export class ClusterWorker {
    * Stages `localModelDir` in the claim (unless an earlier run of this run id did), then waits
    * until rank 0 answers /health. A pod that fails first is reported with its exit code and last lines.
    */
-  static async connect(t: ClusterWorkerTarget, localModelDir: string, o: { timeoutMs?: number; log?: (line: string) => void; signal?: AbortSignal } = {}): Promise<ClusterWorker> {
+  static async connect(
+    t: ClusterWorkerTarget,
+    localModelDir: string,
+    o: { timeoutMs?: number; log?: (line: string) => void; signal?: AbortSignal } = {},
+  ): Promise<ClusterWorker> {
     const w = new ClusterWorker(t);
     const staged = await w.exec(["test", "-f", posix.join(w.modelDir, "config.json")]);
     if (staged.code !== 0) {
@@ -64,7 +68,8 @@ export class ClusterWorker {
     while (Date.now() < deadline && !o.signal?.aborted) {
       try {
         const h = await w.client.health();
-        if (h.protocolVersion !== TRAINER_PROTOCOL_VERSION) throw failed(`rank 0 speaks trainer protocol ${h.protocolVersion}, this reins ${TRAINER_PROTOCOL_VERSION}`);
+        if (h.protocolVersion !== TRAINER_PROTOCOL_VERSION)
+          throw failed(`rank 0 speaks trainer protocol ${h.protocolVersion}, this reins ${TRAINER_PROTOCOL_VERSION}`);
         return w;
       } catch (e) {
         if (e instanceof ReinsError && e.code === "TrainerJobFailed") throw e;
@@ -73,7 +78,9 @@ export class ClusterWorker {
       const pod = (await t.clients.core.readNamespacedPod({ name: t.pod, namespace: t.namespace })) as V1Pod;
       const ended = pod.status?.containerStatuses?.[0]?.state?.terminated;
       if (pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded" || ended) {
-        throw failed(`rank 0's pod ${t.pod} ended (${pod.status?.phase}, exit ${ended?.exitCode ?? "?"}) before its worker answered${ended?.message ? `; its last lines:\n${ended.message.trim().split("\n").slice(-8).join("\n")}` : ""}`);
+        throw failed(
+          `rank 0's pod ${t.pod} ended (${pod.status?.phase}, exit ${ended?.exitCode ?? "?"}) before its worker answered${ended?.message ? `; its last lines:\n${ended.message.trim().split("\n").slice(-8).join("\n")}` : ""}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
@@ -96,7 +103,10 @@ export class ClusterWorker {
 
   /** Asks the worker to exit, then waits (up to `timeoutMs`) for torchrun to end and its pod to succeed. */
   async stop(timeoutMs = 30_000): Promise<void> {
-    const asked = await this.client.shutdown().then(() => true, () => false);
+    const asked = await this.client.shutdown().then(
+      () => true,
+      () => false,
+    );
     await this.client.close();
     const deadline = Date.now() + timeoutMs;
     while (asked && Date.now() < deadline) {
@@ -114,10 +124,15 @@ export class ClusterWorker {
     const out: Buffer[] = [];
     let stderr = "";
     const wrapped = ["sh", "-c", '"$@"; echo "reins-exit=$?" >&2', "sh", ...command];
-    const run = startPodExec({ config: this.t.clients.config, namespace: this.t.namespace, pod: this.t.pod, container: TRAINER_CONTAINER }, wrapped, stdin, (stream, chunk) => {
-      if (stream === "stdout") out.push(chunk);
-      else stderr += chunk.toString("utf8");
-    });
+    const run = startPodExec(
+      { config: this.t.clients.config, namespace: this.t.namespace, pod: this.t.pod, container: TRAINER_CONTAINER },
+      wrapped,
+      stdin,
+      (stream, chunk) => {
+        if (stream === "stdout") out.push(chunk);
+        else stderr += chunk.toString("utf8");
+      },
+    );
     const end = await run.done;
     run.close();
     if ("failure" in end) throw failed(`exec in pod ${this.t.pod} failed: ${end.failure}`);

@@ -14,7 +14,14 @@
  * address and pod labels, which only exist when a run starts.
  */
 import type { Plan } from "../../compiler/contract/plan.js";
-import { buildSandboxClaim, buildSandboxPod, buildSandboxTemplate, buildSandboxWarmPool, warmPoolName, type RolloutIdentity } from "../sandbox/kubernetes/manifests.js";
+import {
+  buildSandboxClaim,
+  buildSandboxPod,
+  buildSandboxTemplate,
+  buildSandboxWarmPool,
+  warmPoolName,
+  type RolloutIdentity,
+} from "../sandbox/kubernetes/manifests.js";
 import { buildRunOwner, type Manifest } from "../sandbox/kubernetes/objects.js";
 import { baseEnvironment, DEFAULT_SANDBOX_IMAGE, SANDBOX_HOME } from "../sandbox/layout.js";
 import { buildTrainerObjects, OWNER_UID_PLACEHOLDER, planRunId } from "./trainer-job.js";
@@ -49,12 +56,14 @@ function sandboxObjects(plan: Plan): Manifest[] {
   const runtimeClassName = s.kubernetes?.runtimeClassName;
   if (s.kubernetes?.useSandboxClaims) {
     const pool = { runId: identity.runId, namespace, image, replicas: s.warmPool, resources: s.resources, runtimeClassName, owner };
-    return [ownerObject, buildSandboxTemplate(pool), buildSandboxWarmPool(pool), buildSandboxClaim({ identity, namespace, owner, warmPool: warmPoolName(pool), ttlSeconds: timeoutSeconds })];
+    return [
+      ownerObject,
+      buildSandboxTemplate(pool),
+      buildSandboxWarmPool(pool),
+      buildSandboxClaim({ identity, namespace, owner, warmPool: warmPoolName(pool), ttlSeconds: timeoutSeconds }),
+    ];
   }
-  return [
-    ownerObject,
-    buildSandboxPod({ identity, namespace, image, resources: s.resources, deadlineSeconds: timeoutSeconds, owner, runtimeClassName, env }),
-  ];
+  return [ownerObject, buildSandboxPod({ identity, namespace, image, resources: s.resources, deadlineSeconds: timeoutSeconds, owner, runtimeClassName, env })];
 }
 
 /** Every Kubernetes object the plan implies, owner first, then sandbox, then trainer objects. */

@@ -33,7 +33,10 @@ export interface ClusterTrainer {
   close(finished: boolean): Promise<void>;
 }
 
-export async function startClusterTrainer(plan: Plan, o: { log?: (line: string) => void; clients?: KubeClients; readyTimeoutMs?: number; signal?: AbortSignal } = {}): Promise<ClusterTrainer> {
+export async function startClusterTrainer(
+  plan: Plan,
+  o: { log?: (line: string) => void; clients?: KubeClients; readyTimeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<ClusterTrainer> {
   const clients = o.clients ?? makeKubeClients(makeKubeConfig());
   const runId = planRunId(plan);
   const namespace = plan.sandbox.kubernetes?.namespace ?? "default";
@@ -92,14 +95,22 @@ export async function startClusterTrainer(plan: Plan, o: { log?: (line: string) 
 }
 
 /** Rank 0 lives in the pod of completion index 0 (trainer-job.ts); its address once it has one. */
-async function waitForRank0(clients: KubeClients, namespace: string, job: string, timeoutMs: number, signal?: AbortSignal): Promise<{ pod: string; ip: string; address: string }> {
+async function waitForRank0(
+  clients: KubeClients,
+  namespace: string,
+  job: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ pod: string; ip: string; address: string }> {
   const deadline = Date.now() + timeoutMs;
   let last = "no pod yet";
   while (Date.now() < deadline && !signal?.aborted) {
     const pods = await clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
     const pod = pods.items.find((p: V1Pod) => p.metadata?.annotations?.["batch.kubernetes.io/job-completion-index"] === "0");
-    if (pod?.status?.podIP) return { pod: pod.metadata!.name!, ip: pod.status.podIP, address: pod.metadata?.annotations?.["sim.reins.dev/address"] ?? pod.status.podIP };
-    if (pod) last = `pod ${pod.metadata?.name} is ${pod.status?.phase ?? "pending"}${pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False")?.message ? `: ${pod.status.conditions.find((c) => c.type === "PodScheduled")!.message}` : ""}`;
+    if (pod?.status?.podIP)
+      return { pod: pod.metadata!.name!, ip: pod.status.podIP, address: pod.metadata?.annotations?.["sim.reins.dev/address"] ?? pod.status.podIP };
+    if (pod)
+      last = `pod ${pod.metadata?.name} is ${pod.status?.phase ?? "pending"}${pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False")?.message ? `: ${pod.status.conditions.find((c) => c.type === "PodScheduled")!.message}` : ""}`;
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new ReinsError("TrainerJobFailed", `The trainer Job ${job}'s rank 0 had no address after ${Math.round(timeoutMs / 1000)} s (${last}).`);

@@ -289,7 +289,7 @@ function buildJob(c: Context, o: TrainerJobOptions): Manifest {
 /** The trainer's claim, headless Service and indexed Job; null when the trainer is not on Kubernetes. */
 export function buildTrainerObjects(plan: Plan, o: TrainerJobOptions = {}): TrainerObjects | null {
   const trainer = plan.trainer;
-  if (!trainer || trainer.mode !== "kubernetes") return null;
+  if (trainer?.mode !== "kubernetes") return null;
   const runId = o.runId ?? planRunId(plan);
   const namespace = o.namespace ?? plan.sandbox.kubernetes?.namespace ?? "default";
   const name = trainerJobName(runId);

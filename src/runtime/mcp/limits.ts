@@ -68,7 +68,8 @@ export interface Kept {
 }
 
 function cutStrings(value: unknown, depth: number): unknown {
-  if (typeof value === "string") return value.length <= RECORDED_STRING_CHARS ? value : `${value.slice(0, RECORDED_STRING_CHARS)}…[cut: ${value.length} characters]`;
+  if (typeof value === "string")
+    return value.length <= RECORDED_STRING_CHARS ? value : `${value.slice(0, RECORDED_STRING_CHARS)}…[cut: ${value.length} characters]`;
   if (value === null || typeof value !== "object" || depth > 32) return depth > 32 ? "…[cut: too deep]" : value;
   if (Array.isArray(value)) return value.map((v) => cutStrings(v, depth + 1));
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cutStrings(v, depth + 1)]));

@@ -21,10 +21,27 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessa
 import type { McpCallRecord } from "../records/rollout-result.js";
 import type { ExecResult } from "../sandbox/provider.js";
 import { closeAfterAnswer, sendJson } from "../proxy/call-answer.js";
-import { cutValue, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_RESULT_BYTES, inputBacklogLimit, jsonSize, MAX_OPEN_REQUESTS, MAX_SESSIONS, RecordBudget, requestBodyLimit, type Kept } from "./limits.js";
+import {
+  cutValue,
+  DEFAULT_MAX_ARGUMENT_BYTES,
+  DEFAULT_MAX_RESULT_BYTES,
+  inputBacklogLimit,
+  jsonSize,
+  MAX_OPEN_REQUESTS,
+  MAX_SESSIONS,
+  RecordBudget,
+  requestBodyLimit,
+  type Kept,
+} from "./limits.js";
 import type { OversizedMessage, ServerProcess } from "./server-process.js";
 
-type Message = JSONRPCMessage & { id?: string | number; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: { code: number; message: string } };
+type Message = JSONRPCMessage & {
+  id?: string | number;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string };
+};
 
 interface Pending {
   /** The harness's id, or a probe's resolver. */
@@ -109,8 +126,18 @@ export class McpRelay {
           this.pending.delete(id);
           reject(fail(`did not answer ${method} within ${Math.round(timeoutMs / 1000)} s`));
         }, timeoutMs);
-        this.pending.set(id, { probe: (m) => (clearTimeout(timer), resolve(m)), method, at: Date.now() });
-        void this.server.ended.then((r) => (clearTimeout(timer), reject(fail(`exited (${statusOf(r)}) before answering ${method}`))));
+        this.pending.set(id, {
+          probe: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+          method,
+          at: Date.now(),
+        });
+        void this.server.ended.then((r) => {
+          clearTimeout(timer);
+          reject(fail(`exited (${statusOf(r)}) before answering ${method}`));
+        });
         void this.server.send({ jsonrpc: "2.0", id, method, params } as JSONRPCMessage);
       });
     const init = await ask("initialize", { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "reins", version: "1" } });
@@ -148,7 +175,12 @@ export class McpRelay {
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.openRequests >= MAX_OPEN_REQUESTS) {
       req.resume();
-      refuseRequest(res, 429, "McpTooManyRequests", `Too many MCP requests are open at once to ${this.name} (at most ${MAX_OPEN_REQUESTS}); wait for answers first.`);
+      refuseRequest(
+        res,
+        429,
+        "McpTooManyRequests",
+        `Too many MCP requests are open at once to ${this.name} (at most ${MAX_OPEN_REQUESTS}); wait for answers first.`,
+      );
       return;
     }
     this.openRequests++;
@@ -202,7 +234,9 @@ export class McpRelay {
     const refuse = (bytes: number, head: string) => {
       const tool = /"name"\s*:\s*"((?:[^"\\]|\\.){1,128})"/.exec(head)?.[1] ?? "";
       const message = `The MCP request to ${this.name} is over ${limit} bytes (${bytes} at least); a call's arguments may have at most ${this.maxArgumentBytes} bytes.`;
-      this.recordCall(tool, this.budget.keepCut(cutValue(bytes, head, false)), Date.now(), 0, { error: { code: "McpArgumentsTooLarge", message: `${message} (McpArgumentsTooLarge)` } });
+      this.recordCall(tool, this.budget.keepCut(cutValue(bytes, head, false)), Date.now(), 0, {
+        error: { code: "McpArgumentsTooLarge", message: `${message} (McpArgumentsTooLarge)` },
+      });
       refuseRequest(res, 413, "McpArgumentsTooLarge", message);
     };
     // A body declared over the limit is read only as far as its beginning (to name the tool in the record).
@@ -225,7 +259,12 @@ export class McpRelay {
           return;
         }
         req.pause();
-        refuse(Math.max(bytes, declared || 0), Buffer.concat([...parts, chunk]).subarray(0, 64 * 1024).toString("utf8"));
+        refuse(
+          Math.max(bytes, declared || 0),
+          Buffer.concat([...parts, chunk])
+            .subarray(0, 64 * 1024)
+            .toString("utf8"),
+        );
         finish(undefined);
       };
       req.on("data", onData);
@@ -237,11 +276,20 @@ export class McpRelay {
 
   /** Answers a harness's request without the server: a tool's refusal as its result (isError), any other request's as a JSON-RPC error. */
   private answerRefusal(transport: StreamableHTTPServerTransport, id: string | number, tool: string | undefined, message: string): void {
-    const answer = tool !== undefined ? { jsonrpc: "2.0", id, result: { content: [{ type: "text", text: message }], isError: true } } : { jsonrpc: "2.0", id, error: { code: -32000, message } };
+    const answer =
+      tool !== undefined
+        ? { jsonrpc: "2.0", id, result: { content: [{ type: "text", text: message }], isError: true } }
+        : { jsonrpc: "2.0", id, error: { code: -32000, message } };
     void transport.send(answer as JSONRPCMessage).catch(() => undefined);
   }
 
-  private recordCall(tool: string, args: Kept, at: number, latencyMs: number, outcome: { result: Kept } | { error: { code: string | number; message: string }; result?: Kept }): void {
+  private recordCall(
+    tool: string,
+    args: Kept,
+    at: number,
+    latencyMs: number,
+    outcome: { result: Kept } | { error: { code: string | number; message: string }; result?: Kept },
+  ): void {
     const result = outcome.result;
     const truncated = { ...(args.bytes !== undefined ? { arguments: args.bytes } : {}), ...(result?.bytes !== undefined ? { result: result.bytes } : {}) };
     this.opts.record({
@@ -269,7 +317,8 @@ export class McpRelay {
       const args = tool !== undefined ? (m.params?.arguments ?? null) : undefined;
       const refuse = (code: RefusalCode, message: string, kept: Kept) => {
         if (tool !== undefined) this.recordCall(tool, kept, at, 0, { error: { code, message } });
-        if (code === "ToolNotAllowed") void transport.send({ jsonrpc: "2.0", id: m.id, error: { code: -32602, message } } as JSONRPCMessage).catch(() => undefined);
+        if (code === "ToolNotAllowed")
+          void transport.send({ jsonrpc: "2.0", id: m.id, error: { code: -32602, message } } as JSONRPCMessage).catch(() => undefined);
         else this.answerRefusal(transport, m.id!, tool, message);
       };
       if (tool !== undefined && !this.allows(tool)) {
@@ -288,7 +337,11 @@ export class McpRelay {
       }
       const backlog = this.server.backlog();
       if (backlog > inputBacklogLimit(this.maxArgumentBytes)) {
-        refuse("McpServerNotReading", `The MCP server ${this.name} has not read the ${backlog} bytes already sent to it; the call was not forwarded (McpServerNotReading).`, this.budget.keep(args));
+        refuse(
+          "McpServerNotReading",
+          `The MCP server ${this.name} has not read the ${backlog} bytes already sent to it; the call was not forwarded (McpServerNotReading).`,
+          this.budget.keep(args),
+        );
         return;
       }
       const id = this.nextId++;
@@ -318,7 +371,13 @@ export class McpRelay {
       answer = { ...answer, result: { ...m.result, tools: (m.result.tools as { name: string }[]).filter((t) => this.allows(t.name)) } };
     }
     if (p.tool !== undefined) {
-      this.recordCall(p.tool, p.arguments!, p.at, Date.now() - p.at, m.error ? { error: { code: m.error.code, message: m.error.message } } : { result: this.budget.keep(m.result) });
+      this.recordCall(
+        p.tool,
+        p.arguments!,
+        p.at,
+        Date.now() - p.at,
+        m.error ? { error: { code: m.error.code, message: m.error.message } } : { result: this.budget.keep(m.result) },
+      );
     }
     void p.transport!.send(answer as JSONRPCMessage).catch(() => undefined);
   }
@@ -336,7 +395,10 @@ export class McpRelay {
         continue;
       }
       if (p.tool !== undefined) {
-        this.recordCall(p.tool, p.arguments!, p.at, Date.now() - p.at, { error: { code: "McpResultTooLarge", message }, result: this.budget.keepCut(cutValue(o.bytes, o.id === id ? o.start : "", false)) });
+        this.recordCall(p.tool, p.arguments!, p.at, Date.now() - p.at, {
+          error: { code: "McpResultTooLarge", message },
+          result: this.budget.keepCut(cutValue(o.bytes, o.id === id ? o.start : "", false)),
+        });
       }
       this.answerRefusal(p.transport!, p.original!, p.tool, message);
     }

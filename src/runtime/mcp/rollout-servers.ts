@@ -88,9 +88,17 @@ export async function startRolloutServers(o: StartOptions): Promise<RolloutServe
         box = await o.createBeside(s);
         beside.push(box);
       }
-      if (s.files.length > 0) await box.writeFiles(s.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })));
+      if (s.files.length > 0)
+        await box.writeFiles(
+          s.files.map((f) => ({ path: f.path, content: f.encoding === "base64" ? Buffer.from(f.content, "base64") : f.content, mode: f.mode })),
+        );
       // The server's own timer is only a backstop (reins closes it with the try): it must never end the server before the harness's timeout is seen.
-      const proc = new ServerProcess(box, serverArgv(s, box), { cwd: box.workspacePath, env: s.env, timeoutMs: Math.max(1, o.deadline - Date.now()) + SERVER_BACKSTOP_MS, ...(s.maxResultBytes !== undefined ? { maxLineBytes: s.maxResultBytes } : {}) });
+      const proc = new ServerProcess(box, serverArgv(s, box), {
+        cwd: box.workspacePath,
+        env: s.env,
+        timeoutMs: Math.max(1, o.deadline - Date.now()) + SERVER_BACKSTOP_MS,
+        ...(s.maxResultBytes !== undefined ? { maxLineBytes: s.maxResultBytes } : {}),
+      });
       const relay = new McpRelay(s.name, proc, {
         allowed: s.tools,
         startedAt: o.startedAt,

@@ -93,7 +93,16 @@ export class ServerProcess implements Transport {
       // The sandbox failed under it (died, or exec broke): an end like any other, said on stderr.
       (error: unknown) => {
         this.keepStderr(Buffer.from(`${this.stderr === "" || this.stderr.endsWith("\n") ? "" : "\n"}${messageOf(error)}`));
-        this.end({ exitCode: null, signal: null, stdout: "", stderr: this.stderr, stdoutTruncated: false, stderrTruncated: false, timedOut: false, durationMs: 0 });
+        this.end({
+          exitCode: null,
+          signal: null,
+          stdout: "",
+          stderr: this.stderr,
+          stdoutTruncated: false,
+          stderrTruncated: false,
+          timedOut: false,
+          durationMs: 0,
+        });
       },
     );
   }

@@ -72,7 +72,8 @@ export function stepScalars(m: StepRecord): Scalars {
   put("fidelity/prefix_breaks", f.prefixBreaks);
   put("fidelity/checked_tokens", f.checkedTokens);
   put("fidelity/mismatched_tokens", f.mismatchedTokens);
-  if (typeof f.checkedTokens === "number" && typeof f.mismatchedTokens === "number" && f.checkedTokens > 0) put("fidelity/token_match_rate", 1 - f.mismatchedTokens / f.checkedTokens);
+  if (typeof f.checkedTokens === "number" && typeof f.mismatchedTokens === "number" && f.checkedTokens > 0)
+    put("fidelity/token_match_rate", 1 - f.mismatchedTokens / f.checkedTokens);
   if (typeof f.calls === "number" && typeof f.prefixBreaks === "number" && f.calls > 0) put("fidelity/prefix_break_rate", f.prefixBreaks / f.calls);
   for (const [key, v] of Object.entries(record(m.critic))) put(`critic/${snake(key)}`, v);
   for (const [key, v] of Object.entries(record(m.correction))) put(`rollout_corr/${snake(key)}`, v);

@@ -55,7 +55,8 @@ export class MetricSinks {
     const dirs = sinkDirs(runDir);
     const args = ["-m", "trainers.metrics.sink"];
     if (sinks.tensorboard) args.push("--tensorboard", dirs.tensorboard);
-    if (sinks.wandb) args.push("--wandb-dir", dirname(dirs.wandb), "--wandb-project", sinks.wandb.project, "--wandb-name", basename(runDir), "--wandb-id", wandbId(runDir));
+    if (sinks.wandb)
+      args.push("--wandb-dir", dirname(dirs.wandb), "--wandb-project", sinks.wandb.project, "--wandb-name", basename(runDir), "--wandb-id", wandbId(runDir));
     const child = spawn(python, args, { cwd: trainerRoot(), stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
     const exited = new Promise<number | null>((resolve) => {
       child.on("error", () => resolve(-1));
@@ -72,7 +73,11 @@ export class MetricSinks {
     child.kill("SIGKILL");
     await exited;
     const reason =
-      first === "timeout" ? `did not start within ${START_TIMEOUT_MS / 1000} s` : first?.error === "missing" ? `has no ${String(first.module)} package` : `exited before it was ready: ${sink.stderr.slice(-3).join(" | ") || "no output"}`;
+      first === "timeout"
+        ? `did not start within ${START_TIMEOUT_MS / 1000} s`
+        : first?.error === "missing"
+          ? `has no ${String(first.module)} package`
+          : `exited before it was ready: ${sink.stderr.slice(-3).join(" | ") || "no output"}`;
     throw new ReinsError("MetricsSinkUnavailable", `spec.metrics asks for ${what}, but the metrics Python ${python} ${reason}.`);
   }
 

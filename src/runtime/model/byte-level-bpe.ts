@@ -34,7 +34,8 @@ export function byteLevelBpeShape(json: unknown): { shape: ByteLevelBpeShape } |
   const root = obj(json);
   const model = obj(root?.model);
   if (!root || !model || model.type !== "BPE") return { reason: "not a BPE model" };
-  if (model.byte_fallback || model.ignore_merges || model.dropout || model.continuing_subword_prefix || model.end_of_word_suffix) return { reason: "BPE options the fast path does not reproduce" };
+  if (model.byte_fallback || model.ignore_merges || model.dropout || model.continuing_subword_prefix || model.end_of_word_suffix)
+    return { reason: "BPE options the fast path does not reproduce" };
   const normalizer = obj(root.normalizer);
   if (root.normalizer !== null && normalizer?.type !== "NFC") return { reason: "a normalizer other than NFC" };
   const pre = obj(root.pre_tokenizer);
@@ -42,7 +43,8 @@ export function byteLevelBpeShape(json: unknown): { shape: ByteLevelBpeShape } |
   const split = steps[0];
   const level = steps[1];
   const pattern = obj(split?.pattern)?.Regex;
-  if (steps.length !== 2 || split?.type !== "Split" || split.behavior !== "Isolated" || split.invert || typeof pattern !== "string") return { reason: "not one regex split before the byte-level step" };
+  if (steps.length !== 2 || split?.type !== "Split" || split.behavior !== "Isolated" || split.invert || typeof pattern !== "string")
+    return { reason: "not one regex split before the byte-level step" };
   if (level?.type !== "ByteLevel" || level.use_regex || level.add_prefix_space) return { reason: "not a plain byte-level pre-tokenizer" };
   const decoder = obj(root.decoder);
   if (decoder?.type !== "ByteLevel") return { reason: "not a byte-level decoder" };

@@ -53,11 +53,21 @@ export function loadModelRuntime(model: ResolvedModel): Promise<ModelRuntime> {
 async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   let tokenizer: Tokenizer;
   const named = model.tokenizer;
-  if (!named) throw fail("TokenizerRequired", `model ${model.name} has no tokenizer (a ${model.engine.type} engine is asked in text, not token ids)`, "Give the Model a tokenizer, or use it where text is enough (a rubric judge, an Evaluation's hosted policy).");
+  if (!named)
+    throw fail(
+      "TokenizerRequired",
+      `model ${model.name} has no tokenizer (a ${model.engine.type} engine is asked in text, not token ids)`,
+      "Give the Model a tokenizer, or use it where text is enough (a rubric judge, an Evaluation's hosted policy).",
+    );
   try {
     tokenizer = await loadTokenizer(named);
   } catch (err) {
-    if (err instanceof TokenizerLoadError) throw fail(err.code, err.message, err.code === "TokenizerNotFound" || err.code === "TokenizerInvalid" ? "Check spec.tokenizer.path in the Model." : err.hint);
+    if (err instanceof TokenizerLoadError)
+      throw fail(
+        err.code,
+        err.message,
+        err.code === "TokenizerNotFound" || err.code === "TokenizerInvalid" ? "Check spec.tokenizer.path in the Model." : err.hint,
+      );
     throw err;
   }
   const source = model.chatTemplate ?? tokenizer.chatTemplate;
@@ -73,7 +83,12 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
     template = new ChatTemplate(source, model.chatTemplateVariables);
   } catch (err) {
     if (err instanceof ChatTemplateError) {
-      const from = model.chatTemplate === undefined ? "the tokenizer's own template" : named.type === "huggingface" ? `spec.chatTemplate, else the template of ${named.path}` : "spec.chatTemplate";
+      const from =
+        model.chatTemplate === undefined
+          ? "the tokenizer's own template"
+          : named.type === "huggingface"
+            ? `spec.chatTemplate, else the template of ${named.path}`
+            : "spec.chatTemplate";
       const hint =
         err.code === "ChatTemplateTooMuchWork"
           ? CODES.ChatTemplateTooMuchWork
@@ -86,7 +101,11 @@ async function buildRuntime(model: ResolvedModel): Promise<ModelRuntime> {
   for (const token of model.stopTokens) {
     const id = tokenizer.tokenId(token);
     if (id === undefined) {
-      throw fail("StopTokenUnknown", `stop token ${JSON.stringify(token)} is not in the tokenizer's vocabulary`, "List stop tokens exactly as the tokenizer spells them, e.g. <|im_end|>.");
+      throw fail(
+        "StopTokenUnknown",
+        `stop token ${JSON.stringify(token)} is not in the tokenizer's vocabulary`,
+        "List stop tokens exactly as the tokenizer spells them, e.g. <|im_end|>.",
+      );
     }
     stopIds.push(id);
   }

@@ -38,7 +38,11 @@ interface Slot {
 
 export const INLINE_CHARS = 8192;
 
-export function createTokenizePool(spec: ResolvedModel["tokenizer"], tokenizer: Tokenizer, opts: { workers?: number; inlineChars?: number } = {}): TokenizePool {
+export function createTokenizePool(
+  spec: ResolvedModel["tokenizer"],
+  tokenizer: Tokenizer,
+  opts: { workers?: number; inlineChars?: number } = {},
+): TokenizePool {
   const size = Math.max(1, opts.workers ?? 2);
   const inlineChars = opts.inlineChars ?? INLINE_CHARS;
   const queues = new Map<object, Job[]>();

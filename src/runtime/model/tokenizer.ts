@@ -146,5 +146,11 @@ function wrap(source: string, tok: LenmlTokenizer, config: { chat_template?: unk
   const fast = "shape" in shape ? createByteLevelBpe(shape.shape, encode) : { encode, decode };
   // decoding that tidies spaces around punctuation (the default when the config is silent) stays general
   const tidy = config.clean_up_tokenization_spaces !== false;
-  return { source, chatTemplate, encode: fast.encode, decode: tidy ? decode : fast.decode, tokenId: (token) => added.get(token) ?? tok.model.tokens_to_ids.get(token) };
+  return {
+    source,
+    chatTemplate,
+    encode: fast.encode,
+    decode: tidy ? decode : fast.decode,
+    tokenId: (token) => added.get(token) ?? tok.model.tokens_to_ids.get(token),
+  };
 }

@@ -8,7 +8,13 @@ import type { DialectHandler, ProxyErrorKind } from "./dialects/dialect.js";
 import type { PendingCall } from "./pending-call.js";
 import { formatEvent, startEventStream } from "./sse.js";
 
-export function answerCompletion(res: ServerResponse, dialect: DialectHandler, completion: CanonicalCompletion, body: Record<string, unknown>, stream: boolean): void {
+export function answerCompletion(
+  res: ServerResponse,
+  dialect: DialectHandler,
+  completion: CanonicalCompletion,
+  body: Record<string, unknown>,
+  stream: boolean,
+): void {
   if (stream) writeEventsAndEnd(res, dialect.buildEvents(completion, body));
   else sendJson(res, 200, dialect.buildResponse(completion, body));
 }
@@ -29,7 +35,14 @@ export function answerError(res: ServerResponse, dialect: DialectHandler, kind: 
  * so it chooses where the cut lands: inside the first tool call when there is one (the case a
  * harness must recover from), else half-way. A non-streaming client gets an engine error.
  */
-export function answerCut(call: PendingCall, res: ServerResponse, dialect: DialectHandler, completion: CanonicalCompletion, body: Record<string, unknown>, message: string): void {
+export function answerCut(
+  call: PendingCall,
+  res: ServerResponse,
+  dialect: DialectHandler,
+  completion: CanonicalCompletion,
+  body: Record<string, unknown>,
+  message: string,
+): void {
   if (!call.record.stream) {
     call.setError("engine", message, "aborted");
     answerError(res, dialect, "engine", message);
@@ -46,7 +59,8 @@ export function answerCut(call: PendingCall, res: ServerResponse, dialect: Diale
 /** Hand the record over once the answer is written or the connection closes, whichever ends it. */
 export function recordWhenClosed(call: PendingCall, res: ServerResponse): void {
   res.on("close", () => {
-    if (!res.writableFinished && !call.record.error) call.setError("client-disconnect", "the client closed the connection while the answer was sent", "aborted");
+    if (!res.writableFinished && !call.record.error)
+      call.setError("client-disconnect", "the client closed the connection while the answer was sent", "aborted");
     call.finish();
   });
 }

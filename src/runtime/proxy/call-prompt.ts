@@ -34,7 +34,13 @@ export async function renderCallPrompt(
   if (room <= 0) {
     // Refused: the record keeps the count, not the ids, and the trie does not keep the segments.
     call.record.promptTokens = tokens;
-    return { ok: false, kind: "context-length", code: "ContextLengthExceeded", message: `prompt is too long: ${tokens} tokens > ${model.maxContextTokens - 1} maximum`, recordKind: "bad-request" };
+    return {
+      ok: false,
+      kind: "context-length",
+      code: "ContextLengthExceeded",
+      message: `prompt is too long: ${tokens} tokens > ${model.maxContextTokens - 1} maximum`,
+      recordKind: "bad-request",
+    };
   }
   const rendered = commitPrompt(call.rollout.prompts, runtime, planned.plan, encoded);
   call.record.promptIds = rendered.ids;

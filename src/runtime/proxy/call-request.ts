@@ -50,7 +50,12 @@ export interface RequestDeps {
   limits: ProxyLimits;
 }
 
-export async function readCallRequest(deps: RequestDeps, call: PendingCall, dialect: DialectHandler, req: IncomingMessage): Promise<{ ok: true; request: CallRequest } | Refusal> {
+export async function readCallRequest(
+  deps: RequestDeps,
+  call: PendingCall,
+  dialect: DialectHandler,
+  req: IncomingMessage,
+): Promise<{ ok: true; request: CallRequest } | Refusal> {
   const raw = await readBody(req, deps.limits);
   if (!raw.ok) return refusal(raw);
   // Two CPU turns (parse; then check and plan), so that a large body's work has a break between.
@@ -58,29 +63,38 @@ export async function readCallRequest(deps: RequestDeps, call: PendingCall, dial
   const body = await inTurn(call.rollout, () => decodeJsonBody(raw, deps.limits), light);
   if (!body.ok) return refusal(body);
   call.record.bodyBytes = body.bytes;
-  return inTurn(call.rollout, () => {
-    const parsed = dialect.parseRequest(body.value);
-    if (!parsed.ok) return { ok: false, kind: "bad-request", message: parsed.message, recordKind: "bad-request" } as const;
-    const canonical = parsed.request;
-    call.record.model = canonical.model;
-    call.record.stream = canonical.stream;
-    call.record.callClass = classifyCall(call.rollout.callClasses, canonical, req.headers);
-    const tooLarge = checkSizes(canonical, deps.limits);
-    if (tooLarge) return tooLarge;
-    const planned = planCallPrompt(deps, call.rollout, canonical);
-    if (!planned.ok) return planned;
-    return { ok: true, request: { canonical, body: body.value as Record<string, unknown>, ...planned } } as const;
-  }, light);
+  return inTurn(
+    call.rollout,
+    () => {
+      const parsed = dialect.parseRequest(body.value);
+      if (!parsed.ok) return { ok: false, kind: "bad-request", message: parsed.message, recordKind: "bad-request" } as const;
+      const canonical = parsed.request;
+      call.record.model = canonical.model;
+      call.record.stream = canonical.stream;
+      call.record.callClass = classifyCall(call.rollout.callClasses, canonical, req.headers);
+      const tooLarge = checkSizes(canonical, deps.limits);
+      if (tooLarge) return tooLarge;
+      const planned = planCallPrompt(deps, call.rollout, canonical);
+      if (!planned.ok) return planned;
+      return { ok: true, request: { canonical, body: body.value as Record<string, unknown>, ...planned } } as const;
+    },
+    light,
+  );
 }
 
 /** Plan the prompt and start tokenizing what is new, unless it cannot fit in the context. */
-export function planCallPrompt(deps: RequestDeps, rollout: Rollout, canonical: CanonicalRequest): { ok: true; plan: PromptPlan; encoding: Promise<number[][]> } | Refusal {
+export function planCallPrompt(
+  deps: RequestDeps,
+  rollout: Rollout,
+  canonical: CanonicalRequest,
+): { ok: true; plan: PromptPlan; encoding: Promise<number[][]> } | Refusal {
   let plan: PromptPlan;
   try {
     plan = planPrompt(rollout.prompts, deps.runtime, canonical);
   } catch (err) {
     // The chat template failed for this request (ChatTemplateTooMuchWork: past its work budget): a 500 with the code.
-    if (isReinsError(err)) return { ok: false, kind: "internal", message: `the prompt could not be rendered (${err.code}): ${err.message}`, recordKind: "internal", code: err.code };
+    if (isReinsError(err))
+      return { ok: false, kind: "internal", message: `the prompt could not be rendered (${err.code}): ${err.message}`, recordKind: "internal", code: err.code };
     return { ok: false, kind: "internal", message: `the prompt could not be rendered: ${(err as Error).message}`, recordKind: "internal" };
   }
   const room = Math.max(0, deps.model.maxContextTokens - plan.knownTokens);
@@ -114,12 +128,19 @@ function checkSizes(req: CanonicalRequest, limits: ProxyLimits): Refusal | undef
         chars += tc.arguments.length + tc.name.length;
       }
     }
-    if (chars > limits.maxMessageChars) return tooLarge({ code: "MessageTooLarge", message: `messages[${i}] (${m.role}) has ${chars} characters; the limit is ${limits.maxMessageChars}` });
+    if (chars > limits.maxMessageChars)
+      return tooLarge({ code: "MessageTooLarge", message: `messages[${i}] (${m.role}) has ${chars} characters; the limit is ${limits.maxMessageChars}` });
   }
   return undefined;
 }
 
-
 function refusal(failure: { kind: ProxyErrorKind; message: string; code?: Code; unread?: boolean }): Refusal {
-  return { ok: false, kind: failure.kind, message: failure.message, recordKind: "bad-request", ...(failure.code ? { code: failure.code } : {}), ...(failure.unread ? { unread: true } : {}) };
+  return {
+    ok: false,
+    kind: failure.kind,
+    message: failure.message,
+    recordKind: "bad-request",
+    ...(failure.code ? { code: failure.code } : {}),
+    ...(failure.unread ? { unread: true } : {}),
+  };
 }

@@ -48,9 +48,11 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
   const rendered = await renderCallPrompt(deps.model, deps.runtime, call, canonical, read.request);
   if (!rendered.ok) return refuseCall(call, res, dialect, rendered);
   // The first call of a try is compared with the chat template's own rendering while the engine generates.
-  const templateCheck = call.record.seq === 0 ? checkAgainstTemplate(deps.runtime, deps.pool, rollout, canonical, rendered.prompt.rendered.ids, read.request.plan) : undefined;
+  const templateCheck =
+    call.record.seq === 0 ? checkAgainstTemplate(deps.runtime, deps.pool, rollout, canonical, rendered.prompt.rendered.ids, read.request.plan) : undefined;
   const client = watchClient(res);
-  const live = canonical.stream && deps.engine.generateStream ? openLiveAnswer(deps, call, dialect, canonical, rendered.prompt.rendered.ids.length, body, res) : undefined;
+  const live =
+    canonical.stream && deps.engine.generateStream ? openLiveAnswer(deps, call, dialect, canonical, rendered.prompt.rendered.ids.length, body, res) : undefined;
   const generated = await generateCompletion(deps, call, rendered.prompt, client, res, live);
   if (generated.kind === "failed") {
     live?.flush();
@@ -67,7 +69,15 @@ export async function handleModelCall(deps: CallDeps, rollout: Rollout, dialect:
 }
 
 /** A streaming request to an engine that streams is answered token by token (call-stream.ts). */
-function openLiveAnswer(deps: CallDeps, call: PendingCall, dialect: DialectHandler, canonical: CanonicalRequest, promptTokens: number, body: Record<string, unknown>, res: ServerResponse): LiveAnswer {
+function openLiveAnswer(
+  deps: CallDeps,
+  call: PendingCall,
+  dialect: DialectHandler,
+  canonical: CanonicalRequest,
+  promptTokens: number,
+  body: Record<string, unknown>,
+  res: ServerResponse,
+): LiveAnswer {
   const head = {
     callKey: call.key,
     model: canonical.model || deps.model.name,

@@ -41,7 +41,11 @@ export async function countTokens(
     }
     const room = Math.max(0, deps.model.maxContextTokens - plan.knownTokens);
     if (plan.newChars > room * deps.limits.promptCharsPerToken) {
-      return { ok: false as const, kind: "context-length" as const, message: `prompt is too long: ${plan.newChars} characters cannot fit in ${deps.model.maxContextTokens} tokens` };
+      return {
+        ok: false as const,
+        kind: "context-length" as const,
+        message: `prompt is too long: ${plan.newChars} characters cannot fit in ${deps.model.maxContextTokens} tokens`,
+      };
     }
     return { ok: true as const, known: plan.knownTokens, encoding: deps.pool.encode(textsOf(plan), rollout) };
   });

@@ -21,7 +21,9 @@ export type RawBody = { ok: true; raw: Buffer; encoding: string; shape: JsonShap
 
 /** Read a body within the byte limit and the deadline, measuring its JSON shape as it arrives when it is not compressed. */
 export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<RawBody> {
-  const encoding = String(req.headers["content-encoding"] ?? "identity").toLowerCase().trim();
+  const encoding = String(req.headers["content-encoding"] ?? "identity")
+    .toLowerCase()
+    .trim();
   const identity = encoding === "" || encoding === "identity";
   const shape = identity ? new JsonShape(limits.maxJsonDepth, limits.maxJsonValues) : undefined;
   const raw = await readRaw(req, limits, shape);
@@ -76,7 +78,13 @@ function readRaw(req: IncomingMessage, limits: BodyLimits, shape: JsonShape | un
       return;
     }
     timer = setTimeout(() => {
-      finish({ ok: false, kind: "timeout", code: "RequestBodyTimeout", unread: true, message: `the request body did not arrive within ${limits.bodyTimeoutMs} ms (${size} bytes received)` });
+      finish({
+        ok: false,
+        kind: "timeout",
+        code: "RequestBodyTimeout",
+        unread: true,
+        message: `the request body did not arrive within ${limits.bodyTimeoutMs} ms (${size} bytes received)`,
+      });
     }, limits.bodyTimeoutMs);
     req.on("data", (c: Buffer) => {
       if (done) return;

@@ -11,7 +11,10 @@ export class JsonShape {
   private inString = false;
   private escaped = false;
 
-  constructor(private readonly maxDepth: number, private readonly maxValues: number) {}
+  constructor(
+    private readonly maxDepth: number,
+    private readonly maxValues: number,
+  ) {}
 
   /** Scan the next bytes; returns why the body is refused, or undefined while it is within the limits. */
   feed(chunk: Uint8Array): string | undefined {

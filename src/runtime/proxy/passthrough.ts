@@ -32,17 +32,38 @@ const KEPT_HEADERS = ["content-type", "request-id", "x-request-id", "retry-after
 /** Harness headers that choose API features, passed on (never its auth headers). */
 const FORWARDED_HEADERS = ["anthropic-beta", "anthropic-version", "openai-beta"];
 
-export async function passThroughCall(deps: PassthroughDeps, rollout: Rollout, dialect: DialectHandler, endpoint: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function passThroughCall(
+  deps: PassthroughDeps,
+  rollout: Rollout,
+  dialect: DialectHandler,
+  endpoint: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const call = openCall(rollout, dialect, deps.record);
   call.record.weightsVersion = `hosted:${deps.api.model}`;
   call.record.hosted = { api: deps.api.api, model: deps.api.model };
   if (rollout.open >= deps.limits.maxRequestsPerRollout) {
-    return refuse(call, res, dialect, "too-many-requests", `the rollout has ${rollout.open} requests open; the limit is ${deps.limits.maxRequestsPerRollout}`, true);
+    return refuse(
+      call,
+      res,
+      dialect,
+      "too-many-requests",
+      `the rollout has ${rollout.open} requests open; the limit is ${deps.limits.maxRequestsPerRollout}`,
+      true,
+    );
   }
   rollout.open++;
   res.once("close", () => rollout.open--);
   if (dialect.name !== deps.api.api) {
-    return refuse(call, res, dialect, "not-found", `this proxy passes calls to a hosted ${deps.api.api} model; ${dialect.name} requests have nowhere to go`, true);
+    return refuse(
+      call,
+      res,
+      dialect,
+      "not-found",
+      `this proxy passes calls to a hosted ${deps.api.api} model; ${dialect.name} requests have nowhere to go`,
+      true,
+    );
   }
   const raw = await readBody(req, deps.limits);
   if (!raw.ok) return refuse(call, res, dialect, raw.kind, raw.message, raw.unread);
@@ -71,7 +92,13 @@ export async function passThroughCall(deps: PassthroughDeps, rollout: Rollout, d
   call.record.timings.engineStartMs = Date.now();
   let upstream: Response;
   try {
-    upstream = await fetch(url, { method: "POST", headers, body: JSON.stringify(outgoing), redirect: "manual", signal: AbortSignal.any([abort.signal, AbortSignal.timeout(deps.api.timeoutSeconds * 1000)]) });
+    upstream = await fetch(url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(outgoing),
+      redirect: "manual",
+      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(deps.api.timeoutSeconds * 1000)]),
+    });
   } catch (e) {
     if (abort.signal.aborted) return gone(call);
     const cause = (e as { cause?: { code?: string } }).cause;
@@ -136,7 +163,14 @@ function usageOf(answer: string): { inputTokens?: number; outputTokens?: number 
   return { ...(input !== undefined ? { inputTokens: input } : {}), ...(output !== undefined ? { outputTokens: output } : {}) };
 }
 
-function refuse(call: PendingCall, res: ServerResponse, dialect: DialectHandler, kind: Parameters<typeof answerError>[2], message: string, unread?: boolean): void {
+function refuse(
+  call: PendingCall,
+  res: ServerResponse,
+  dialect: DialectHandler,
+  kind: Parameters<typeof answerError>[2],
+  message: string,
+  unread?: boolean,
+): void {
   call.setError("bad-request", message);
   if (unread) closeAfterAnswer(res);
   answerError(res, dialect, kind, message);

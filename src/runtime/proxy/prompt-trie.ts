@@ -19,11 +19,7 @@ export function createRoot(): SegmentNode {
 }
 
 /** The child with this key, creating it from `make()` when absent. `created` says which happened. */
-export function childOf(
-  node: SegmentNode,
-  key: string,
-  make: () => { ids: readonly number[]; seq?: number },
-): { node: SegmentNode; created: boolean } {
+export function childOf(node: SegmentNode, key: string, make: () => { ids: readonly number[]; seq?: number }): { node: SegmentNode; created: boolean } {
   const existing = node.children.get(key);
   if (existing) return { node: existing, created: false };
   const made = make();

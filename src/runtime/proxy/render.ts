@@ -162,7 +162,10 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
   };
   const shared = state.cache?.keys;
   const headerKey = state.segmentKeys.keyOf(0, { system: req.system, tools: req.tools }, headerKeyOf, shared);
-  step(headerKey, templated(headerKey, () => rt.template.header(req.system, templateTools(req))));
+  step(
+    headerKey,
+    templated(headerKey, () => rt.template.header(req.system, templateTools(req))),
+  );
   const groups = groupMessages(req.messages);
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g]!;
@@ -177,7 +180,10 @@ export function planPrompt(state: RolloutPromptState, rt: ModelRuntime, req: Can
     }
     const messages = group.kind === "assistant" ? [group.message] : group.messages;
     const key = state.segmentKeys.keyOf(g + 1, messages, groupKeyOf, shared);
-    step(key, templated(key, () => rt.template.group(messages.map(toTemplateMessage))));
+    step(
+      key,
+      templated(key, () => rt.template.group(messages.map(toTemplateMessage))),
+    );
   }
   return { known, pending, reused, knownTokens: knownTokens + known.depth, newChars, keys };
 }
@@ -209,7 +215,12 @@ export function commitPrompt(state: RolloutPromptState, rt: ModelRuntime, plan: 
 /** Render a request's prompt ids, reusing what the rollout already tokenized (tokenizing inline). */
 export function renderPrompt(state: RolloutPromptState, rt: ModelRuntime, req: CanonicalRequest): RenderedPrompt {
   const plan = planPrompt(state, rt, req);
-  return commitPrompt(state, rt, plan, textsOf(plan).map((t) => rt.tokenizer.encode(t)));
+  return commitPrompt(
+    state,
+    rt,
+    plan,
+    textsOf(plan).map((t) => rt.tokenizer.encode(t)),
+  );
 }
 
 /** Prompt ids of a request rendered from scratch (no stored completions); for counting and benches. */

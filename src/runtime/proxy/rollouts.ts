@@ -78,7 +78,8 @@ export class RolloutTable {
   constructor(private readonly sharedKey?: string) {}
 
   register(path: string, opts: RolloutIdentity & { apiKey?: string; callClasses?: ResolvedCallClassRule[]; weightsVersion?: string } = {}): Rollout {
-    if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1)) throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
+    if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1))
+      throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
     if (opts.rolloutId === "") throw new Error(`bug: empty rollout id registered for ${path}`);
     const rollout = this.create(path, opts.apiKey ?? `reins-${randomBytes(18).toString("base64url")}`, opts);
     if (opts.callClasses) rollout.callClasses = opts.callClasses;
@@ -121,7 +122,7 @@ export class RolloutTable {
   }
 
   records(path?: string): CallRecord[] {
-    if (path !== undefined) return [...(this.rollouts.get(path) ?? this.shared.get(path))?.records ?? []];
+    if (path !== undefined) return [...((this.rollouts.get(path) ?? this.shared.get(path))?.records ?? [])];
     const all: CallRecord[] = [];
     for (const r of this.rollouts.values()) all.push(...r.records);
     for (const r of this.shared.values()) all.push(...r.records);

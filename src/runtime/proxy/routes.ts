@@ -43,7 +43,15 @@ export function parsePath(method: string, rawUrl: string): { path?: string; rout
   const model = /^\/models\/(.+)$/.exec(rest);
   if (isGet && model) {
     const id = decoded(model[1]!);
-    if (id === undefined) return { ...(path ? { path } : {}), route: { kind: "bad-path", dialect: "openai-chat", message: `the model id in ${JSON.stringify(rawUrl.split("?")[0]!.slice(0, 200))} is not valid percent-encoding` } };
+    if (id === undefined)
+      return {
+        ...(path ? { path } : {}),
+        route: {
+          kind: "bad-path",
+          dialect: "openai-chat",
+          message: `the model id in ${JSON.stringify(rawUrl.split("?")[0]!.slice(0, 200))} is not valid percent-encoding`,
+        },
+      };
     return { ...(path ? { path } : {}), route: { kind: "models", id } };
   }
   const dialect: Dialect = /messages/.test(rest) ? "anthropic-messages" : /responses/.test(rest) ? "openai-responses" : "openai-chat";

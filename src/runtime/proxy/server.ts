@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { Dialect } from "../../compiler/contract/plan.js";
 import type { Engine } from "../engines/engine.js";
 import { createEngine } from "../engines/registry.js";
-import { loadModelRuntime, type ModelRuntime } from "../model/model-runtime.js";
+import { loadModelRuntime } from "../model/model-runtime.js";
 import { appendRecords, type CallRecord } from "../records/index.js";
 import type { ProxyHandle, ProxyOptions, RolloutRegistration } from "./api.js";
 import { createTokenizePool } from "../model/tokenize-pool.js";
@@ -57,7 +57,9 @@ export async function startProxyServer(options: ProxyOptions, hooks?: ServerHook
   };
   const hosted = options.model.engine.type === "hosted" ? options.model.engine : undefined;
   // A hosted policy is passed through (./passthrough.ts): no tokenizer, template or engine.
-  const passthrough: PassthroughDeps | undefined = hosted ? { api: hosted, sampling: options.model.sampling, limits, env: options.env ?? process.env, record } : undefined;
+  const passthrough: PassthroughDeps | undefined = hosted
+    ? { api: hosted, sampling: options.model.sampling, limits, env: options.env ?? process.env, record }
+    : undefined;
   const tokens = hosted ? undefined : await startTokenPath(options, limits, record);
 
   // Idle connections and slow headers are cut after idleTimeoutMs (checked every second or so);

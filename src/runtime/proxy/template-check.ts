@@ -27,7 +27,14 @@ export function compareWithTemplate(promptIds: ArrayLike<number>, templateIds: A
 }
 
 /** The check of a first call (undefined when the template cannot render the request). */
-export async function checkAgainstTemplate(rt: ModelRuntime, pool: TokenizePool, owner: object, req: CanonicalRequest, promptIds: readonly number[], plan?: PromptPlan): Promise<TemplateCheck | undefined> {
+export async function checkAgainstTemplate(
+  rt: ModelRuntime,
+  pool: TokenizePool,
+  owner: object,
+  req: CanonicalRequest,
+  promptIds: readonly number[],
+  plan?: PromptPlan,
+): Promise<TemplateCheck | undefined> {
   try {
     return compareWithTemplate(promptIds, await templateIdsOf(rt, pool, owner, req, plan));
   } catch {

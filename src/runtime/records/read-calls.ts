@@ -28,7 +28,9 @@ export function parseCallRecords(text: string, file: string, options: ReadOption
     const key = JSON.stringify([record.rolloutId, record.seq]);
     const first = seen.get(key);
     if (first !== undefined) {
-      diagnostics.push(diagnosticOf("CallRecordDuplicateSeq", { file, line }, `rollout ${record.rolloutId} has seq ${record.seq} twice (lines ${first} and ${line})`));
+      diagnostics.push(
+        diagnosticOf("CallRecordDuplicateSeq", { file, line }, `rollout ${record.rolloutId} has seq ${record.seq} twice (lines ${first} and ${line})`),
+      );
       continue;
     }
     seen.set(key, line);
@@ -46,7 +48,8 @@ export function parseCallRecord(value: unknown): CallRecord {
   if (!isObject(value)) throw new LineProblem("NotObject", "the line is JSON but not an object");
   const v = value.v ?? CALL_RECORD_VERSION;
   if (v !== 1 && v !== 2) throw new LineProblem("Version", `record version ${JSON.stringify(v)} is not supported (expected 1 or 2)`);
-  const rolloutId = v === 1 ? legacyRolloutId(value) : needField(value, "rolloutId", "rollout" in value ? " (`rollout` is its version-1 name: mark such lines \"v\": 1)" : "");
+  const rolloutId =
+    v === 1 ? legacyRolloutId(value) : needField(value, "rolloutId", "rollout" in value ? ' (`rollout` is its version-1 name: mark such lines "v": 1)' : "");
   if (!isNonEmptyString(rolloutId)) failField(v === 1 && !("rolloutId" in value) ? "rollout" : "rolloutId", "a non-empty string", rolloutId);
   const seq = needField(value, "seq");
   if (typeof seq !== "number" || !Number.isInteger(seq) || seq < 0) failField("seq", "an integer >= 0", seq);
@@ -67,20 +70,44 @@ export function parseCallRecord(value: unknown): CallRecord {
     promptIds,
     completionIds,
     completionLogprobs,
-    finishReason: optionalField<FinishReason>(value, "finishReason", (x) => (FINISH_REASONS as readonly unknown[]).includes(x), `one of ${FINISH_REASONS.join(", ")}`, "stop"),
+    finishReason: optionalField<FinishReason>(
+      value,
+      "finishReason",
+      (x) => (FINISH_REASONS as readonly unknown[]).includes(x),
+      `one of ${FINISH_REASONS.join(", ")}`,
+      "stop",
+    ),
     parse: optionalField(value, "parse", (x) => isObject(x) && typeof x.ok === "boolean", "an object with a boolean `ok`", { ok: true }),
-    callClass: optionalField<CallClass>(value, "callClass", (x) => (CALL_CLASSES as readonly unknown[]).includes(x), `one of ${CALL_CLASSES.join(", ")}`, "main"),
+    callClass: optionalField<CallClass>(
+      value,
+      "callClass",
+      (x) => (CALL_CLASSES as readonly unknown[]).includes(x),
+      `one of ${CALL_CLASSES.join(", ")}`,
+      "main",
+    ),
     reused: optionalField(value, "reused", (x) => Array.isArray(x) && x.every((s) => Number.isInteger(s)), "an array of seq numbers", []),
     tokenizedPromptTokens: optionalField(value, "tokenizedPromptTokens", (x) => Number.isInteger(x), "an integer", 0),
     weightsVersion: optionalField(value, "weightsVersion", isString, "a string", "unknown"),
-    timings: optionalField(value, "timings", (x) => isObject(x) && typeof x.receivedMs === "number" && typeof x.doneMs === "number", "an object with numeric receivedMs and doneMs", { receivedMs: 0, doneMs: 0 }),
+    timings: optionalField(
+      value,
+      "timings",
+      (x) => isObject(x) && typeof x.receivedMs === "number" && typeof x.doneMs === "number",
+      "an object with numeric receivedMs and doneMs",
+      { receivedMs: 0, doneMs: 0 },
+    ),
   };
   for (const field of ["promptTokens", "bodyBytes"] as const) {
     const n = value[field];
     if (n !== undefined) record[field] = optionalField(value, field, (x) => Number.isInteger(x) && (x as number) >= 0, "an integer >= 0", 0);
   }
   if (value.templateCheck !== undefined) {
-    record.templateCheck = optionalField(value, "templateCheck", (x) => isObject(x) && typeof x.match === "boolean" && Number.isInteger(x.templateTokens), "an object with a boolean `match` and an integer `templateTokens`", { match: true, templateTokens: 0 });
+    record.templateCheck = optionalField(
+      value,
+      "templateCheck",
+      (x) => isObject(x) && typeof x.match === "boolean" && Number.isInteger(x.templateTokens),
+      "an object with a boolean `match` and an integer `templateTokens`",
+      { match: true, templateTokens: 0 },
+    );
   }
   if ("error" in value && value.error !== undefined && value.error !== null) {
     const e = value.error;

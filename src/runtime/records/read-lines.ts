@@ -75,7 +75,12 @@ export function optionalField<T>(obj: Record<string, unknown>, field: string, ch
   return v as T;
 }
 
-export function diagnosticOf(code: DiagnosticCode, at: { file: string; line: number; column?: number }, message: string, severity: Diagnostic["severity"] = "error"): Diagnostic {
+export function diagnosticOf(
+  code: DiagnosticCode,
+  at: { file: string; line: number; column?: number },
+  message: string,
+  severity: Diagnostic["severity"] = "error",
+): Diagnostic {
   return makeDiagnostic(code, { file: at.file, line: at.line, column: at.column ?? 1 }, message, CODES[code], severity);
 }
 

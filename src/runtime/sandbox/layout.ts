@@ -51,7 +51,9 @@ export interface Limits {
 }
 
 /** Every limit of a sandbox, defaults filled in; `cpu` as a number of cores ("500m" → 0.5). */
-export function limitsOf(resources: Partial<{ cpu: string; memoryMiB: number; pids: number; diskMiB: number; openFiles: number; cpuSeconds: number }> = {}): Limits {
+export function limitsOf(
+  resources: Partial<{ cpu: string; memoryMiB: number; pids: number; diskMiB: number; openFiles: number; cpuSeconds: number }> = {},
+): Limits {
   const d = DEFAULT_RESOURCES;
   const cpu = resources.cpu ?? d.cpu;
   const cpus = cpu.endsWith("m") ? Number(cpu.slice(0, -1)) / 1000 : Number(cpu);

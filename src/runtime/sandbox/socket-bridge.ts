@@ -20,7 +20,12 @@ export interface SocketBridge {
 /** Connections one sandbox may hold open to its proxy at once: many more than a harness's parallel calls. */
 export const MAX_BRIDGE_CONNECTIONS = 64;
 
-export async function createSocketBridge(unixPath: string, targetHost: string, targetPort: number, opts: { maxConnections?: number } = {}): Promise<SocketBridge> {
+export async function createSocketBridge(
+  unixPath: string,
+  targetHost: string,
+  targetPort: number,
+  opts: { maxConnections?: number } = {},
+): Promise<SocketBridge> {
   await unlink(unixPath).catch(() => undefined);
   const open = new Set<net.Socket>();
   let connections = 0;

@@ -22,5 +22,10 @@ export function isDiskFull(err: unknown): boolean {
 export function diskFullOr(err: unknown, file: string, runDir: string = dirname(file)): unknown {
   if (!isDiskFull(err)) return err;
   const why = FULL[(err as NodeJS.ErrnoException).code!]!;
-  return new ReinsError("DiskFull", `Cannot write ${file}: ${why}; the run in ${runDir} stopped there, with nothing half-written.`, `${CODES.DiskFull.replace(/ DIR/, ` ${runDir}`)}`, { cause: err });
+  return new ReinsError(
+    "DiskFull",
+    `Cannot write ${file}: ${why}; the run in ${runDir} stopped there, with nothing half-written.`,
+    `${CODES.DiskFull.replace(/ DIR/, ` ${runDir}`)}`,
+    { cause: err },
+  );
 }

@@ -28,7 +28,13 @@ export interface RunLock {
 /** Take the lock of `dir` for this process, or throw RunLocked naming the live holder. */
 export function lockRun(dir: string): RunLock {
   const file = join(dir, LOCK_FILE);
-  const me: Holder = { pid: process.pid, started: startTimeOf(process.pid), host: hostname(), command: process.argv.slice(2).join(" "), since: new Date().toISOString() };
+  const me: Holder = {
+    pid: process.pid,
+    started: startTimeOf(process.pid),
+    host: hostname(),
+    command: process.argv.slice(2).join(" "),
+    since: new Date().toISOString(),
+  };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(file, "wx");
@@ -55,7 +61,11 @@ export function lockRun(dir: string): RunLock {
     const holder = readHolder(file);
     if (holder && isAlive(holder)) {
       const who = holder.pid === process.pid ? "this process" : `process ${holder.pid}${holder.command ? ` (reins ${holder.command})` : ""}`;
-      throw new ReinsError("RunLocked", `${dir} is being written by ${who} since ${holder.since}.`, "Wait for that run to end, or stop it (Ctrl-C); a lock left by a process that died is taken over by the next resume.");
+      throw new ReinsError(
+        "RunLocked",
+        `${dir} is being written by ${who} since ${holder.since}.`,
+        "Wait for that run to end, or stop it (Ctrl-C); a lock left by a process that died is taken over by the next resume.",
+      );
     }
     unlinkSync(file); // the holder is gone: take the lock over
   }

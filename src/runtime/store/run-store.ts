@@ -31,7 +31,16 @@ import { isReinsError, ReinsError, type Problem } from "../../compiler/contract/
 import type { EngineInfo } from "../engines/engine.js";
 import { diskFullOr } from "./disk-full.js";
 import { lockRun, type RunLock } from "./run-lock.js";
-import { appendRecords, appendWhole, type CallRecord, formatRecordLine, formatRecordLines, parseCallRecords, parseRolloutResults, type RolloutResult } from "../records/index.js";
+import {
+  appendRecords,
+  appendWhole,
+  type CallRecord,
+  formatRecordLine,
+  formatRecordLines,
+  parseCallRecords,
+  parseRolloutResults,
+  type RolloutResult,
+} from "../records/index.js";
 
 /** Where each try's harness output is kept, under the run directory. */
 export const HARNESS_OUTPUT_DIR = "harness-output";
@@ -77,16 +86,24 @@ export class RunStore {
   static open(dir: string, plan: Plan, opts: { resume: boolean; manifest?: Record<string, unknown> }): { store?: RunStore; problem?: Problem } {
     const planFile = join(dir, "plan.json");
     if (opts.resume) {
-      if (!existsSync(planFile)) return { problem: { code: "RunNotFound", message: `${dir} holds no run (no plan.json).`, hint: "Pass the --out directory of the run to resume." } };
+      if (!existsSync(planFile))
+        return { problem: { code: "RunNotFound", message: `${dir} holds no run (no plan.json).`, hint: "Pass the --out directory of the run to resume." } };
       let old: Plan;
       try {
         old = JSON.parse(readFileSync(planFile, "utf8")) as Plan;
       } catch (err) {
         return { problem: { code: "RunCorrupt", message: `${planFile} cannot be read: ${(err as Error).message}.`, hint: "Start a new run with --out." } };
       }
-      if (typeof old?.hash !== "string") return { problem: { code: "RunCorrupt", message: `${planFile} is not a reins plan (it has no hash).`, hint: "Start a new run with --out." } };
+      if (typeof old?.hash !== "string")
+        return { problem: { code: "RunCorrupt", message: `${planFile} is not a reins plan (it has no hash).`, hint: "Start a new run with --out." } };
       if (old.hash !== plan.hash) {
-        return { problem: { code: "PlanChanged", message: `The specs changed since the run started (plan ${old.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`, hint: "Resume with the same specs, or start a new run with --out." } };
+        return {
+          problem: {
+            code: "PlanChanged",
+            message: `The specs changed since the run started (plan ${old.hash.slice(7, 19)} → ${plan.hash.slice(7, 19)}).`,
+            hint: "Resume with the same specs, or start a new run with --out.",
+          },
+        };
       }
       const store = new RunStore(dir);
       try {
@@ -97,14 +114,21 @@ export class RunStore {
       }
       return { store };
     }
-    if (existsSync(planFile)) return { problem: { code: "RunExists", message: `${dir} already holds a run.`, hint: `Resume it with --resume ${dir}, or choose another --out directory.` } };
+    if (existsSync(planFile))
+      return {
+        problem: { code: "RunExists", message: `${dir} already holds a run.`, hint: `Resume it with --resume ${dir}, or choose another --out directory.` },
+      };
     try {
       mkdirSync(dir, { recursive: true });
     } catch (err) {
       throw diskFullOr(err, dir, dir);
     }
     writeAtomic(planFile, `${JSON.stringify(plan, null, 2)}\n`, dir);
-    writeAtomic(join(dir, "manifest.json"), `${JSON.stringify({ planHash: plan.hash, createdAt: new Date().toISOString(), ...(opts.manifest ?? {}) }, null, 2)}\n`, dir);
+    writeAtomic(
+      join(dir, "manifest.json"),
+      `${JSON.stringify({ planHash: plan.hash, createdAt: new Date().toISOString(), ...(opts.manifest ?? {}) }, null, 2)}\n`,
+      dir,
+    );
     return { store: new RunStore(dir) };
   }
 
@@ -118,7 +142,11 @@ export class RunStore {
     const calls = this.readCalls();
     const damaged = [...results.diagnostics, ...calls.diagnostics].find((d) => d.severity === "error");
     if (damaged) {
-      throw new ReinsError("RunCorrupt", `${damaged.file}, line ${damaged.line}: ${damaged.message}.`, "Remove the line (or restore the file), then resume; or start a new run with --out.");
+      throw new ReinsError(
+        "RunCorrupt",
+        `${damaged.file}, line ${damaged.line}: ${damaged.message}.`,
+        "Remove the line (or restore the file), then resume; or start a new run with --out.",
+      );
     }
     const done = new Set(results.value.map((r) => r.id));
     const kept = calls.value.filter((c) => done.has(c.rolloutId));
@@ -251,7 +279,11 @@ export function readJsonl<T>(file: string): T[] {
       continue; // a line torn by a crash
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw new ReinsError("RunCorrupt", `${file}, line ${i + 1}, is ${value === null ? "null" : Array.isArray(value) ? "a list" : `a ${typeof value}`}, not a record.`, "Remove the line (or restore the file), then resume; or start a new run with --out.");
+      throw new ReinsError(
+        "RunCorrupt",
+        `${file}, line ${i + 1}, is ${value === null ? "null" : Array.isArray(value) ? "a list" : `a ${typeof value}`}, not a record.`,
+        "Remove the line (or restore the file), then resume; or start a new run with --out.",
+      );
     }
     out.push(value as T);
   }

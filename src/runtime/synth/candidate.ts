@@ -9,7 +9,7 @@ const FENCE = /```(?:ya?ml)?[^\n]*\n([\s\S]*?)```/;
 
 export function extractYaml(answer: string): string {
   const m = FENCE.exec(answer);
-  return (m ? m[1]! : answer).trim() + "\n";
+  return `${(m ? m[1]! : answer).trim()}\n`;
 }
 
 /** The family's metadata.name, or undefined when the text has none (the schema gate then says why). */

@@ -12,7 +12,14 @@ import type { GateResult } from "./sandbox-gates.js";
 
 export async function runDifficultyGate(plan: Plan, d: ResolvedDifficultyGate, dir: string, signal?: AbortSignal): Promise<GateResult> {
   const rollouts: PlanRollout[] = plan.tasks.flatMap((task, i) =>
-    Array.from({ length: d.attempts }, (_, a) => ({ id: `base-${i}-${a}`, pair: `${task.name}@${d.harness}`, task: task.name, harness: d.harness, attempt: a, seed: a })),
+    Array.from({ length: d.attempts }, (_, a) => ({
+      id: `base-${i}-${a}`,
+      pair: `${task.name}@${d.harness}`,
+      task: task.name,
+      harness: d.harness,
+      attempt: a,
+      seed: a,
+    })),
   );
   const baseline: Plan = { ...plan, model: d.model };
   const results = await runGateRollouts(baseline, rollouts, join(dir, "baseline-run"), signal ? { signal } : {});
@@ -25,11 +32,19 @@ export function judgeDifficulty(d: Pick<ResolvedDifficultyGate, "model" | "min" 
   const name = d.model.name;
   if (tries.length === 0) {
     const first = results[0]?.error;
-    return { gate: "difficulty", passed: false, reason: `the baseline ${name} could not try any task${first ? `: ${first.code} (${first.message.slice(0, 160)})` : ""}` };
+    return {
+      gate: "difficulty",
+      passed: false,
+      reason: `the baseline ${name} could not try any task${first ? `: ${first.code} (${first.message.slice(0, 160)})` : ""}`,
+    };
   }
   const passed = tries.filter((r) => r.status === "ok" && r.passed).length;
   const rate = passed / tries.length;
   const within = rate >= d.min && rate <= d.max;
   const where = within ? "within" : rate < d.min ? "below" : "above";
-  return { gate: "difficulty", passed: within, reason: `the baseline ${name} passed ${passed}/${tries.length} tries (${rate.toFixed(2)}), ${where} the band [${d.min}, ${d.max}]` };
+  return {
+    gate: "difficulty",
+    passed: within,
+    reason: `the baseline ${name} passed ${passed}/${tries.length} tries (${rate.toFixed(2)}), ${where} the band [${d.min}, ${d.max}]`,
+  };
 }

@@ -45,7 +45,11 @@ export function createGenerator(g: ResolvedGenerator, env: NodeJS.ProcessEnv = p
   };
 }
 
-const GENERATOR_CODES = { "key-missing": "GeneratorKeyMissing", "request-failed": "GeneratorRequestFailed", "answer-invalid": "GeneratorAnswerInvalid" } as const;
+const GENERATOR_CODES = {
+  "key-missing": "GeneratorKeyMissing",
+  "request-failed": "GeneratorRequestFailed",
+  "answer-invalid": "GeneratorAnswerInvalid",
+} as const;
 
 async function askHosted(g: ResolvedHostedGenerator, prompt: GeneratorPrompt, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<string> {
   try {

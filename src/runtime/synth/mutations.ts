@@ -76,7 +76,9 @@ export function mutationsOf(turns: readonly ScriptedTurn[]): Mutation[] {
     const [t, c] = any;
     const call = turns[t]!.toolCalls![c]!;
     const args = argsOf(call);
-    const kept = turns.map((turn, i) => (i === t ? { ...turn, toolCalls: turn.toolCalls!.filter((_, j) => j !== c) } : turn)).filter((turn) => (turn.toolCalls?.length ?? 0) > 0 || (turn.text ?? "") !== "");
+    const kept = turns
+      .map((turn, i) => (i === t ? { ...turn, toolCalls: turn.toolCalls!.filter((_, j) => j !== c) } : turn))
+      .filter((turn) => (turn.toolCalls?.length ?? 0) > 0 || (turn.text ?? "") !== "");
     out.push({ kind: "file-left-out", what: call.name === "write_file" ? `${String(args.path)} not written` : `the ${call.name} call left out`, turns: kept });
   }
   if (write) {
@@ -86,7 +88,11 @@ export function mutationsOf(turns: readonly ScriptedTurn[]): Mutation[] {
     const changed = typeof args.content === "string" ? changeValue(args.content) : undefined;
     if (changed !== undefined) {
       const toolCalls = turns[t]!.toolCalls!.map((x, j) => (j === c ? { ...x, arguments: { ...args, content: changed } } : x));
-      out.push({ kind: "value-changed", what: `a value in ${String(args.path)} changed`, turns: turns.map((turn, i) => (i === t ? { ...turn, toolCalls } : turn)) });
+      out.push({
+        kind: "value-changed",
+        what: `a value in ${String(args.path)} changed`,
+        turns: turns.map((turn, i) => (i === t ? { ...turn, toolCalls } : turn)),
+      });
     }
   }
   const early = exitEarlyTurns(turns);

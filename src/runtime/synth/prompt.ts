@@ -5,7 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import type { ResolvedSynthesis } from "../../compiler/index.js";
-import { rng, shuffledIndexes } from "../../compiler/contract/rng.js";
+import { shuffledIndexes } from "../../compiler/contract/rng.js";
+import { seededStream } from "../../compiler/contract/seeds.js";
 import type { GeneratorPrompt } from "./generator.js";
 
 export interface Combination {
@@ -18,7 +19,7 @@ export interface Combination {
 export function combinations(s: Pick<ResolvedSynthesis, "personas" | "scenarios" | "skills" | "count" | "seed">): Combination[] {
   const all: Combination[] = [];
   for (const persona of s.personas) for (const scenario of s.scenarios) for (const skill of s.skills) all.push({ persona, scenario, skill });
-  const order = shuffledIndexes(all.length, rng((s.seed ^ 0x2545f491) >>> 0));
+  const order = shuffledIndexes(all.length, seededStream(s.seed, "synthesis-order"));
   return Array.from({ length: s.count }, (_, i) => all[order[i % all.length]!]!);
 }
 

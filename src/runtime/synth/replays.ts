@@ -60,7 +60,12 @@ export function gateEvaluation(o: Pick<ReplayOptions, "families" | "harness" | "
   // The do-nothing agent exits at once. It declares a dialect and an `mcp` section (both unused) so
   // that a family whose tasks have MCP servers can be paired with it: a harness without them is
   // refused such tasks (McpUnsupportedByHarness), which would drop every MCP family at the schema gate.
-  const nop = { apiVersion: "reins/v1alpha1", kind: "Harness", metadata: { name: NOP_HARNESS }, spec: { dialect: "openai-chat", command: ["sh", "-c", "exit 0"], mcp: {} } };
+  const nop = {
+    apiVersion: "reins/v1alpha1",
+    kind: "Harness",
+    metadata: { name: NOP_HARNESS },
+    spec: { dialect: "openai-chat", command: ["sh", "-c", "exit 0"], mcp: {} },
+  };
   return `${stringify(evaluation)}---\n${stringify(nop)}`;
 }
 
@@ -89,7 +94,9 @@ export async function runReplays(plan: Plan, o: ReplayOptions): Promise<TaskRepl
     return { task, i, mutations };
   });
   const model = plan.model!;
-  const engine = new ReferenceEngine({ model, runtime: await loadModelRuntime(model) }, (id) => (scripts.has(id) ? { key: id, turns: scripts.get(id)! } : undefined));
+  const engine = new ReferenceEngine({ model, runtime: await loadModelRuntime(model) }, (id) =>
+    scripts.has(id) ? { key: id, turns: scripts.get(id)! } : undefined,
+  );
   const results = await runGateRollouts(plan, rollouts, join(o.dir, "run"), { engine, model, ...(o.signal ? { signal: o.signal } : {}) });
   const byId = new Map(results.map((r) => [r.id, r]));
   return plans.map(({ task, i, mutations }) => ({
@@ -101,7 +108,12 @@ export async function runReplays(plan: Plan, o: ReplayOptions): Promise<TaskRepl
 }
 
 /** Rollouts of a gate, once, in fresh sandboxes of the plan's provider, into a run directory of their own. */
-export async function runGateRollouts(plan: Plan, rollouts: PlanRollout[], runDir: string, o: { engine?: Engine; model?: ResolvedModel; signal?: AbortSignal } = {}): Promise<RolloutResult[]> {
+export async function runGateRollouts(
+  plan: Plan,
+  rollouts: PlanRollout[],
+  runDir: string,
+  o: { engine?: Engine; model?: ResolvedModel; signal?: AbortSignal } = {},
+): Promise<RolloutResult[]> {
   const store = RunStore.open(runDir, plan, { resume: false }).store!;
   const provider = await createProvider(plan.sandbox);
   try {

@@ -37,7 +37,8 @@ export function referenceGate(replays: readonly TaskReplays[], attempts: number)
 export function doNothingGate(replays: readonly TaskReplays[]): GateResult {
   for (const { task, nop } of replays) {
     if (!nop) continue;
-    if (nop.status !== "ok") return { gate: "do-nothing", passed: false, reason: `task ${task.name} could not be checked with the do-nothing agent: ${outcomeOf(nop)}` };
+    if (nop.status !== "ok")
+      return { gate: "do-nothing", passed: false, reason: `task ${task.name} could not be checked with the do-nothing agent: ${outcomeOf(nop)}` };
     if (nop.passed) return { gate: "do-nothing", passed: false, reason: `task ${task.name} passes when the agent does nothing (${outcomeOf(nop)})` };
   }
   return { gate: "do-nothing", passed: true, reason: "the do-nothing agent fails every task" };
@@ -48,8 +49,10 @@ export function mutationGate(replays: readonly TaskReplays[]): GateResult {
   for (const { task, mutations } of replays) {
     for (const { mutation, result } of mutations) {
       n++;
-      if (result.status !== "ok") return { gate: "mutation", passed: false, reason: `task ${task.name} could not be checked with ${mutation.what}: ${outcomeOf(result)}` };
-      if (result.passed) return { gate: "mutation", passed: false, reason: `task ${task.name}'s verifier still passes with ${mutation.what} (${outcomeOf(result)})` };
+      if (result.status !== "ok")
+        return { gate: "mutation", passed: false, reason: `task ${task.name} could not be checked with ${mutation.what}: ${outcomeOf(result)}` };
+      if (result.passed)
+        return { gate: "mutation", passed: false, reason: `task ${task.name}'s verifier still passes with ${mutation.what} (${outcomeOf(result)})` };
     }
   }
   return { gate: "mutation", passed: true, reason: `all ${n} mutated references fail` };

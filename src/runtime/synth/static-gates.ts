@@ -56,7 +56,11 @@ export function similarity(a: string, b: string): number {
 }
 
 /** The kept instruction this one is at least `threshold` similar to, with the similarity. */
-export function nearestDuplicate(instruction: string, kept: readonly { family: string; instruction: string }[], threshold: number): { family: string; similarity: number } | undefined {
+export function nearestDuplicate(
+  instruction: string,
+  kept: readonly { family: string; instruction: string }[],
+  threshold: number,
+): { family: string; similarity: number } | undefined {
   let best: { family: string; similarity: number } | undefined;
   for (const k of kept) {
     const s = similarity(instruction, k.instruction);

@@ -55,7 +55,11 @@ export async function runSynthesis(o: SynthesisOptions): Promise<SynthesisSummar
   const s = o.synthesis;
   const log = o.log ?? (() => {});
   if (existsSync(o.outDir) && readdirSync(o.outDir).length > 0) {
-    throw new ReinsError("OutDirNotEmpty", `${o.outDir} is not empty; reins synth writes only into a new or empty directory.`, "Give another --out, or empty this one yourself.");
+    throw new ReinsError(
+      "OutDirNotEmpty",
+      `${o.outDir} is not empty; reins synth writes only into a new or empty directory.`,
+      "Give another --out, or empty this one yourself.",
+    );
   }
   if (s.gates.difficulty) requireHostedKeys([s.gates.difficulty.model], o.env);
   const generator = createGenerator(s.generator, o.env);
@@ -70,14 +74,25 @@ export async function runSynthesis(o: SynthesisOptions): Promise<SynthesisSummar
       const prompt = promptFor(combo);
       const report: CandidateReport = { index, ...combo, promptHash: promptHash(prompt), kept: false, gates: [] };
       reports.push(report);
-      const verdict = await judgeCandidate(s, { index, combo, prompt: report.promptHash, generator: generator.label }, () => generator.answer(index, prompt, o.signal), join(work, `c${index}`), kept, taken, report, o.signal);
+      const verdict = await judgeCandidate(
+        s,
+        { index, combo, prompt: report.promptHash, generator: generator.label },
+        () => generator.answer(index, prompt, o.signal),
+        join(work, `c${index}`),
+        kept,
+        taken,
+        report,
+        o.signal,
+      );
       if (verdict) {
         kept.push(verdict);
         taken.add(verdict.family);
         mkdirSync(join(o.outDir, verdict.family), { recursive: true });
         cpSync(verdict.file, join(o.outDir, verdict.family, "family.yaml"));
       }
-      log(`candidate ${index + 1}/${combos.length}: ${report.kept ? `kept as ${report.family}` : `dropped by ${report.droppedBy}: ${report.gates.at(-1)?.reason}`}`);
+      log(
+        `candidate ${index + 1}/${combos.length}: ${report.kept ? `kept as ${report.family}` : `dropped by ${report.droppedBy}: ${report.gates.at(-1)?.reason}`}`,
+      );
     }
     const reverify = await reverifyKept(s, kept, join(work, "reverify"), o.signal);
     log(`re-verified: ${reverify.passed}/${reverify.tasks} tasks passed again`);
@@ -131,7 +146,12 @@ async function judgeCandidate(
     answer = await ask();
   } catch (e) {
     if (!(e instanceof GeneratorError)) throw e;
-    if (e.code === "GeneratorKeyMissing") throw new ReinsError(e.code, `The generator cannot be asked: ${e.message}.`, "Export the key in that variable (it is read, never written), or name another with generator.hosted.apiKeyEnv.");
+    if (e.code === "GeneratorKeyMissing")
+      throw new ReinsError(
+        e.code,
+        `The generator cannot be asked: ${e.message}.`,
+        "Export the key in that variable (it is read, never written), or name another with generator.hosted.apiKeyEnv.",
+      );
     gate({ gate: "generator", passed: false, reason: e.message });
     return undefined;
   }
@@ -144,7 +164,10 @@ async function judgeCandidate(
   const docs = parseAllDocuments(yamlText);
   const kind = Array.isArray(docs) && docs.length === 1 ? docs[0]!.get("kind") : undefined;
   if (!Array.isArray(docs) || docs.length !== 1 || kind !== "TaskFamily") {
-    const why = !Array.isArray(docs) || docs.length !== 1 ? `the answer holds ${Array.isArray(docs) ? docs.length : 0} YAML documents, not one TaskFamily` : `the answer holds a ${String(kind)}, not a TaskFamily`;
+    const why =
+      !Array.isArray(docs) || docs.length !== 1
+        ? `the answer holds ${Array.isArray(docs) ? docs.length : 0} YAML documents, not one TaskFamily`
+        : `the answer holds a ${String(kind)}, not a TaskFamily`;
     gate({ gate: "schema", passed: false, reason: why });
     return drop();
   }
@@ -189,7 +212,9 @@ async function judgeCandidate(
   }
   const instruction = plan.tasks[0]!.instruction;
   const dup = nearestDuplicate(instruction, kept, s.gates.nearDuplicate);
-  const dupReason = dup ? `its instruction is ${(dup.similarity * 100).toFixed(0)}% similar to kept family ${dup.family}'s` : `no kept instruction is ${(s.gates.nearDuplicate * 100).toFixed(0)}% similar`;
+  const dupReason = dup
+    ? `its instruction is ${(dup.similarity * 100).toFixed(0)}% similar to kept family ${dup.family}'s`
+    : `no kept instruction is ${(s.gates.nearDuplicate * 100).toFixed(0)}% similar`;
   if (!gate({ gate: "near-duplicate", passed: !dup, reason: dupReason })) return drop();
   const replays = await runReplays(plan, opts);
   if (!gate(referenceGate(replays, s.validation.attempts))) return drop();
@@ -209,7 +234,12 @@ function firstError(diagnostics: readonly Diagnostic[]): string {
 }
 
 /** The kept families, compiled again from the files written and each task's reference replayed once more in fresh sandboxes. */
-async function reverifyKept(s: ResolvedSynthesis, kept: readonly { family: string; file: string }[], dir: string, signal?: AbortSignal): Promise<SynthesisSummary["reverify"]> {
+async function reverifyKept(
+  s: ResolvedSynthesis,
+  kept: readonly { family: string; file: string }[],
+  dir: string,
+  signal?: AbortSignal,
+): Promise<SynthesisSummary["reverify"]> {
   const minPassRate = s.reverify.minPassRate;
   if (kept.length === 0) return { tasks: 0, passed: 0, minPassRate, ok: false };
   mkdirSync(dir, { recursive: true });
@@ -217,11 +247,23 @@ async function reverifyKept(s: ResolvedSynthesis, kept: readonly { family: strin
     cpSync(k.file, join(dir, `${k.family}.yaml`));
     return `${k.family}.yaml`;
   });
-  const opts = { dir, families: kept.map((k) => k.family), harness: s.validation.harness, attempts: 1, sandbox: s.validation.sandbox, adversaries: false, ...(signal ? { signal } : {}) };
+  const opts = {
+    dir,
+    families: kept.map((k) => k.family),
+    harness: s.validation.harness,
+    attempts: 1,
+    sandbox: s.validation.sandbox,
+    adversaries: false,
+    ...(signal ? { signal } : {}),
+  };
   const compiled = compileGates(opts, files);
-  if (!compiled.plan) throw new ReinsError("ReverifyFailed", `The kept families do not compile together: ${firstError(compiled.diagnostics)}.`, "This is a bug in the gates: report it with the synthesis spec.");
+  if (!compiled.plan)
+    throw new ReinsError(
+      "ReverifyFailed",
+      `The kept families do not compile together: ${firstError(compiled.diagnostics)}.`,
+      "This is a bug in the gates: report it with the synthesis spec.",
+    );
   const replays = await runReplays(compiled.plan, opts);
   const passed = replays.filter((r) => r.references.length > 0 && r.references.every((x) => x.status === "ok" && x.passed)).length;
   return { tasks: replays.length, passed, minPassRate, ok: passed >= minPassRate * replays.length };
 }
-

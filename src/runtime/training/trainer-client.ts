@@ -128,7 +128,11 @@ export class TrainerClient {
     try {
       parsed = JSON.parse(res.text);
     } catch {
-      throw new TrainerError("TrainerUnreachable", `the trainer worker answered ${what} with something that is not JSON (HTTP ${res.status})`, "is another program listening on the worker's port?");
+      throw new TrainerError(
+        "TrainerUnreachable",
+        `the trainer worker answered ${what} with something that is not JSON (HTTP ${res.status})`,
+        "is another program listening on the worker's port?",
+      );
     }
     if (res.status !== 200) {
       const err = (parsed as WorkerErrorBody).error ?? {};
@@ -143,7 +147,11 @@ export class TrainerClient {
     }
     const v = (parsed as { protocolVersion?: number }).protocolVersion;
     if (v !== undefined && v !== TRAINER_PROTOCOL_VERSION) {
-      throw new TrainerError("ProtocolMismatch", `the trainer worker speaks protocol ${v}, this client ${TRAINER_PROTOCOL_VERSION}`, "use a worker and client from the same reins version");
+      throw new TrainerError(
+        "ProtocolMismatch",
+        `the trainer worker speaks protocol ${v}, this client ${TRAINER_PROTOCOL_VERSION}`,
+        "use a worker and client from the same reins version",
+      );
     }
     return parsed as T;
   }

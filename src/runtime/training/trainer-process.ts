@@ -46,7 +46,11 @@ export function trainerRoot(): string {
     if (existsSync(join(dir, "trainers", "torch", "worker.py"))) return dir;
     dir = dirname(dir);
   }
-  throw new TrainerError("TrainerStartFailed", `trainers/torch/worker.py was not found above ${fileURLToPath(import.meta.url)}.`, "Install reins with its trainers/ folder (a checkout, or the npm package, which ships it).");
+  throw new TrainerError(
+    "TrainerStartFailed",
+    `trainers/torch/worker.py was not found above ${fileURLToPath(import.meta.url)}.`,
+    "Install reins with its trainers/ folder (a checkout, or the npm package, which ships it).",
+  );
 }
 
 export class TrainerWorker implements TrainerHandle {
@@ -137,15 +141,16 @@ export class TrainerWorker implements TrainerHandle {
     let exitText: string | null = null;
     const exited = new Promise<string>((res) => {
       const finish = (desc: string) => {
-        if (partial) tail.push(partial), (partial = "");
+        if (partial) {
+          tail.push(partial);
+          partial = "";
+        }
         const last = tail.slice(-8).join("\n").trim();
         exitText = `${desc}${last ? `; its last stderr lines:\n${last}` : " (no stderr output)"}`;
         log?.end();
         res(exitText);
       };
-      child.on("exit", (code, signal) =>
-        finish(`the worker process (pid ${child.pid}) exited ${signal ? `on signal ${signal}` : `with code ${code}`}`),
-      );
+      child.on("exit", (code, signal) => finish(`the worker process (pid ${child.pid}) exited ${signal ? `on signal ${signal}` : `with code ${code}`}`));
       child.on("error", (e) => finish(`the worker process could not be started with ${python}: ${e.message}`));
     });
     const port = await waitForPort(child, exited, opts.startTimeoutMs ?? 120_000, python);
@@ -153,7 +158,11 @@ export class TrainerWorker implements TrainerHandle {
     try {
       const h = await worker.client.health();
       if (h.protocolVersion !== TRAINER_PROTOCOL_VERSION) {
-        throw new TrainerError("ProtocolMismatch", `the worker speaks protocol ${h.protocolVersion}, this client ${TRAINER_PROTOCOL_VERSION}`, "use matching versions");
+        throw new TrainerError(
+          "ProtocolMismatch",
+          `the worker speaks protocol ${h.protocolVersion}, this client ${TRAINER_PROTOCOL_VERSION}`,
+          "use matching versions",
+        );
       }
     } catch (e) {
       child.kill("SIGKILL");
@@ -168,7 +177,13 @@ function waitForPort(child: ChildProcess, exited: Promise<string>, timeoutMs: nu
     let buf = "";
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new TrainerError("TrainerStartFailed", `the trainer worker did not start listening within ${Math.round(timeoutMs / 1000)} s`, "the machine may be overloaded; try a longer start timeout"));
+      reject(
+        new TrainerError(
+          "TrainerStartFailed",
+          `the trainer worker did not start listening within ${Math.round(timeoutMs / 1000)} s`,
+          "the machine may be overloaded; try a longer start timeout",
+        ),
+      );
     }, timeoutMs);
     const onData = (chunk: Buffer) => {
       buf += chunk.toString("utf8");

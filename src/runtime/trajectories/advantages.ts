@@ -54,10 +54,7 @@ export function groupKey(step: number, task: string, harness: string): string {
   return JSON.stringify([step, task, harness]);
 }
 
-export function computeGroupAdvantages(
-  rewards: readonly RolloutReward[],
-  options: GroupAdvantageOptions,
-): GroupAdvantages {
+export function computeGroupAdvantages(rewards: readonly RolloutReward[], options: GroupAdvantageOptions): GroupAdvantages {
   const eps = options.epsilon ?? ADVANTAGE_EPSILON;
   const byGroup = new Map<string, RolloutReward[]>();
   for (const r of rewards) {

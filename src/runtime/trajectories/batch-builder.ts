@@ -190,10 +190,7 @@ export function batchAlgorithm(algorithm: ResolvedAlgorithm): TrainingBatch["alg
 }
 
 /** Build the training batch of one step. Rollouts the report marks as dropped are left out. */
-export function buildTrainingBatch(
-  analyses: readonly RolloutAnalysis[],
-  options: BatchOptions,
-): { batch: TrainingBatch; report: BatchReport } {
+export function buildTrainingBatch(analyses: readonly RolloutAnalysis[], options: BatchOptions): { batch: TrainingBatch; report: BatchReport } {
   const report = buildReport(analyses, options);
   const trees: PackedTree[] = [];
   analyses.forEach((a, k) => {

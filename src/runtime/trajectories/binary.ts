@@ -97,7 +97,7 @@ function littleEndianBytes(arr: Int32Array | Uint8Array | Float32Array): Uint8Ar
 }
 
 export function encodeBatchBinary(batch: TrainingBatch): BinaryBatch {
-  const items = (batch.layout === "tree" ? batch.trees ?? [] : batch.paths ?? []) as (PackedTree & PathSample)[];
+  const items = (batch.layout === "tree" ? (batch.trees ?? []) : (batch.paths ?? [])) as (PackedTree & PathSample)[];
   const fields = batch.layout === "tree" ? TREE_FIELDS : PATH_FIELDS;
   const total = items.reduce((s, t) => s + t.tokens.length, 0);
   const manifest: BinaryManifest = {
@@ -210,5 +210,5 @@ export function batchToJsonl(batch: TrainingBatch): string {
   const lines = [JSON.stringify({ type: "batch", ...header })];
   for (const t of trees ?? []) lines.push(JSON.stringify({ type: "tree", ...t }));
   for (const p of paths ?? []) lines.push(JSON.stringify({ type: "path", ...p }));
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }

@@ -31,11 +31,7 @@ export interface FilterResult {
   rolloutDrop: RolloutDrop | null;
 }
 
-export function applyFilters(
-  tree: PrefixTree,
-  lineage: readonly CallLineage[],
-  filters: ResolvedAlgorithm["filters"],
-): FilterResult {
+export function applyFilters(tree: PrefixTree, lineage: readonly CallLineage[], filters: ResolvedAlgorithm["filters"]): FilterResult {
   const dropClasses = new Set(filters.dropClasses);
   const callDrop: (CallDrop | null)[] = tree.calls.map((call, k) => {
     if (dropClasses.has(call.callClass)) return "class";
@@ -65,7 +61,6 @@ export function applyFilters(
     }
     if (kept[node.id] === 1 && !node.children.some((c) => kept[c.id] === 1)) keptLeaves.push(node);
   }
-  const rolloutDrop: RolloutDrop | null =
-    filters.maxBranches > 0 && keptLeaves.length > filters.maxBranches ? "MaxBranches" : null;
+  const rolloutDrop: RolloutDrop | null = filters.maxBranches > 0 && keptLeaves.length > filters.maxBranches ? "MaxBranches" : null;
   return { callDrop, kept, leavesBefore, keptLeaves, droppedDeadLeaves, droppedBranches, rolloutDrop };
 }

@@ -42,13 +42,7 @@ export function packedPaths(tree: Pick<PackedTree, "parent">): Int32Array[] {
 }
 
 /** GAE along one path; returns advantages for the path's generated tokens (others 0). */
-export function pathGae(
-  path: ArrayLike<number>,
-  generated: ArrayLike<number>,
-  values: ArrayLike<number>,
-  reward: number,
-  options: GaeOptions,
-): Float64Array {
+export function pathGae(path: ArrayLike<number>, generated: ArrayLike<number>, values: ArrayLike<number>, reward: number, options: GaeOptions): Float64Array {
   const out = new Float64Array(path.length);
   let nextValue = 0;
   let nextAdvantage = 0;
@@ -71,12 +65,7 @@ export function pathGae(
  * Per-token PPO advantages for a packed tree: each trained token gets the GAE of its owner path
  * (the first leaf below it in DFS order). `values[i]` is the critic value of packed token i.
  */
-export function computeBranchGae(
-  tree: Pick<PackedTree, "parent" | "lossMask">,
-  values: ArrayLike<number>,
-  reward: number,
-  options: GaeOptions,
-): Float64Array {
+export function computeBranchGae(tree: Pick<PackedTree, "parent" | "lossMask">, values: ArrayLike<number>, reward: number, options: GaeOptions): Float64Array {
   if (values.length !== tree.parent.length) {
     throw new Error(`values has ${values.length} entries for ${tree.parent.length} tokens`);
   }
@@ -137,12 +126,14 @@ export function applyCritic(batch: TrainingBatch, values: readonly ArrayLike<num
   const adv: number[] = [];
   const ret: number[] = [];
   const val: number[] = [];
-  out.forEach((t, k) => t.lossMask.forEach((m, i) => {
-    if (!m) return;
-    adv.push(t.advantages[i]!);
-    ret.push(t.returns![i]!);
-    val.push(values[k]![i]!);
-  }));
+  out.forEach((t, k) =>
+    t.lossMask.forEach((m, i) => {
+      if (!m) return;
+      adv.push(t.advantages[i]!);
+      ret.push(t.returns![i]!);
+      val.push(values[k]![i]!);
+    }),
+  );
   const a = meanStd(adv);
   const r = meanStd(ret);
   const residual = meanStd(ret.map((x, i) => x - val[i]!));

@@ -38,7 +38,7 @@ export async function writeBatchDirectory(dir: string, batch: TrainingBatch): Pr
   await mkdir(dir, { recursive: true });
   const { manifest, files } = encodeBatchBinary(batch);
   for (const [name, bytes] of files) await writeFile(join(dir, name), bytes);
-  await writeFile(join(dir, "batch.json"), JSON.stringify(manifest, null, 2) + "\n");
+  await writeFile(join(dir, "batch.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   await writeFile(join(dir, "batch.jsonl"), batchToJsonl(batch));
   return manifest;
 }

@@ -24,7 +24,9 @@ export function parseRewards(text: string, file: string): Result<RewardTable> {
   if (doc.errors.length > 0) {
     for (const e of doc.errors.slice(0, 5)) {
       const lp = lineCounter.linePos(e.pos[0]);
-      diagnostics.push(makeDiagnostic("RewardsNotJson", { file, line: lp.line, column: lp.col }, `rewards file does not parse: ${e.message.split("\n")[0]}`, HINT));
+      diagnostics.push(
+        makeDiagnostic("RewardsNotJson", { file, line: lp.line, column: lp.col }, `rewards file does not parse: ${e.message.split("\n")[0]}`, HINT),
+      );
     }
     return { value: table, diagnostics };
   }
@@ -54,7 +56,11 @@ export function parseRewards(text: string, file: string): Result<RewardTable> {
     const harness = field("harness");
     const step = field("step");
     let ok = true;
-    for (const [name, f] of [["reward", reward], ["task", task], ["harness", harness]] as const) {
+    for (const [name, f] of [
+      ["reward", reward],
+      ["task", task],
+      ["harness", harness],
+    ] as const) {
       if (!f) {
         diagnostics.push(makeDiagnostic("RewardsMissingField", pos(entryNode), `rollout ${rollout}: field \`${name}\` is missing`, HINT));
         ok = false;

@@ -46,11 +46,7 @@ export interface RolloutAnalysis {
   stats: RolloutStats;
 }
 
-export function analyzeRollout(
-  rollout: string,
-  records: readonly CallRecord[],
-  filters: ResolvedAlgorithm["filters"],
-): RolloutAnalysis {
+export function analyzeRollout(rollout: string, records: readonly CallRecord[], filters: ResolvedAlgorithm["filters"]): RolloutAnalysis {
   const tree = buildPrefixTree(rollout, records);
   const lineage = computeLineage(tree);
   const filter = applyFilters(tree, lineage, filters);

@@ -25,11 +25,7 @@ export interface SftOptions {
   exactlyOnce?: boolean;
 }
 
-export function buildSftSamples(
-  analyses: readonly RolloutAnalysis[],
-  rewards: RewardTable,
-  options: SftOptions,
-): SftSample[] {
+export function buildSftSamples(analyses: readonly RolloutAnalysis[], rewards: RewardTable, options: SftOptions): SftSample[] {
   const out: SftSample[] = [];
   for (const a of analyses) {
     const entry = rewards.get(a.rollout);

@@ -40,12 +40,7 @@ function boxWidth(node: TreeNode): number {
   return Math.round(Math.min(170, Math.max(label(node).length * CHAR_W + 14, byTokens)));
 }
 
-export function renderTreeSvg(
-  tree: PrefixTree,
-  filter: FilterResult,
-  lineage: readonly CallLineage[],
-  options: SvgOptions = {},
-): string {
+export function renderTreeSvg(tree: PrefixTree, filter: FilterResult, lineage: readonly CallLineage[], options: SvgOptions = {}): string {
   const n = tree.nodes.length;
   const x = new Float64Array(n);
   const w = new Float64Array(n);

@@ -75,12 +75,7 @@ export function isFailedCall(record: CallRecord): boolean {
   return record.error !== undefined || record.finishReason === "error" || record.finishReason === "aborted";
 }
 
-function newNode(
-  parent: BuildNode | null,
-  depth: number,
-  tokens: Int32Array,
-  seq: number,
-): BuildNode {
+function newNode(parent: BuildNode | null, depth: number, tokens: Int32Array, seq: number): BuildNode {
   return {
     id: -1,
     parent: null,
@@ -145,7 +140,7 @@ function insertCall(root: BuildNode, record: CallRecord): void {
   let node = root;
   let i = 0;
   while (i < n) {
-    let child = node.childMap.get(tokenAt(prompt, completion, i));
+    const child = node.childMap.get(tokenAt(prompt, completion, i));
     if (!child) {
       const rest = new Int32Array(n - i);
       for (let k = i; k < n; k++) rest[k - i] = tokenAt(prompt, completion, k);

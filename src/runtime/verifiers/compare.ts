@@ -32,7 +32,7 @@ export function valuesEqual(actual: unknown, expected: unknown, opts: CompareOpt
     const ak = Object.keys(actual);
     return (
       ek.length === ak.length &&
-      ek.every((k) => Object.prototype.hasOwnProperty.call(actual, k) && valuesEqual((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], opts))
+      ek.every((k) => Object.hasOwn(actual, k) && valuesEqual((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], opts))
     );
   }
   return actual === expected;
@@ -61,7 +61,7 @@ function typeName(v: unknown): string {
 export function formatValue(v: unknown, max = 80): string {
   let s: string;
   try {
-    s = v === undefined ? "nothing" : JSON.stringify(v) ?? String(v);
+    s = v === undefined ? "nothing" : (JSON.stringify(v) ?? String(v));
   } catch {
     s = String(v);
   }
@@ -110,13 +110,20 @@ export function firstDifference(actual: unknown, expected: unknown, opts: Compar
     }
     return actual.length === expected.length ? null : `${path} has ${actual.length} items, expected ${expected.length}`;
   }
-  if (expected !== null && typeof expected === "object" && !Array.isArray(expected) && actual !== null && typeof actual === "object" && !Array.isArray(actual)) {
+  if (
+    expected !== null &&
+    typeof expected === "object" &&
+    !Array.isArray(expected) &&
+    actual !== null &&
+    typeof actual === "object" &&
+    !Array.isArray(actual)
+  ) {
     for (const k of Object.keys(expected)) {
-      if (!Object.prototype.hasOwnProperty.call(actual, k)) return `${childPath(path, k)} is missing`;
+      if (!Object.hasOwn(actual, k)) return `${childPath(path, k)} is missing`;
       const d = firstDifference((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], opts, childPath(path, k));
       if (d) return d;
     }
-    const extra = Object.keys(actual).find((k) => !Object.prototype.hasOwnProperty.call(expected, k));
+    const extra = Object.keys(actual).find((k) => !Object.hasOwn(expected, k));
     return extra === undefined ? null : `${childPath(path, extra)} is not expected`;
   }
   return valuesEqual(actual, expected, opts) ? null : `${path}: ${describeMismatch(actual, expected)}`;
@@ -143,12 +150,19 @@ export function matchFraction(actual: unknown, expected: unknown, opts: CompareO
     for (let i = 0; i < Math.min(actual.length, expected.length); i++) if (firstDifference(actual[i], expected[i], opts) === null) hits++;
     return hits / denom;
   }
-  if (expected !== null && typeof expected === "object" && !Array.isArray(expected) && actual !== null && typeof actual === "object" && !Array.isArray(actual)) {
+  if (
+    expected !== null &&
+    typeof expected === "object" &&
+    !Array.isArray(expected) &&
+    actual !== null &&
+    typeof actual === "object" &&
+    !Array.isArray(actual)
+  ) {
     const keys = new Set([...Object.keys(expected), ...Object.keys(actual)]);
     if (keys.size === 0) return 1;
     let hits = 0;
     for (const k of Object.keys(expected)) {
-      if (Object.prototype.hasOwnProperty.call(actual, k) && firstDifference((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], opts) === null) hits++;
+      if (Object.hasOwn(actual, k) && firstDifference((actual as Record<string, unknown>)[k], (expected as Record<string, unknown>)[k], opts) === null) hits++;
     }
     return hits / keys.size;
   }

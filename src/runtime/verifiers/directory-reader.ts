@@ -11,14 +11,7 @@ import { dirname, join, sep } from "node:path";
 import { runHostCommand } from "../sandbox/host/process-runner.js";
 import type { ExecResult } from "../sandbox/provider.js";
 import { SYSTEM_PATH } from "../sandbox/layout.js";
-import {
-  normalizeRelative,
-  type ExecRequest,
-  type ListResult,
-  type ReadResult,
-  type StatResult,
-  type WorkspaceReader,
-} from "./workspace.js";
+import { normalizeRelative, type ExecRequest, type ListResult, type ReadResult, type StatResult, type WorkspaceReader } from "./workspace.js";
 
 const DEFAULT_MAX_ENTRIES = 100_000;
 

@@ -40,7 +40,7 @@ function step(value: unknown, seg: PathSegment): unknown[] {
     const i = seg.index < 0 ? value.length + seg.index : seg.index;
     return i >= 0 && i < value.length ? [value[i]] : [];
   }
-  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.prototype.hasOwnProperty.call(value, seg.key)) {
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, seg.key)) {
     return [(value as Record<string, unknown>)[seg.key]];
   }
   return [];

@@ -106,7 +106,12 @@ export function createHostedJudge(name: string, api: ResolvedHostedApi, o: { max
   return {
     name,
     async ask(req) {
-      const text = await askHostedText(api, { system: req.system, user: req.prompt, maxTokens: o.maxTokens ?? 1024, temperature: o.temperature ?? 0 }, o.env ?? process.env, req.signal);
+      const text = await askHostedText(
+        api,
+        { system: req.system, user: req.prompt, maxTokens: o.maxTokens ?? 1024, temperature: o.temperature ?? 0 },
+        o.env ?? process.env,
+        req.signal,
+      );
       return { text };
     },
   };

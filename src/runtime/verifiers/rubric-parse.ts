@@ -67,7 +67,10 @@ function escapeRe(s: string): string {
 function fromLines(text: string, ids: readonly string[]): Record<string, number> {
   const scores: Record<string, number> = {};
   for (const id of ids) {
-    const re = new RegExp(`^[\\s>*\\-#"'\`]*${escapeRe(id)}[*"'\`]*\\s*[:=\\-–]\\s*\\**\\s*([-+]?\\d*\\.?\\d+\\s*(?:/\\s*\\d*\\.?\\d+|%)?|yes|no|pass|fail|true|false)`, "im");
+    const re = new RegExp(
+      `^[\\s>*\\-#"'\`]*${escapeRe(id)}[*"'\`]*\\s*[:=\\-–]\\s*\\**\\s*([-+]?\\d*\\.?\\d+\\s*(?:/\\s*\\d*\\.?\\d+|%)?|yes|no|pass|fail|true|false)`,
+      "im",
+    );
     const m = re.exec(text);
     if (m) {
       const s = toScore(m[1]);

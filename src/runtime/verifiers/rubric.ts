@@ -38,7 +38,11 @@ export interface RubricPart {
 }
 
 /** Workspace files for the judge: matched by the rubric's globs (all files when none), bounded. */
-export async function gatherRubricFiles(reader: WorkspaceReader, globs: readonly string[], limits: RubricLimits): Promise<{ files: PromptFile[]; omitted: number }> {
+export async function gatherRubricFiles(
+  reader: WorkspaceReader,
+  globs: readonly string[],
+  limits: RubricLimits,
+): Promise<{ files: PromptFile[]; omitted: number }> {
   const listing = await reader.list();
   const paths = globs.length === 0 ? listing.files : [...new Set(globs.flatMap((g) => matchGlob(listing.files, g)))].sort();
   const files: PromptFile[] = [];
@@ -87,7 +91,14 @@ export async function runRubric(
     const call: JudgeCall = { seq: attempt, prompt, startedMs: Date.now(), doneMs: 0 };
     part.calls.push(call);
     try {
-      const reply = await ctx.judge.ask({ system: JUDGE_SYSTEM, prompt, rollout: ctx.rollout ?? "verify", seq: attempt, ...(rubric.judge ? { judge: rubric.judge } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+      const reply = await ctx.judge.ask({
+        system: JUDGE_SYSTEM,
+        prompt,
+        rollout: ctx.rollout ?? "verify",
+        seq: attempt,
+        ...(rubric.judge ? { judge: rubric.judge } : {}),
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
       call.response = reply.text;
       if (reply.record) call.record = reply.record;
     } catch (e) {

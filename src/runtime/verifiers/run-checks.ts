@@ -40,7 +40,7 @@ async function evaluateOne(check: ResolvedCheck, ctx: CheckContext): Promise<Che
   const base = { type: check.type, weight };
   if (!def) {
     const error = { code: "UnknownCheckType", message: `reins has no check of type "${check.type}"` };
-    return { ...base, name: check.name as string ?? check.type, pass: false, score: 0, reason: `${error.message}.`, error };
+    return { ...base, name: (check.name as string) ?? check.type, pass: false, score: 0, reason: `${error.message}.`, error };
   }
   const name = typeof check.name === "string" ? check.name : def.label(check);
   try {

@@ -21,13 +21,16 @@ export type ScriptOutput = { ok: true; reward: number; subscores: Record<string,
 
 function candidates(stdout: string): string[] {
   const t = stdout.trim();
-  const lines = t.split("\n").map((l) => l.trim()).filter((l) => l.startsWith("{"));
+  const lines = t
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith("{"));
   return [t, ...lines.reverse()];
 }
 
 /** Finds the reward object: the whole stdout, or its last line that is a JSON object. Pure. */
 export function parseScriptOutput(stdout: string): ScriptOutput {
-  if (stdout.trim() === "") return { ok: false, code: "ScriptOutputInvalid", message: "the script printed nothing; it must print {\"reward\": x}" };
+  if (stdout.trim() === "") return { ok: false, code: "ScriptOutputInvalid", message: 'the script printed nothing; it must print {"reward": x}' };
   for (const c of candidates(stdout)) {
     let v: unknown;
     try {
@@ -47,8 +50,15 @@ export function parseScriptOutput(stdout: string): ScriptOutput {
     }
     return { ok: true, reward: o.reward, subscores };
   }
-  const head = stdout.trim().slice(-120).replace(/[^\x20-\x7e]/g, "?");
-  return { ok: false, code: "ScriptOutputInvalid", message: `the script did not print a JSON object with a "reward" (its output ends with ${JSON.stringify(head)})` };
+  const head = stdout
+    .trim()
+    .slice(-120)
+    .replace(/[^\x20-\x7e]/g, "?");
+  return {
+    ok: false,
+    code: "ScriptOutputInvalid",
+    message: `the script did not print a JSON object with a "reward" (its output ends with ${JSON.stringify(head)})`,
+  };
 }
 
 function tail(s: string, lines = 5): string {

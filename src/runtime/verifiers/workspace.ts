@@ -19,12 +19,7 @@ export type ReadFailure =
 /** `truncated`: only the first maxBytes bytes were returned (with `prefix: true`); `size` is the full size. */
 export type ReadResult = { kind: "ok"; bytes: Uint8Array; size: number; truncated?: boolean } | ReadFailure;
 
-export type StatResult =
-  | { kind: "file"; size: number }
-  | { kind: "directory" }
-  | { kind: "other" }
-  | { kind: "outside"; target: string }
-  | { kind: "missing" };
+export type StatResult = { kind: "file"; size: number } | { kind: "directory" } | { kind: "other" } | { kind: "outside"; target: string } | { kind: "missing" };
 
 export interface ListResult {
   /** Regular files (symlinks inside the workspace resolved), relative POSIX paths, sorted. */

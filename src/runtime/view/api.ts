@@ -42,7 +42,8 @@ export class ViewApi {
       return notFound("path");
     }
     if (segments[0] !== "api") return notFound("path");
-    if (segments.length === 2 && segments[1] === "runs") return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir, seeds: readPlanSeeds(r)?.seeds ?? null })));
+    if (segments.length === 2 && segments[1] === "runs")
+      return json(this.runs.map((r, i) => ({ index: i, name: r.plan().name, dir: r.dir, seeds: readPlanSeeds(r)?.seeds ?? null })));
     if (segments.length === 2 && segments[1] === "seeds") return json(this.seeds());
     if (segments[1] !== "runs" || segments.length < 4) return notFound("path");
     const run = /^[0-9]$/.test(segments[2]) ? this.runs[Number(segments[2])] : undefined;
@@ -87,7 +88,15 @@ export class ViewApi {
       metrics: buildMetricSeries(run.metricRows()),
       timing: buildStepTiming(events),
       finished: summary !== null,
-      summary: summary ? { heldOut: summary.heldOut ?? null, fidelity: summary.fidelity ?? null, steps: summary.steps ?? null, seconds: summary.seconds ?? null, interrupted: summary.interrupted ?? null } : null,
+      summary: summary
+        ? {
+            heldOut: summary.heldOut ?? null,
+            fidelity: summary.fidelity ?? null,
+            steps: summary.steps ?? null,
+            seconds: summary.seconds ?? null,
+            interrupted: summary.interrupted ?? null,
+          }
+        : null,
       notes: run.notes(),
     };
   }
@@ -109,7 +118,21 @@ export class ViewApi {
     const rows = run.rolloutRows();
     return {
       columns: ["id", "step", "task", "harness", "category", "phase", "status", "reward", "passed", "calls", "durationMs", "failure", "attempt"],
-      rows: rows.map((r) => [r.id, r.step, r.task, r.harness, r.category || plan.categories.get(r.task) || "", phaseOf(r, plan), r.status, r.reward, r.passed, r.calls, r.durationMs, r.failure, r.attempt]),
+      rows: rows.map((r) => [
+        r.id,
+        r.step,
+        r.task,
+        r.harness,
+        r.category || plan.categories.get(r.task) || "",
+        phaseOf(r, plan),
+        r.status,
+        r.reward,
+        r.passed,
+        r.calls,
+        r.durationMs,
+        r.failure,
+        r.attempt,
+      ]),
     };
   }
 
@@ -170,9 +193,16 @@ export class ViewApi {
     const page = tokenPage(a, seq, Number.isInteger(from) && from >= 0 ? from : 0, PAGE_TOKENS, trainer.of(row.step, row.id));
     if (!page || !record) return notFound("call");
     const t = await this.tokenText(run);
-    const call = callJson(a, a.analysis.tree.calls.findIndex((c) => c.seq === seq));
+    const call = callJson(
+      a,
+      a.analysis.tree.calls.findIndex((c) => c.seq === seq),
+    );
     const conversation = t.tokenizer
-      ? { prompt: decodeText(t.tokenizer, record.promptIds.slice(call.parentLength)), completion: decodeText(t.tokenizer, record.completionIds), promptFrom: call.parentLength }
+      ? {
+          prompt: decodeText(t.tokenizer, record.promptIds.slice(call.parentLength)),
+          completion: decodeText(t.tokenizer, record.completionIds),
+          promptFrom: call.parentLength,
+        }
       : null;
     return json({ ...page, pieces: t.tokenizer ? pieces(t.tokenizer, page.ids) : null, tokenizerMissing: t.missing, conversation, call });
   }
@@ -210,7 +240,18 @@ export class ViewApi {
       harness,
       rollouts: rows.map((r) => {
         const record = run.rolloutRecord(r);
-        return { id: r.id, attempt: r.attempt, status: r.status, reward: r.reward, passed: r.passed, calls: r.calls, durationMs: r.durationMs, failure: r.failure, advantage: advantages.get(r.id) ?? null, verifier: record?.verifier ?? null };
+        return {
+          id: r.id,
+          attempt: r.attempt,
+          status: r.status,
+          reward: r.reward,
+          passed: r.passed,
+          calls: r.calls,
+          durationMs: r.durationMs,
+          failure: r.failure,
+          advantage: advantages.get(r.id) ?? null,
+          verifier: record?.verifier ?? null,
+        };
       }),
     });
   }

@@ -80,7 +80,11 @@ export class LineIndex<T> {
       const end = Math.min(stat.size, this.maxBytes);
       this.refusal =
         stat.size > this.maxBytes
-          ? { file: this.file, code: "ViewFileRefused", message: `${this.file} is read only up to ${formatBytes(this.maxBytes)}: it is ${stat.size} bytes; lines past that are not shown.` }
+          ? {
+              file: this.file,
+              code: "ViewFileRefused",
+              message: `${this.file} is read only up to ${formatBytes(this.maxBytes)}: it is ${stat.size} bytes; lines past that are not shown.`,
+            }
           : null;
       this.more = false;
       if (end <= this.position) return changed;

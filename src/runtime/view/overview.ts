@@ -138,12 +138,14 @@ export function buildStepPoints(rows: readonly RolloutRow[]): StepPoint[] {
     if (!acc) map.set(r.step, (acc = newAcc()));
     add(acc, r);
   }
-  return [...map].sort((a, b) => a[0] - b[0]).map(([step, acc]) => ({
-    step,
-    rollouts: acc.rollouts,
-    meanReward: acc.rewarded > 0 ? acc.rewardSum / acc.rewarded : null,
-    passRate: acc.rollouts > 0 ? acc.passed / acc.rollouts : 0,
-  }));
+  return [...map]
+    .sort((a, b) => a[0] - b[0])
+    .map(([step, acc]) => ({
+      step,
+      rollouts: acc.rollouts,
+      meanReward: acc.rewarded > 0 ? acc.rewardSum / acc.rewarded : null,
+      passRate: acc.rollouts > 0 ? acc.passed / acc.rollouts : 0,
+    }));
 }
 
 /** Seconds per step from the step-started / step-finished events. */
@@ -160,7 +162,19 @@ export function buildStepTiming(events: readonly { t: string; type: string; [k: 
   return out;
 }
 
-const METRIC_FIELDS = ["loss", "kl", "entropy", "clipFraction", "gradNorm", "tokensPerSecond", "trainedTokens", "meanReward", "passRate", "zeroVarianceGroups", "trainedRollouts"] as const;
+const METRIC_FIELDS = [
+  "loss",
+  "kl",
+  "entropy",
+  "clipFraction",
+  "gradNorm",
+  "tokensPerSecond",
+  "trainedTokens",
+  "meanReward",
+  "passRate",
+  "zeroVarianceGroups",
+  "trainedRollouts",
+] as const;
 
 /**
  * The step-metrics lines, reduced to their numeric series. A step redone on resume (killed after
@@ -183,12 +197,15 @@ export function buildMetricSeries(metrics: readonly Record<string, unknown>[]): 
 }
 
 /** Held-out pass rates per step (overall and per harness) from the held-out events. */
-export function buildHeldOut(events: readonly { type: string; [k: string]: unknown }[]): { step: number; passRate: number; byHarness: Record<string, number> }[] {
+export function buildHeldOut(
+  events: readonly { type: string; [k: string]: unknown }[],
+): { step: number; passRate: number; byHarness: Record<string, number> }[] {
   const out: { step: number; passRate: number; byHarness: Record<string, number> }[] = [];
   for (const e of events) {
     if (e.type !== "held-out" || typeof e.step !== "number" || typeof e.passRate !== "number") continue;
     const byHarness: Record<string, number> = {};
-    for (const [h, v] of Object.entries((e.byHarness as Record<string, { passRate?: unknown }>) ?? {})) if (typeof v?.passRate === "number") byHarness[h] = v.passRate;
+    for (const [h, v] of Object.entries((e.byHarness as Record<string, { passRate?: unknown }>) ?? {}))
+      if (typeof v?.passRate === "number") byHarness[h] = v.passRate;
     out.push({ step: e.step, passRate: e.passRate, byHarness });
   }
   return out;

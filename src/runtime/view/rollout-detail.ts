@@ -30,7 +30,11 @@ export function readCalls(run: RunData, refs: readonly CallRef[]): CallRecord[] 
   }
   // One seq once (a hand-concatenated file may repeat one): the first wins, as the reader does.
   const seen = new Set<number>();
-  return out.filter((c) => (seen.has(c.seq) ? false : (seen.add(c.seq), true)));
+  return out.filter((c) => {
+    if (seen.has(c.seq)) return false;
+    seen.add(c.seq);
+    return true;
+  });
 }
 
 export interface Analyzed {
@@ -41,7 +45,9 @@ export interface Analyzed {
 
 /** The advantage of one rollout within its (step, task, harness) group, as the trainer computes it. */
 export function groupAdvantages(rows: readonly RolloutRow[], algorithm: ResolvedAlgorithm | null): Map<string, number> {
-  const rewards = rows.filter((r) => r.reward !== null).map((r) => ({ rollout: r.id, task: r.task, harness: r.harness, step: r.step, reward: r.reward as number }));
+  const rewards = rows
+    .filter((r) => r.reward !== null)
+    .map((r) => ({ rollout: r.id, task: r.task, harness: r.harness, step: r.step, reward: r.reward as number }));
   if (rewards.length === 0) return new Map();
   const a = algorithm?.advantage;
   const result = computeGroupAdvantages(rewards, {
@@ -170,7 +176,18 @@ export function tokenPage(a: Analyzed, seq: number, from: number, limit: number,
   const total = call.length;
   const start = Math.max(0, Math.min(from, total));
   const end = Math.min(total, start + limit);
-  const page: TokenPage = { seq, total, promptLength: call.promptLength, from: start, ids: [], marks: [], logprobs: [], genSeq: [], advantage: a.advantage, trainerLogprobs: [] };
+  const page: TokenPage = {
+    seq,
+    total,
+    promptLength: call.promptLength,
+    from: start,
+    ids: [],
+    marks: [],
+    logprobs: [],
+    genSeq: [],
+    advantage: a.advantage,
+    trainerLogprobs: [],
+  };
   const kept = a.analysis.filter.kept;
   const droppedRollout = a.analysis.dropped !== null;
   const offsets = trainer && !droppedRollout ? trainedOffsets(a, trainer.length) : null;

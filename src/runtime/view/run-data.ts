@@ -297,7 +297,17 @@ export class RunData {
   /** What the viewer needs from plan.json: read once. */
   plan(): PlanFacts {
     if (this.planFacts) return this.planFacts;
-    const facts: PlanFacts = { name: this.name, kind: "", hash: "", algorithm: null, model: null, categories: new Map(), heldOut: new Set(), groupSize: null, seeds: null };
+    const facts: PlanFacts = {
+      name: this.name,
+      kind: "",
+      hash: "",
+      algorithm: null,
+      model: null,
+      categories: new Map(),
+      heldOut: new Set(),
+      groupSize: null,
+      seeds: null,
+    };
     const read = this.readJson("plan.json", VIEW_LIMITS.planBytes);
     const plan = read && typeof read === "object" && !Array.isArray(read) ? (read as Record<string, unknown>) : null;
     if (plan) {

@@ -64,7 +64,10 @@ export class TrainerLogprobs {
   /** The step's file, or one per rank (`.rank<k>`) from a distributed trainer. */
   private names(step: number): string[] {
     const base = basename(trainerLogprobsFile(".", step));
-    return this.root.list(LOGPROBS_DIR).filter((n) => (n === base || n.startsWith(`${base}.rank`)) && SAFE_NAME.test(n)).sort();
+    return this.root
+      .list(LOGPROBS_DIR)
+      .filter((n) => (n === base || n.startsWith(`${base}.rank`)) && SAFE_NAME.test(n))
+      .sort();
   }
 
   private stampOf(name: string): string {

@@ -55,7 +55,13 @@ export type RunFileRead<T> = { ok: true; value: T } | { ok: false; refusal: RunF
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY;
 
 export function formatBytes(n: number): string {
-  return n >= GiB && n % GiB === 0 ? `${n / GiB} GiB` : n >= MiB && n % MiB === 0 ? `${n / MiB} MiB` : n >= 1024 && n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`;
+  return n >= GiB && n % GiB === 0
+    ? `${n / GiB} GiB`
+    : n >= MiB && n % MiB === 0
+      ? `${n / MiB} MiB`
+      : n >= 1024 && n % 1024 === 0
+        ? `${n / 1024} KiB`
+        : `${n} bytes`;
 }
 
 export class RunRoot {
@@ -81,7 +87,8 @@ export class RunRoot {
    */
   open(rel: string, maxBytes?: number): { ok: true; fd: number; stat: Stats } | { ok: false; refusal: RunFileRefusal | null } {
     const refuse = (why: string) => ({ ok: false as const, refusal: { file: rel, code: "ViewFileRefused" as const, message: `${rel} is not read: ${why}.` } });
-    if (rel === "" || isAbsolute(rel) || rel.split(/[\\/]/).some((s) => s === "" || s === "." || s === "..")) return refuse("it is not a plain path under the run directory");
+    if (rel === "" || isAbsolute(rel) || rel.split(/[\\/]/).some((s) => s === "" || s === "." || s === ".."))
+      return refuse("it is not a plain path under the run directory");
     let real: string;
     try {
       real = realpathSync.native(join(this.real, rel));
@@ -127,7 +134,11 @@ export class RunRoot {
   /** The whole of `rel` as UTF-8 text; refused when it is over `maxBytes`. */
   readText(rel: string, maxBytes: number): RunFileRead<string> {
     const read = this.withFile(rel, maxBytes, (fd) => readCapped(fd, maxBytes));
-    if (read.ok && read.value === null) return { ok: false, refusal: { file: rel, code: "ViewFileRefused", message: `${rel} is not read: it grew past ${formatBytes(maxBytes)} while it was read.` } };
+    if (read.ok && read.value === null)
+      return {
+        ok: false,
+        refusal: { file: rel, code: "ViewFileRefused", message: `${rel} is not read: it grew past ${formatBytes(maxBytes)} while it was read.` },
+      };
     return read.ok ? { ok: true, value: read.value!.toString("utf8") } : read;
   }
 
@@ -141,7 +152,15 @@ export class RunRoot {
 
   /** `length` bytes of `rel` from `offset` (one line of a JSON-lines file); refused over VIEW_LIMITS.lineBytes. */
   readRange(rel: string, offset: number, length: number): RunFileRead<Buffer> {
-    if (length > VIEW_LIMITS.lineBytes) return { ok: false, refusal: { file: rel, code: "ViewFileRefused", message: `a line of ${rel} is not read: it is ${length} bytes; the viewer reads at most ${formatBytes(VIEW_LIMITS.lineBytes)} of one line.` } };
+    if (length > VIEW_LIMITS.lineBytes)
+      return {
+        ok: false,
+        refusal: {
+          file: rel,
+          code: "ViewFileRefused",
+          message: `a line of ${rel} is not read: it is ${length} bytes; the viewer reads at most ${formatBytes(VIEW_LIMITS.lineBytes)} of one line.`,
+        },
+      };
     return this.withFile(rel, undefined, (fd) => readAt(fd, offset, length));
   }
 

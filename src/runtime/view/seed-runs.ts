@@ -61,9 +61,13 @@ function finishedSummary(run: RunData, seed: number): RunSummary | undefined {
 export function compareSeedRuns(first: SeedRuns, second: SeedRuns): GainDifference & { byHarness: Record<string, GainDifference> } {
   const a = first.summary.heldOut;
   const b = second.summary.heldOut;
-  const harnesses = Object.keys(a.byHarness).filter((h) => h in b.byHarness).sort();
+  const harnesses = Object.keys(a.byHarness)
+    .filter((h) => h in b.byHarness)
+    .sort();
   return {
     ...compareGains({ ...a.gain, n: a.n }, { ...b.gain, n: b.n }),
-    byHarness: Object.fromEntries(harnesses.map((h) => [h, compareGains({ ...a.byHarness[h]!.gain, n: a.byHarness[h]!.n }, { ...b.byHarness[h]!.gain, n: b.byHarness[h]!.n })])),
+    byHarness: Object.fromEntries(
+      harnesses.map((h) => [h, compareGains({ ...a.byHarness[h]!.gain, n: a.byHarness[h]!.n }, { ...b.byHarness[h]!.gain, n: b.byHarness[h]!.n })]),
+    ),
   };
 }

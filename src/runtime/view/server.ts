@@ -41,7 +41,8 @@ const STATIC: Record<string, { file: string; type: string }> = {
 const TYPES = { json: "application/json; charset=utf-8", svg: "image/svg+xml", text: "text/plain; charset=utf-8" } as const;
 /** Bytes of calls.jsonl indexed per turn of the event loop while warming up in the background. */
 const WARM_BYTES = 4 * 1024 * 1024;
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** True for an address only this machine reaches: 127.0.0.0/8, ::1 (also IPv4-mapped), `localhost`. */
 export function isLoopbackHost(host: string): boolean {
@@ -71,7 +72,8 @@ export async function startViewServer(options: ViewOptions): Promise<ViewHandle>
   const files = new Map<string, Buffer>();
   for (const [path, { file }] of Object.entries(STATIC)) files.set(path, readFileSync(WEB + file));
   let port = 0;
-  const allowedHosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${host}:${port}`, host.includes(":") ? `[${host}]:${port}` : ""]);
+  const allowedHosts = () =>
+    new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${host}:${port}`, host.includes(":") ? `[${host}]:${port}` : ""]);
   const anyHost = host === "0.0.0.0" || host === "::";
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {

@@ -36,7 +36,10 @@ export async function tokenTextFor(model: ResolvedModel | null): Promise<TokenTe
 /** Why the tokenizer's files are not loaded (a file that is not there is left to the loader); null when they may be. */
 function refuseTokenizerFiles(spec: NonNullable<ResolvedModel["tokenizer"]>): string | null {
   if (spec.type === "qwen3") return null;
-  const files = spec.type === "file" ? [spec.path, join(dirname(spec.path), "tokenizer_config.json")] : ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"].map((f) => join(spec.path, f));
+  const files =
+    spec.type === "file"
+      ? [spec.path, join(dirname(spec.path), "tokenizer_config.json")]
+      : ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"].map((f) => join(spec.path, f));
   for (const file of files) {
     let real: string;
     try {

@@ -29,7 +29,8 @@ export function toolRoutes(body: Record<string, unknown>): Map<string, ToolRoute
     if (!isRecord(t) || typeof t.name !== "string") continue;
     if (t.type === "namespace" && Array.isArray(t.tools)) {
       for (const inner of t.tools) {
-        if (isRecord(inner) && typeof inner.name === "string") routes.set(namespacedName(t.name, inner.name), { custom: inner.type === "custom", name: inner.name, namespace: t.name });
+        if (isRecord(inner) && typeof inner.name === "string")
+          routes.set(namespacedName(t.name, inner.name), { custom: inner.type === "custom", name: inner.name, namespace: t.name });
       }
     } else routes.set(t.name, { custom: t.type === "custom", name: t.name });
   }
@@ -37,7 +38,12 @@ export function toolRoutes(body: Record<string, unknown>): Map<string, ToolRoute
 }
 
 /** A tool call item as the client expects it: a custom tool's `input` or a function's `arguments`, under the tool's own name and namespace. */
-export function toolCallItem(id: string, callId: string, call: { name: string; arguments?: Record<string, unknown> | null; argumentsText: string }, route: ToolRoute | undefined): Record<string, unknown> {
+export function toolCallItem(
+  id: string,
+  callId: string,
+  call: { name: string; arguments?: Record<string, unknown> | null; argumentsText: string },
+  route: ToolRoute | undefined,
+): Record<string, unknown> {
   const named = route ? { name: route.name, ...(route.namespace !== undefined ? { namespace: route.namespace } : {}) } : { name: call.name };
   if (route?.custom) {
     const input = typeof call.arguments?.input === "string" ? call.arguments.input : call.argumentsText;

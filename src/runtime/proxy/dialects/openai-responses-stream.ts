@@ -66,14 +66,20 @@ export function openResponsesStream(head: StreamHead, body: Record<string, unkno
     close(events, "completed");
     const index = items++;
     // a second message item (text after tool calls) needs an id of its own
-    const id = kind === "reasoning" ? makeId("rs_", `${head.callKey}:reasoning`) : makeId("msg_", `${head.callKey}:message${messages++ > 0 ? `:${index}` : ""}`);
+    const id =
+      kind === "reasoning" ? makeId("rs_", `${head.callKey}:reasoning`) : makeId("msg_", `${head.callKey}:message${messages++ > 0 ? `:${index}` : ""}`);
     current = { kind, id, index, text: "" };
     if (kind === "reasoning") {
       ev(events, "response.output_item.added", { output_index: index, item: { id, type: "reasoning", summary: [] } });
       ev(events, "response.reasoning_summary_part.added", { item_id: id, output_index: index, summary_index: 0, part: { type: "summary_text", text: "" } });
     } else {
       ev(events, "response.output_item.added", { output_index: index, item: { id, type: "message", status: "in_progress", role: "assistant", content: [] } });
-      ev(events, "response.content_part.added", { item_id: id, output_index: index, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } });
+      ev(events, "response.content_part.added", {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [], logprobs: [] },
+      });
     }
   };
 
@@ -123,7 +129,9 @@ export function openResponsesStream(head: StreamHead, body: Record<string, unkno
       const events: SseEvent[] = [];
       close(events, c.finish === "length" && c.parsed.toolCalls.length === 0 ? "incomplete" : "completed");
       const status = finalStatus(c);
-      ev(events, status === "incomplete" ? "response.incomplete" : "response.completed", { response: responseObject(c, body, status, outputItems(c, body), createdAt) });
+      ev(events, status === "incomplete" ? "response.incomplete" : "response.completed", {
+        response: responseObject(c, body, status, outputItems(c, body), createdAt),
+      });
       return events;
     },
   };

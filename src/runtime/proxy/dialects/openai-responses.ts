@@ -112,7 +112,8 @@ function parseRequest(body: unknown): ParsedRequest {
 
 /** A custom (freeform) tool is offered to the model as a function with one string argument, `input`. */
 function customToolParameters(t: Record<string, unknown>): unknown {
-  const format = isRecord(t.format) && typeof t.format.definition === "string" ? ` Format (${String(t.format.syntax ?? "grammar")}):\n${t.format.definition}` : "";
+  const format =
+    isRecord(t.format) && typeof t.format.definition === "string" ? ` Format (${String(t.format.syntax ?? "grammar")}):\n${t.format.definition}` : "";
   return { type: "object", properties: { input: { type: "string", description: `Freeform input.${format}` } }, required: ["input"] };
 }
 
@@ -143,7 +144,12 @@ function buildEvents(c: CanonicalCompletion, body: Record<string, unknown>): Sse
     } else if (item.type === "message") {
       const text = c.parsed.text;
       ev("response.output_item.added", { output_index: oi, item: { ...item, status: "in_progress", content: [] } });
-      ev("response.content_part.added", { item_id: id, output_index: oi, content_index: 0, part: { type: "output_text", text: "", annotations: [], logprobs: [] } });
+      ev("response.content_part.added", {
+        item_id: id,
+        output_index: oi,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [], logprobs: [] },
+      });
       for (const piece of chunkText(text)) ev("response.output_text.delta", { item_id: id, output_index: oi, content_index: 0, delta: piece, logprobs: [] });
       ev("response.output_text.done", { item_id: id, output_index: oi, content_index: 0, text, logprobs: [] });
       ev("response.content_part.done", { item_id: id, output_index: oi, content_index: 0, part: { type: "output_text", text, annotations: [], logprobs: [] } });
@@ -177,7 +183,11 @@ function streamError(kind: ProxyErrorKind, message: string): SseEvent[] {
     { event: "error", data: { type: "error", code: err.code ?? err.type, message, param: null, sequence_number: 0 } },
     {
       event: "response.failed",
-      data: { type: "response.failed", sequence_number: 1, response: { object: "response", status: "failed", output: [], error: { code: err.code ?? "server_error", message } } },
+      data: {
+        type: "response.failed",
+        sequence_number: 1,
+        response: { object: "response", status: "failed", output: [], error: { code: err.code ?? "server_error", message } },
+      },
     },
   ];
 }

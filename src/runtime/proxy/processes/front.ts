@@ -132,13 +132,15 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
     if (path === undefined) return workers[0]!;
     return registered.get(path)?.owner ?? workers[ownerOfPath(path, count)]!;
   };
-  const front = createServer({ pauseOnConnect: true }, (socket) => handOff(socket, limits.idleTimeoutMs, (line, head) => {
-    const owner = ownerOf(pathOfRequestLine(line));
-    if (!owner.alive) return void socket.destroy();
-    owner.child.send({ t: "conn", head } satisfies ToWorker, socket, (err) => {
-      if (err) socket.destroy();
-    });
-  }));
+  const front = createServer({ pauseOnConnect: true }, (socket) =>
+    handOff(socket, limits.idleTimeoutMs, (line, head) => {
+      const owner = ownerOf(pathOfRequestLine(line));
+      if (!owner.alive) return void socket.destroy();
+      owner.child.send({ t: "conn", head } satisfies ToWorker, socket, (err) => {
+        if (err) socket.destroy();
+      });
+    }),
+  );
   try {
     await listen(front, options.port ?? 0, options.host ?? "127.0.0.1");
   } catch (err) {
@@ -157,7 +159,8 @@ export async function startProxyProcesses(options: ProxyOptions, count: number):
     url,
     port: address.port,
     registerRollout(path, opts = {}): RolloutRegistration {
-      if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1)) throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
+      if (opts.try !== undefined && (!Number.isInteger(opts.try) || opts.try < 1))
+        throw new Error(`bug: try ${opts.try} of rollout ${path} is not an integer >= 1`);
       const previous = registered.get(path);
       if (previous) previous.owner.load--;
       const live = workers.filter((w) => w.alive);
@@ -269,7 +272,15 @@ async function serveMcp(registered: Map<string, Registered>, req: IncomingMessag
   });
 }
 
-function listen(server: { listen(port: number, host: string, cb: () => void): unknown; once(e: "error", cb: (err: Error) => void): unknown; off(e: "error", cb: (err: Error) => void): unknown }, port: number, host: string): Promise<void> {
+function listen(
+  server: {
+    listen(port: number, host: string, cb: () => void): unknown;
+    once(e: "error", cb: (err: Error) => void): unknown;
+    off(e: "error", cb: (err: Error) => void): unknown;
+  },
+  port: number,
+  host: string,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -301,7 +312,9 @@ function startWorker(
   const env = options.env ?? process.env;
   const engine = options.engine;
   const probe = engine?.info?.();
-  const frontEngine: RelayedEngineSpec | undefined = engine ? { type: engine.type, streams: engine.generateStream !== undefined, ...(probe ? { info: probe } : {}) } : undefined;
+  const frontEngine: RelayedEngineSpec | undefined = engine
+    ? { type: engine.type, streams: engine.generateStream !== undefined, ...(probe ? { info: probe } : {}) }
+    : undefined;
   const init: ToWorker = {
     t: "init",
     index,

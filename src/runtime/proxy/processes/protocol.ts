@@ -63,7 +63,12 @@ export type PackedRecord = Omit<CallRecord, "promptIds" | "completionIds" | "com
 };
 
 export function packRecord(r: CallRecord): PackedRecord {
-  return { ...r, promptIds: Int32Array.from(r.promptIds), completionIds: Int32Array.from(r.completionIds), completionLogprobs: Float64Array.from(r.completionLogprobs) };
+  return {
+    ...r,
+    promptIds: Int32Array.from(r.promptIds),
+    completionIds: Int32Array.from(r.completionIds),
+    completionLogprobs: Float64Array.from(r.completionLogprobs),
+  };
 }
 
 export function unpackRecord(r: PackedRecord): CallRecord {

@@ -6,7 +6,15 @@
  * away aborts the generation there. The processes keep everything else: HTTP, tokenizing,
  * rendering, parsing and writing the answers.
  */
-import { type Engine, EngineError, type EngineErrorKind, type EngineInfo, type GenerateChunk, type GenerateRequest, type GenerateResult } from "../../engines/engine.js";
+import {
+  type Engine,
+  EngineError,
+  type EngineErrorKind,
+  type EngineInfo,
+  type GenerateChunk,
+  type GenerateRequest,
+  type GenerateResult,
+} from "../../engines/engine.js";
 
 export type GenerateAsk = Omit<GenerateRequest, "signal">;
 
@@ -93,14 +101,21 @@ export function serveGenerations(engine: Engine, reply: (msg: EngineReply) => vo
       const abort = new AbortController();
       running.set(msg.id, abort);
       const req: GenerateRequest = { ...msg.req, signal: abort.signal };
-      const done = msg.stream && engine.generateStream ? engine.generateStream(req, (chunk) => reply({ t: "gen-chunk", id: msg.id, chunk })) : engine.generate(req);
-      done.then(
-        (result) => reply({ t: "gen-done", id: msg.id, result }),
-        (err: unknown) => {
-          const e = err as Error;
-          reply(e instanceof EngineError ? { t: "gen-failed", id: msg.id, message: e.message, kind: e.kind, ...(e.partial ? { partial: e.partial } : {}) } : { t: "gen-failed", id: msg.id, message: `engine failed: ${e?.message ?? String(err)}` });
-        },
-      ).finally(() => running.delete(msg.id));
+      const done =
+        msg.stream && engine.generateStream ? engine.generateStream(req, (chunk) => reply({ t: "gen-chunk", id: msg.id, chunk })) : engine.generate(req);
+      done
+        .then(
+          (result) => reply({ t: "gen-done", id: msg.id, result }),
+          (err: unknown) => {
+            const e = err as Error;
+            reply(
+              e instanceof EngineError
+                ? { t: "gen-failed", id: msg.id, message: e.message, kind: e.kind, ...(e.partial ? { partial: e.partial } : {}) }
+                : { t: "gen-failed", id: msg.id, message: `engine failed: ${e?.message ?? String(err)}` },
+            );
+          },
+        )
+        .finally(() => running.delete(msg.id));
     },
     abortAll() {
       for (const abort of running.values()) abort.abort();

@@ -45,10 +45,14 @@ export function createRestarter<W>(start: (index: number) => Promise<W>, takePla
     quickDeaths.set(index, deaths);
     const delay = restartDelayMs(deaths);
     if (delay === undefined) {
-      process.emitWarning(`reins proxy: process ${index} ended (${why}) ${deaths} times in a row soon after starting; it is not started again — the other processes serve new rollouts`);
+      process.emitWarning(
+        `reins proxy: process ${index} ended (${why}) ${deaths} times in a row soon after starting; it is not started again — the other processes serve new rollouts`,
+      );
       return;
     }
-    process.emitWarning(`reins proxy: process ${index} ended (${why}); the rollouts it served lose their connections; a new process takes its place in ${delay} ms`);
+    process.emitWarning(
+      `reins proxy: process ${index} ended (${why}); the rollouts it served lose their connections; a new process takes its place in ${delay} ms`,
+    );
     const timer = setTimeout(() => {
       timers.delete(timer);
       const startedAt = Date.now();

@@ -93,7 +93,11 @@ process.once("message", (msg: ToWorker) => {
   if (msg.t !== "init") return void process.exit(1);
   serve(msg).catch((err: unknown) => {
     const e = err as Error;
-    tell(e instanceof ReinsError ? { t: "failed", message: e.message, code: e.code, ...(e.hint ? { hint: e.hint } : {}) } : { t: "failed", message: e?.message ?? String(err) });
+    tell(
+      e instanceof ReinsError
+        ? { t: "failed", message: e.message, code: e.code, ...(e.hint ? { hint: e.hint } : {}) }
+        : { t: "failed", message: e?.message ?? String(err) },
+    );
     setTimeout(() => process.exit(1), 100);
   });
 });

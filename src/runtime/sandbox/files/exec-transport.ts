@@ -27,7 +27,7 @@ export function tarEntriesFor(files: ExecWriteEntry[], roots: readonly string[])
   const dirs = new Set<string>();
   const entries: TarEntry[] = [];
   for (const f of files) {
-    const root = roots.find((r) => f.abs.startsWith(r + "/"));
+    const root = roots.find((r) => f.abs.startsWith(`${r}/`));
     if (!root) throw new Error(`path "${f.abs}" is outside ${roots.join(", ")}`);
     const rel = f.abs.slice(root.length + 1).split("/");
     if (rel.includes("..") || rel.includes("")) throw new Error(`invalid path "${f.abs}"`);
@@ -63,8 +63,10 @@ async function writeFilesViaExec(exec: ExecFn, files: PreparedFile[], extras?: P
     ...(extras?.links ?? []).map((l) => ({ abs: l.at.abs, linkTarget: l.target })),
   ];
   if (entries.length === 0) return;
-  const roots = [...new Set([...files.map((f) => f.at.root), ...(extras?.directories ?? []).map((d) => d.at.root), ...(extras?.links ?? []).map((l) => l.at.root)])];
-  const archive = buildTar(tarEntriesFor(entries, roots));
+  const roots = [
+    ...new Set([...files.map((f) => f.at.root), ...(extras?.directories ?? []).map((d) => d.at.root), ...(extras?.links ?? []).map((l) => l.at.root)]),
+  ];
+  const archive = await buildTar(tarEntriesFor(entries, roots));
   const result = await exec(["tar", "-x", "-f", "-", "-C", "/"], { stdin: archive, cwd: "/" });
   if (result.exitCode !== 0) throw new Error(`tar in the sandbox failed: ${describe(result)}`);
 }
@@ -106,6 +108,7 @@ async function copyOutViaExec(exec: ExecFn, abs: string, into: SnapshotWriter, t
       if (stream === "stdout") reader.push(chunk);
     },
   });
+  await reader.end();
   if (result.timedOut) throw new Error(`copying ${abs} out took longer than ${timeoutMs} ms`);
   if (reader.error) throw new Error(`copying ${abs} out: ${reader.error}`);
   if (!reader.complete) throw new Error(`copying ${abs} out: the archive ended early (${describe(result)})`);

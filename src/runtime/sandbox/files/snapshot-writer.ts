@@ -63,7 +63,8 @@ export class SnapshotWriter {
   }
 
   skip(name: string, why: string): void {
-    if (this.report.skipped.length < 1000) this.report.skipped.push({ path: name, why });
+    // A skipped name is kept for the report only, cut short: an archive may carry names up to 1 MiB.
+    if (this.report.skipped.length < 1000) this.report.skipped.push({ path: name.length > 4096 ? `${name.slice(0, 4096)}…` : name, why });
   }
 
   /** Marks the copy as stopped early. */

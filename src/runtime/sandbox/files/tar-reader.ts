@@ -1,178 +1,144 @@
 /**
- * A streaming tar reader (ustar, GNU and pax long names) that writes what it reads into a
- * SnapshotWriter: the host end of `tar -c` run over exec. Regular files, directories, symbolic and
- * hard links; other types are skipped. Fed chunk by chunk, so a large archive is never held whole.
+ * A streaming tar reader (ustar, GNU and pax long names, by tar-stream) that writes what it reads
+ * into a SnapshotWriter: the host end of `tar -c` run over exec. Regular files, directories,
+ * symbolic and hard links; other types are skipped. Fed chunk by chunk, so a large archive is
+ * never held whole. The archive comes from the sandbox and is not trusted: names go through the
+ * SnapshotWriter, names and link texts longer than MAX_NAME_BYTES refuse the archive, and an
+ * extended header (pax or GNU long name) is never buffered past tar-stream's own cap (4 MiB).
  */
+import { extract, type Extract, type ExtractEvents, type Header } from "tar-stream";
 import { DISCARD_SINK, type FileSink, type SnapshotWriter } from "./snapshot-writer.js";
 
 const BLOCK = 512;
-/** Long names and pax headers larger than this are not names: the archive is refused. */
-const MAX_META_BYTES = 1024 * 1024;
+type EntryStream = ExtractEvents["entry"][1];
+/** Names and link texts longer than this are not names: the archive is refused. */
+export const MAX_NAME_BYTES = 1024 * 1024;
 
-interface Header {
-  name: string;
-  mode: number;
-  size: number;
-  type: string;
-  linkname: string;
-}
-
-type Phase =
-  | { kind: "header" }
-  | { kind: "meta"; type: string; left: number; parts: Buffer[] }
-  | { kind: "data"; left: number; sink: FileSink; after: Phase }
-  | { kind: "padding"; left: number }
-  | { kind: "end" };
-
-function text(block: Buffer, offset: number, width: number): string {
-  const field = block.subarray(offset, offset + width);
-  const nul = field.indexOf(0);
-  return field.subarray(0, nul < 0 ? width : nul).toString("utf8");
-}
-
-/** A numeric field: octal text, or base-256 when the high bit of its first byte is set (GNU). */
-export function parseTarNumber(block: Buffer, offset: number, width: number): number {
-  if (block[offset] & 0x80) {
-    let value = block[offset] & 0x7f;
-    for (let i = 1; i < width; i++) value = value * 256 + block[offset + i];
-    return value;
-  }
-  const digits = text(block, offset, width).trim();
-  return digits === "" ? 0 : parseInt(digits, 8);
-}
-
-function checksumOk(block: Buffer): boolean {
-  let sum = 0;
-  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : block[i];
-  return parseTarNumber(block, 148, 8) === sum;
-}
-
-/** `len key=value\n` records of a pax header. */
-export function parsePax(data: Buffer): Record<string, string> {
-  const out: Record<string, string> = {};
-  let at = 0;
-  while (at < data.length) {
-    const space = data.indexOf(0x20, at);
-    if (space < 0) break;
-    const length = Number(data.subarray(at, space).toString("ascii"));
-    if (!Number.isInteger(length) || length <= 0 || at + length > data.length) break;
-    const record = data.subarray(space + 1, at + length - 1).toString("utf8");
-    const eq = record.indexOf("=");
-    if (eq > 0) out[record.slice(0, eq)] = record.slice(eq + 1);
-    at += length;
-  }
-  return out;
-}
-
-function afterPadding(size: number): Phase {
-  const left = (BLOCK - (size % BLOCK)) % BLOCK;
-  return left > 0 ? { kind: "padding", left } : { kind: "header" };
+/** tar-stream's errors, as said to whoever copies the tree out. */
+function describeError(message: string): string {
+  if (/Invalid tar header\. Maybe/.test(message)) return "not a tar archive (bad header checksum)";
+  if (/Header exceeds max size/.test(message)) return "not a tar archive (an extended header larger than 4 MiB)";
+  if (message === "Invalid header") return "not a tar archive (an entry with an invalid size)";
+  return `not a tar archive (${message})`;
 }
 
 export class TarReader {
-  private phase: Phase = { kind: "header" };
-  private pending = Buffer.alloc(0);
-  private longName: string | undefined;
-  private longLink: string | undefined;
-  private pax: Record<string, string> = {};
-  /** Set when the stream is not a tar archive (bad checksum, oversized names). */
+  private readonly parser: Extract;
+  /** Resolves once the parser is closed (ended or failed). */
+  private readonly closed: Promise<void>;
+  /** The file being written, until its data ends. */
+  private sink: FileSink | undefined;
+  /** Bytes pushed so far. */
+  private pushed = 0;
+  /**
+   * Where the last entry (its header, data and padding) ends in the stream: tar-stream skips
+   * zero blocks without saying so, so the end-of-archive block is found here, as zeros after it.
+   */
+  private lastEnd = 0;
+  /** How many bytes at the end of what was pushed are zero. */
+  private zeroTail = 0;
+  /** Set by tar-stream when the input ended inside an entry or a header. */
+  private truncated = false;
+  private finished = false;
+  /** Set when the stream is not a tar archive (bad checksum, oversized names, a bad size). */
   error: string | undefined;
 
-  constructor(private readonly out: SnapshotWriter) {}
+  constructor(private readonly out: SnapshotWriter) {
+    // Pre-POSIX (v7) headers carry no magic; their checksum is still checked. The option is
+    // tar-stream's, missing from its typings.
+    this.parser = extract({ allowUnknownFormat: true } as Parameters<typeof extract>[0]);
+    this.parser.on("entry", (header, stream, next) => {
+      try {
+        this.entry(header, stream, next);
+      } catch (e) {
+        this.fail(e instanceof Error ? e.message : String(e));
+      }
+    });
+    this.parser.on("error", (e: Error) => {
+      if (e.message === "Unexpected end of data") this.truncated = true;
+      else if (this.error === undefined) this.error = describeError(e.message);
+    });
+    this.closed = new Promise((resolve) => {
+      this.parser.once("close", () => resolve());
+    });
+  }
 
-  /** True once the end-of-archive block was read. */
+  /**
+   * True once the whole archive was read, up to its end-of-archive block: an input that stops
+   * after a whole entry but before that block is not complete. Meaningful after end().
+   */
   get complete(): boolean {
-    return this.phase.kind === "end";
+    const tail = this.pushed - this.lastEnd;
+    return this.finished && !this.truncated && this.error === undefined && tail >= BLOCK && this.zeroTail >= tail;
   }
 
   push(chunk: Buffer): void {
-    let data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = Buffer.alloc(0);
-    while (data.length > 0 && this.phase.kind !== "end" && this.error === undefined) {
-      const phase = this.phase;
-      if (phase.kind === "header") {
-        if (data.length < BLOCK) {
-          this.pending = Buffer.from(data);
-          return;
-        }
-        this.header(data.subarray(0, BLOCK));
-        data = data.subarray(BLOCK);
-        continue;
-      }
-      const part = data.subarray(0, Math.min(phase.left, data.length));
-      data = data.subarray(part.length);
-      phase.left -= part.length;
-      if (phase.kind === "data") {
-        if (phase.sink.wanted > 0) phase.sink.write(part);
-        if (phase.left === 0) {
-          phase.sink.end();
-          this.phase = phase.after;
-        }
-      } else if (phase.kind === "meta") {
-        phase.parts.push(Buffer.from(part));
-        if (phase.left === 0) this.meta(phase.type, Buffer.concat(phase.parts));
-      } else if (phase.left === 0) {
-        this.phase = { kind: "header" };
-      }
-    }
+    if (this.error !== undefined || this.parser.destroying || chunk.length === 0) return;
+    this.pushed += chunk.length;
+    let last = chunk.length - 1;
+    while (last >= 0 && chunk[last] === 0) last--;
+    this.zeroTail = last < 0 ? this.zeroTail + chunk.length : chunk.length - 1 - last;
+    this.parser.write(chunk);
   }
 
-  private header(block: Buffer): void {
-    if (block.every((b) => b === 0)) {
-      this.phase = { kind: "end" };
-      return;
-    }
-    if (!checksumOk(block)) {
-      this.error = "not a tar archive (bad header checksum)";
-      return;
-    }
-    const ustar = text(block, 257, 6).startsWith("ustar");
-    const prefix = ustar ? text(block, 345, 155) : "";
-    const raw = text(block, 0, 100);
-    const type = String.fromCharCode(block[156] || 0x30);
-    const size = parseTarNumber(block, 124, 12);
-    if (type === "L" || type === "K" || type === "x" || type === "g") {
-      if (size > MAX_META_BYTES) this.error = `a ${size}-byte extended header`;
-      else if (size === 0) this.meta(type, Buffer.alloc(0));
-      else this.phase = { kind: "meta", type, left: size, parts: [] };
-      return;
-    }
-    const h: Header = {
-      name: this.pax.path ?? this.longName ?? (prefix ? `${prefix}/${raw}` : raw),
-      mode: parseTarNumber(block, 100, 8),
-      size: this.pax.size !== undefined ? Number(this.pax.size) : size,
-      type,
-      linkname: this.pax.linkpath ?? this.longLink ?? text(block, 157, 100),
-    };
-    this.pax = {};
-    this.longName = undefined;
-    this.longLink = undefined;
-    this.entry(h);
+  /** Ends the input and waits until every entry read is written (or the archive is refused). */
+  async end(): Promise<void> {
+    if (!this.parser.destroying) this.parser.end(undefined);
+    await this.closed;
+    this.finished = true;
+    this.closeSink();
   }
 
-  private entry(h: Header): void {
+  private fail(why: string): void {
+    if (this.error === undefined) this.error = why;
+    this.closeSink();
+    this.parser.destroy(new Error(why));
+  }
+
+  private closeSink(): void {
+    const sink = this.sink;
+    this.sink = undefined;
+    sink?.end();
+  }
+
+  private entry(h: Header, stream: EntryStream, next: (err?: Error | null) => void): void {
+    const name = h.name;
+    const linkname = h.linkname ?? "";
+    if (Buffer.byteLength(name) > MAX_NAME_BYTES || Buffer.byteLength(linkname) > MAX_NAME_BYTES) {
+      return this.fail(`not a tar archive (a name or link text longer than ${MAX_NAME_BYTES} bytes)`);
+    }
+    const start = (h as Header & { byteOffset: number }).byteOffset;
+    const type: string | null = h.type;
+    // tar-stream reads no data for a directory, whatever its size field says, and ends its
+    // stream only when that field is 0: go on at once.
+    if (type === "directory") {
+      this.lastEnd = start;
+      this.out.directory(name, h.mode);
+      stream.resume();
+      next();
+      return;
+    }
+    this.lastEnd = start + Math.ceil(h.size / BLOCK) * BLOCK;
     let sink = DISCARD_SINK;
-    if (h.type === "0" || h.type === "7") sink = this.out.file(h.name, h.mode, h.size);
-    else if (h.type === "5") this.out.directory(h.name, h.mode);
-    else if (h.type === "2") this.out.symlink(h.name, h.linkname);
-    else if (h.type === "1") this.out.hardlink(h.name, h.linkname);
-    else this.out.skip(h.name, "not a regular file, directory or link");
-    // Links and directories carry no data whatever their size field says.
-    const size = "125".includes(h.type) ? 0 : h.size;
-    if (size === 0) {
-      sink.end();
-      this.phase = { kind: "header" };
-    } else {
-      this.phase = { kind: "data", left: size, sink, after: afterPadding(size) };
-    }
-  }
-
-  private meta(type: string, data: Buffer): void {
-    const nul = data.indexOf(0);
-    const body = data.subarray(0, nul < 0 ? data.length : nul).toString("utf8");
-    if (type === "L") this.longName = body;
-    else if (type === "K") this.longLink = body;
-    else if (type === "x") this.pax = parsePax(data);
-    this.phase = afterPadding(data.length);
+    if (type === "file" || type === "contiguous-file") sink = this.out.file(name, h.mode, h.size);
+    else if (type === "symlink") this.out.symlink(name, linkname);
+    else if (type === "link") this.out.hardlink(name, linkname);
+    else this.out.skip(name, "not a regular file, directory or link");
+    this.sink = sink;
+    stream.on("data", (chunk: unknown) => {
+      try {
+        if (sink.wanted > 0) sink.write(chunk as Buffer);
+      } catch (e) {
+        this.fail(e instanceof Error ? e.message : String(e));
+      }
+    });
+    stream.on("end", () => {
+      try {
+        this.closeSink();
+      } catch (e) {
+        return this.fail(e instanceof Error ? e.message : String(e));
+      }
+      next();
+    });
   }
 }

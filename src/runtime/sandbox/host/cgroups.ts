@@ -140,10 +140,17 @@ function limitWrites(version: 1 | 2, c: CgroupController, limits: Limits): [stri
   if (version === 1) {
     if (c === "pids") return [["pids.max", String(limits.pids)]];
     if (c === "memory") return [["memory.limit_in_bytes", memory]];
-    return [["cpu.cfs_period_us", String(period)], ["cpu.cfs_quota_us", String(quota)]];
+    return [
+      ["cpu.cfs_period_us", String(period)],
+      ["cpu.cfs_quota_us", String(quota)],
+    ];
   }
   if (c === "pids") return [["pids.max", String(limits.pids)]];
-  if (c === "memory") return [["memory.max", memory], ["memory.swap.max", "0"]];
+  if (c === "memory")
+    return [
+      ["memory.max", memory],
+      ["memory.swap.max", "0"],
+    ];
   return [["cpu.max", `${quota} ${period}`]];
 }
 
@@ -229,7 +236,9 @@ export function sandboxGroupParents(host: CgroupHost): string[] {
     if (host.version !== 1 || !existsSync(path.join(above, "cgroup.procs"))) continue;
     let siblings: string[] = [];
     try {
-      siblings = readdirSync(above, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      siblings = readdirSync(above, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       continue;
     }
@@ -244,7 +253,9 @@ export function sandboxGroupParents(host: CgroupHost): string[] {
 /** The sandbox groups (directories) directly under `parent`. */
 export function groupsUnder(parent: string): string[] {
   try {
-    return readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => path.join(parent, e.name));
+    return readdirSync(parent, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => path.join(parent, e.name));
   } catch {
     return [];
   }
@@ -268,7 +279,9 @@ export function limitPidsOf(id: string, pids: number, maxDepth = 4): string | nu
   const walk = (dir: string, depth: number): string | null => {
     let names: string[] = [];
     try {
-      names = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      names = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       return null;
     }

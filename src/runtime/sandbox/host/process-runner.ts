@@ -98,7 +98,17 @@ export interface HostCommandOptions extends HostProcessOptions, SuperviseOptions
 /** Runs a host command to its end: never throws for a bad command (see `spawnError`). */
 export function runHostCommand(argv: string[], options: HostCommandOptions): Promise<ExecResult> {
   if (argv.length === 0) {
-    return Promise.resolve({ exitCode: null, signal: null, stdout: "", stderr: "", stdoutTruncated: false, stderrTruncated: false, timedOut: false, durationMs: 0, spawnError: "empty command" });
+    return Promise.resolve({
+      exitCode: null,
+      signal: null,
+      stdout: "",
+      stderr: "",
+      stdoutTruncated: false,
+      stderrTruncated: false,
+      timedOut: false,
+      durationMs: 0,
+      spawnError: "empty command",
+    });
   }
   const run = superviseCommand((sink) => {
     const p = startHostProcess(argv, options, sink);

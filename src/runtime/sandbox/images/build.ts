@@ -22,7 +22,10 @@ export interface HarnessImageRequest {
 
 /** A harness image could not be made: what failed and what to do. */
 export class HarnessImageError extends Error {
-  constructor(message: string, readonly hint: string) {
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
     super(message);
   }
 }
@@ -34,7 +37,11 @@ export interface HarnessImageBuilder {
 
 export async function createHarnessImageBuilder(o: { workDir?: string; podmanPath?: string } = {}): Promise<HarnessImageBuilder> {
   const binary = o.podmanPath ?? findExecutable("podman");
-  if (!binary) throw new HarnessImageError("Harness images are built with podman, which is not installed here.", "apt-get install -y podman runc catatonit; then scripts/build-image.sh");
+  if (!binary)
+    throw new HarnessImageError(
+      "Harness images are built with podman, which is not installed here.",
+      "apt-get install -y podman runc catatonit; then scripts/build-image.sh",
+    );
   const workDir = o.workDir ?? path.join(os.tmpdir(), "reins-images");
   await mkdir(workDir, { recursive: true });
   const cli = await preparePodmanCli(binary, workDir);
@@ -51,7 +58,12 @@ export async function createHarnessImageBuilder(o: { workDir?: string; podmanPat
 
 async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageRequest): Promise<{ image: HarnessImage; built: boolean; seconds: number }> {
   const started = performance.now();
-  const baseId = await podman(cli, ["image", "inspect", "--format", "{{.Id}}", r.base], `The sandbox image ${r.base} is not on this machine`, "Build it with scripts/build-image.sh, or set the sandbox's image to one podman has.");
+  const baseId = await podman(
+    cli,
+    ["image", "inspect", "--format", "{{.Id}}", r.base],
+    `The sandbox image ${r.base} is not on this machine`,
+    "Build it with scripts/build-image.sh, or set the sandbox's image to one podman has.",
+  );
   const inputs = await Promise.all(r.paths.map(async (p) => ({ path: p, digest: await digestPath(p) })));
   const image = planHarnessImage({ harness: r.harness, base: r.base, baseId: baseId.trim(), inputs });
   const exists = await runPodman(cli, ["image", "exists", image.name]);
@@ -60,7 +72,13 @@ async function ensureImage(cli: PodmanCli, workDir: string, r: HarnessImageReque
   try {
     for (const input of image.inputs) await linkInto(path.join(context, "rootfs"), input.path, input.at);
     await writeFile(path.join(context, "Containerfile"), containerfileOf(image));
-    await podman(cli, ["build", "--pull=never", "--layers=false", "-f", path.join(context, "Containerfile"), "-t", image.name, context], `podman could not build ${image.name}`, "Check podman's storage (podman system df) and the files the harness runs from.", 600_000);
+    await podman(
+      cli,
+      ["build", "--pull=never", "--layers=false", "-f", path.join(context, "Containerfile"), "-t", image.name, context],
+      `podman could not build ${image.name}`,
+      "Check podman's storage (podman system df) and the files the harness runs from.",
+      600_000,
+    );
   } finally {
     await rm(context, { recursive: true, force: true });
   }
@@ -75,7 +93,11 @@ async function linkInto(rootfs: string, source: string, at: string): Promise<voi
   if (linked.exitCode === 0) return;
   await rm(target, { recursive: true, force: true });
   const copied = await runHostCommand(["/bin/cp", "-a", source, target], { env: {}, timeoutMs: 600_000 });
-  if (copied.exitCode !== 0) throw new HarnessImageError(`cannot copy ${source} into the image's build context: ${copied.stderr.trim() || copied.spawnError}`, "Check the free space of the temporary directory.");
+  if (copied.exitCode !== 0)
+    throw new HarnessImageError(
+      `cannot copy ${source} into the image's build context: ${copied.stderr.trim() || copied.spawnError}`,
+      "Check the free space of the temporary directory.",
+    );
 }
 
 async function podman(cli: PodmanCli, args: string[], what: string, hint: string, timeoutMs?: number): Promise<string> {

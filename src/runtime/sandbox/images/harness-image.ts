@@ -70,7 +70,10 @@ export function relocate(inputs: readonly PlacedInput[], p: string): string {
 export function harnessRepository(base: string, harness: string): string {
   const repo = base.replace(/@sha256:[0-9a-f]+$/, "").replace(/:[^/:]+$/, "");
   const slash = repo.lastIndexOf("/");
-  const safe = harness.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "");
+  const safe = harness
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "");
   return `${slash >= 0 ? repo.slice(0, slash + 1) : ""}reins-harness-${safe || "harness"}`;
 }
 

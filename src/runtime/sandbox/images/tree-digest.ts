@@ -32,7 +32,9 @@ const KEPT_DIGEST = ".reins-digest.json";
 async function computeDigest(root: string): Promise<string> {
   const marker = await readFile(join(root, INSTALL_MARKER), "utf8").catch(() => undefined);
   if (marker !== undefined) {
-    const kept = await readFile(join(root, KEPT_DIGEST), "utf8").then((t) => JSON.parse(t) as { marker?: string; digest?: string }).catch(() => undefined);
+    const kept = await readFile(join(root, KEPT_DIGEST), "utf8")
+      .then((t) => JSON.parse(t) as { marker?: string; digest?: string })
+      .catch(() => undefined);
     if (kept?.marker === marker && typeof kept.digest === "string") return kept.digest;
   }
   const hash = createHash("sha256");

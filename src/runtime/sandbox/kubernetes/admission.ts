@@ -39,7 +39,8 @@ export class Admission {
     private readonly clock: Clock = SYSTEM_CLOCK,
   ) {
     if (limits.maxStarting !== undefined) this.gate = new StartingGate(limits.maxStarting);
-    if (limits.createsPerSecond !== undefined) this.bucket = new TokenBucket(limits.createsPerSecond, limits.createBurst ?? Math.max(1, Math.ceil(limits.createsPerSecond)), clock.now());
+    if (limits.createsPerSecond !== undefined)
+      this.bucket = new TokenBucket(limits.createsPerSecond, limits.createBurst ?? Math.max(1, Math.ceil(limits.createsPerSecond)), clock.now());
   }
 
   /** Sandboxes starting now (0 without a cap). */

@@ -13,10 +13,7 @@ export interface ClaimObject {
   };
 }
 
-export type ClaimState =
-  | { phase: "pending" }
-  | { phase: "ready"; sandbox: string; podIPs: string[] }
-  | { phase: "ended"; reason: string; message: string };
+export type ClaimState = { phase: "pending" } | { phase: "ready"; sandbox: string; podIPs: string[] } | { phase: "ended"; reason: string; message: string };
 
 /** Ready-False reasons after which the claim never becomes Ready. */
 export const TERMINAL_REASONS: ReadonlySet<string> = new Set(["SandboxPodGone", "SandboxExpired", "WarmPoolNotFound", "TemplateNotFound", "SandboxFailed"]);
@@ -26,6 +23,7 @@ export function claimState(claim: ClaimObject): ClaimState {
   const ready = claim.status?.conditions?.find((c) => c.type === "Ready");
   const name = claim.status?.sandbox?.name;
   if (ready?.status === "True" && name) return { phase: "ready", sandbox: name, podIPs: claim.status?.sandbox?.podIPs ?? [] };
-  if (ready?.status === "False" && ready.reason && TERMINAL_REASONS.has(ready.reason)) return { phase: "ended", reason: ready.reason, message: ready.message ?? "" };
+  if (ready?.status === "False" && ready.reason && TERMINAL_REASONS.has(ready.reason))
+    return { phase: "ended", reason: ready.reason, message: ready.message ?? "" };
   return { phase: "pending" };
 }

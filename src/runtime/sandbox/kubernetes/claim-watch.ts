@@ -100,7 +100,12 @@ export class ClaimWatch {
   private async run(): Promise<void> {
     while (this.active) {
       try {
-        const list = (await this.clients.custom.listNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: this.namespace, plural: "sandboxclaims", labelSelector: this.labelSelector })) as {
+        const list = (await this.clients.custom.listNamespacedCustomObject({
+          ...AGENT_SANDBOX,
+          namespace: this.namespace,
+          plural: "sandboxclaims",
+          labelSelector: this.labelSelector,
+        })) as {
           metadata?: { resourceVersion?: string };
           items?: ClaimObject[];
         };

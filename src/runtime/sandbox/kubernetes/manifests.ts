@@ -110,7 +110,12 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
     terminationGracePeriodSeconds: 0,
     automountServiceAccountToken: false,
     enableServiceLinks: false,
-    securityContext: { runAsNonRoot: true, runAsUser: o.runAsUser ?? SANDBOX_UID, runAsGroup: o.runAsGroup ?? SANDBOX_GID, fsGroup: o.runAsGroup ?? SANDBOX_GID },
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: o.runAsUser ?? SANDBOX_UID,
+      runAsGroup: o.runAsGroup ?? SANDBOX_GID,
+      fsGroup: o.runAsGroup ?? SANDBOX_GID,
+    },
     containers: [container],
     volumes: [
       { name: "workspace", emptyDir: { ...emptyDir } },
@@ -124,12 +129,15 @@ export function buildSandboxPodSpec(o: Omit<PodOptions, "identity" | "namespace"
 }
 
 export function buildSandboxPod(o: PodOptions): Manifest {
-  const metadata = ownedMetadata({
-    name: podName(o.identity),
-    namespace: o.namespace,
-    labels: rolloutLabels(o.identity, o.labels),
-    annotations: { "reins.dev/rollout-id": o.identity.rolloutId, "reins.dev/run-id": o.identity.runId },
-  }, o.owner);
+  const metadata = ownedMetadata(
+    {
+      name: podName(o.identity),
+      namespace: o.namespace,
+      labels: rolloutLabels(o.identity, o.labels),
+      annotations: { "reins.dev/rollout-id": o.identity.rolloutId, "reins.dev/run-id": o.identity.runId },
+    },
+    o.owner,
+  );
   return { apiVersion: "v1", kind: "Pod", metadata, spec: buildSandboxPodSpec(o) };
 }
 
@@ -197,7 +205,13 @@ export function poolKey(o: Omit<WarmPoolOptions, "runId" | "replicas" | "namespa
 }
 
 function warmPodSpec(o: Omit<WarmPoolOptions, "runId" | "replicas" | "namespace" | "owner">): Record<string, unknown> {
-  return buildSandboxPodSpec({ image: o.image, resources: o.resources, runtimeClassName: o.runtimeClassName, runAsUser: o.runAsUser, runAsGroup: o.runAsGroup });
+  return buildSandboxPodSpec({
+    image: o.image,
+    resources: o.resources,
+    runtimeClassName: o.runtimeClassName,
+    runAsUser: o.runAsUser,
+    runAsGroup: o.runAsGroup,
+  });
 }
 
 export function templateName(o: WarmPoolOptions): string {
@@ -260,6 +274,9 @@ export function buildSandboxClaim(o: ClaimOptions): Manifest {
 }
 
 /** The rollout's identity as the claimed pod gets it: labels and annotations (a merge patch's body). */
-export function identityPatch(id: RolloutIdentity, extra: Record<string, string> = {}): { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } {
+export function identityPatch(
+  id: RolloutIdentity,
+  extra: Record<string, string> = {},
+): { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } {
   return { metadata: { labels: rolloutLabels(id, extra), annotations: { "reins.dev/rollout-id": id.rolloutId, "reins.dev/run-id": id.runId } } };
 }

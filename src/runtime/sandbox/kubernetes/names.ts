@@ -35,7 +35,10 @@ function sanitize(part: string): string {
  */
 export function dnsName(parts: string[], maxLength = MAX_NAME): string {
   const hash = shortHash(parts.join("\u0000"));
-  const readable = parts.map(sanitize).filter((p) => p.length > 0).join("-");
+  const readable = parts
+    .map(sanitize)
+    .filter((p) => p.length > 0)
+    .join("-");
   const room = maxLength - hash.length - 1;
   let prefix = readable.slice(0, room).replace(/-+$/g, "");
   if (prefix.length === 0 || !/^[a-z0-9]/.test(prefix)) prefix = `r${prefix}`.slice(0, room).replace(/-+$/g, "");

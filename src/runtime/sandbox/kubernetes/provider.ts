@@ -69,7 +69,6 @@ export interface KubernetesProviderOptions {
 
 const DEFAULT_READY_TIMEOUT_MS = 300_000;
 
-
 interface RunObjects {
   owner: { name: string; uid: string };
 }
@@ -141,7 +140,10 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
         const ip = proxyUrl ? ipv4Host(proxyUrl) : undefined;
         const to = pp ? { proxyPodLabels: pp.podLabels, proxyPort: pp.port } : ip ? { proxyIp: ip.host, proxyPort: ip.port } : {};
         const policy = buildProxyOnlyNetworkPolicy({ runId, namespace: ns, owner, ...to });
-        await this.createOrGet(() => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }), async () => undefined);
+        await this.createOrGet(
+          () => this.clients.networking.createNamespacedNetworkPolicy({ namespace: ns, body: policy }),
+          async () => undefined,
+        );
         return { owner };
       })();
       run.catch(() => this.runs.delete(runId));
@@ -157,7 +159,13 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     try {
       owner = (await this.ensureRun(spec.runId, spec.proxyUrl ?? this.options.proxyUrl)).owner;
     } catch (error) {
-      throw new SandboxError("create-failed", spec.id, `cannot create the run's objects: ${apiMessage(error)}`, "check the cluster connection, the namespace and RBAC (configmaps, pods, pods/exec)", { cause: error });
+      throw new SandboxError(
+        "create-failed",
+        spec.id,
+        `cannot create the run's objects: ${apiMessage(error)}`,
+        "check the cluster connection, the namespace and RBAC (configmaps, pods, pods/exec)",
+        { cause: error },
+      );
     }
     const env = { ...baseEnvironment(SANDBOX_HOME), ...(spec.env ?? {}) };
     const configuredProxy = spec.proxyUrl ?? this.options.proxyUrl;
@@ -168,7 +176,13 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     try {
       if (this.options.useSandboxClaims) pool = await this.ensurePool(spec, owner);
     } catch (error) {
-      throw new SandboxError("create-failed", spec.id, `cannot create the run's warm pool: ${apiMessage(error)}`, "check that agent-sandbox's CRDs are installed (extensions.agents.x-k8s.io/v1beta1) and RBAC for them", { cause: error });
+      throw new SandboxError(
+        "create-failed",
+        spec.id,
+        `cannot create the run's warm pool: ${apiMessage(error)}`,
+        "check that agent-sandbox's CRDs are installed (extensions.agents.x-k8s.io/v1beta1) and RBAC for them",
+        { cause: error },
+      );
     }
     // A place among the sandboxes starting and a creation token; the ready deadline runs from the create.
     const admitted = await this.admission.admit();
@@ -200,7 +214,13 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     } catch (error) {
       await this.deleteQuietly(this.options.useSandboxClaims ? undefined : podName, claimName);
       if (error instanceof SandboxError) throw error;
-      throw new SandboxError("create-failed", spec.id, `cannot create the sandbox ${claimName ? "claim" : "pod"}: ${apiMessage(error)}`, "check the image, the namespace's quota and RBAC", { cause: error });
+      throw new SandboxError(
+        "create-failed",
+        spec.id,
+        `cannot create the sandbox ${claimName ? "claim" : "pod"}: ${apiMessage(error)}`,
+        "check the image, the namespace's quota and RBAC",
+        { cause: error },
+      );
     } finally {
       admitted.started();
     }
@@ -255,7 +275,12 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
   private async warmUp(pool: string): Promise<void> {
     const deadline = Date.now() + this.readyTimeoutMs;
     while (Date.now() < deadline) {
-      const got = (await this.clients.custom.getNamespacedCustomObject({ ...AGENT_SANDBOX, namespace: this.namespace, plural: "sandboxwarmpools", name: pool })) as {
+      const got = (await this.clients.custom.getNamespacedCustomObject({
+        ...AGENT_SANDBOX,
+        namespace: this.namespace,
+        plural: "sandboxwarmpools",
+        name: pool,
+      })) as {
         spec?: { replicas?: number };
         status?: { readyReplicas?: number };
       };
@@ -292,9 +317,19 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     const state = await this.claims.wait(name, Date.now() + this.readyTimeoutMs);
     if (state.phase === "ready") return state.sandbox;
     if (state.phase === "pending") {
-      throw new SandboxError("timeout", id, `claim ${name} got no Ready sandbox within ${this.readyTimeoutMs / 1000} s`, "the cluster may lack capacity, the warm pool's pods may not start, or the agent-sandbox controller may be down; raise sandbox.kubernetes.startTimeoutSeconds or lower maxStarting");
+      throw new SandboxError(
+        "timeout",
+        id,
+        `claim ${name} got no Ready sandbox within ${this.readyTimeoutMs / 1000} s`,
+        "the cluster may lack capacity, the warm pool's pods may not start, or the agent-sandbox controller may be down; raise sandbox.kubernetes.startTimeoutSeconds or lower maxStarting",
+      );
     }
-    throw new SandboxError("create-failed", id, `claim ${name} ended before its sandbox was ready (${state.reason}${state.message ? `: ${state.message}` : ""})`, "check the agent-sandbox controller's events and the warm pool's pods");
+    throw new SandboxError(
+      "create-failed",
+      id,
+      `claim ${name} ended before its sandbox was ready (${state.reason}${state.message ? `: ${state.message}` : ""})`,
+      "check the agent-sandbox controller's events and the warm pool's pods",
+    );
   }
 
   /**
@@ -357,7 +392,13 @@ export class KubernetesSandboxProvider extends BaseSandboxProvider {
     for (;;) {
       const value = await step();
       if (value !== null) return value;
-      if (Date.now() > deadline) throw new SandboxError("timeout", id, `${what} not ready after ${this.readyTimeoutMs} ms`, "the cluster may lack capacity or the image may not pull; raise sandbox.kubernetes.startTimeoutSeconds or lower maxStarting");
+      if (Date.now() > deadline)
+        throw new SandboxError(
+          "timeout",
+          id,
+          `${what} not ready after ${this.readyTimeoutMs} ms`,
+          "the cluster may lack capacity or the image may not pull; raise sandbox.kubernetes.startTimeoutSeconds or lower maxStarting",
+        );
       await sleep(this.options.pollIntervalMs ?? 500);
     }
   }

@@ -74,5 +74,5 @@ export function buildStateFstab(dirs: { workspace: string; home: string; tmp: st
   const inodes = Math.max(4096, diskMiB * 128);
   const common = `size=${diskMiB}m,nr_inodes=${inodes},uid=${uid},gid=${gid},nosuid,nodev`;
   const line = (dir: string, mode: string): string => `tmpfs ${dir.replace(/ /g, "\\040")} tmpfs ${common},mode=${mode} 0 0`;
-  return [line(dirs.workspace, "0755"), line(dirs.home, "0755"), line(dirs.tmp, "1777")].join("\n") + "\n";
+  return `${[line(dirs.workspace, "0755"), line(dirs.home, "0755"), line(dirs.tmp, "1777")].join("\n")}\n`;
 }

@@ -83,7 +83,7 @@ export function resolveHidden(paths: string[], hostEntries: HostEntry[]): Hidden
 /** The host's passwd/group with the sandbox user's entry (replacing any entry with the same id). */
 export function withSandboxUser(text: string, line: string, id: number, field: number): string {
   const kept = text.split("\n").filter((l) => l.trim() !== "" && l.split(":")[field] !== String(id));
-  return [...kept, line].join("\n") + "\n";
+  return `${[...kept, line].join("\n")}\n`;
 }
 
 export async function prepareLocalHost(
@@ -169,7 +169,9 @@ export async function pruneStale(stateRoot: string, endSandbox?: (stateDir: stri
  * namespaces and groups whose name says no owner are left alone. Returns how many went.
  */
 export async function pruneStaleGroups(cgroups: CgroupHost): Promise<number> {
-  const stale = sandboxGroupParents(cgroups).flatMap(groupsUnder).filter((dir) => isDeadRunnersGroup(path.basename(dir)));
+  const stale = sandboxGroupParents(cgroups)
+    .flatMap(groupsUnder)
+    .filter((dir) => isDeadRunnersGroup(path.basename(dir)));
   const removed = await Promise.all(stale.map((dir) => removeSandboxCgroups([dir])));
   return removed.filter(Boolean).length;
 }

@@ -101,7 +101,11 @@ export function buildKeeperArgs(layout: KeeperLayout): string[] {
     a.push("--bind", layout.workspaceHost, layout.workspacePath);
   }
   const existing = ["/tmp", "/run", "/dev", "/proc", ...own, ...ancestorsToCreate(own, layout.hostEntries)];
-  const extra = ancestorsToCreate(layout.mounts.map((m) => m.sandboxPath), layout.hostEntries, existing);
+  const extra = ancestorsToCreate(
+    layout.mounts.map((m) => m.sandboxPath),
+    layout.hostEntries,
+    existing,
+  );
   for (const dir of extra) a.push("--perms", "0755", "--dir", dir);
   for (const m of layout.mounts) a.push(m.readOnly ? "--ro-bind" : "--bind", m.hostPath, m.sandboxPath);
   if (layout.proxySocketHost) a.push("--ro-bind", layout.proxySocketHost, PROXY_SOCKET_IN_SANDBOX);
@@ -127,7 +131,7 @@ export function ancestorsToCreate(targets: string[], hostEntries: HostEntry[], a
     const parts = target.split("/").filter(Boolean);
     if (parts.length === 0 || shown.has(parts[0])) continue;
     for (let i = 1; i < parts.length; i++) {
-      const dir = "/" + parts.slice(0, i).join("/");
+      const dir = `/${parts.slice(0, i).join("/")}`;
       if (!out.includes(dir) && !already.includes(dir)) out.push(dir);
     }
   }
@@ -268,6 +272,6 @@ export function buildHelperConfineArgv(helper: string, confinement: Confinement,
 }
 
 export function shellQuote(s: string): string {
-  if (/^[A-Za-z0-9_\/.:,=@%+-]+$/.test(s)) return s;
+  if (/^[A-Za-z0-9_/.:,=@%+-]+$/.test(s)) return s;
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }

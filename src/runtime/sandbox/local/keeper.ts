@@ -92,7 +92,14 @@ function serveKeeper(spawner: Spawner, argv: string[], infoFile: string, launche
  * its script said "ready"; rejects with what bwrap said when it ends before. `launched` is called
  * once the keeper's start is out of the runner's hands (its request sent, or its process forked).
  */
-export function startKeeper(argv: string[], id: string, infoFile: string, timeoutMs: number, spawner?: Spawner, launched: () => void = () => undefined): Promise<Keeper> {
+export function startKeeper(
+  argv: string[],
+  id: string,
+  infoFile: string,
+  timeoutMs: number,
+  spawner?: Spawner,
+  launched: () => void = () => undefined,
+): Promise<Keeper> {
   const keeper = spawner ? serveKeeper(spawner, argv, infoFile, launched) : spawnKeeper(argv, infoFile, launched);
   const ended = keeper.ended.then(() => undefined);
   return new Promise<Keeper>((resolve, reject) => {
@@ -107,7 +114,9 @@ export function startKeeper(argv: string[], id: string, infoFile: string, timeou
       if (pid !== undefined) signalQuietly(pid);
       const childPid = readChildPid(infoFile);
       if (childPid) signalQuietly(childPid);
-      reject(new SandboxError(kind, id, message, kind === "timeout" ? "the machine may be overloaded; lower the concurrency" : "see the message from bubblewrap"));
+      reject(
+        new SandboxError(kind, id, message, kind === "timeout" ? "the machine may be overloaded; lower the concurrency" : "see the message from bubblewrap"),
+      );
     };
     const timer = setTimeout(() => fail("timeout", `sandbox not ready after ${timeoutMs} ms`), timeoutMs);
     keeper.output.on("data", (chunk: Buffer) => {

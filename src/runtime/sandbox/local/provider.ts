@@ -245,7 +245,10 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
     const bwrap = [host.bwrap as string, ...buildKeeperArgs(layout), "--", "/bin/sh", "-c", buildKeeperScript(forwarder, port)];
     // The keeper's shell (or the helper, when there are no host mounts to make) makes any host
     // mounts, joins the groups and sets the rlimits before bwrap runs.
-    const argv = host.enterHelper && !state.fstab ? buildHelperConfineArgv(host.enterHelper, confinement, bwrap) : buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
+    const argv =
+      host.enterHelper && !state.fstab
+        ? buildHelperConfineArgv(host.enterHelper, confinement, bwrap)
+        : buildConfineArgv({ ...confinement, fstab: state.fstab }, bwrap);
     const spawner = await this.spawnerFor(host);
     // The next sandbox's state is made while this one's keeper starts (in other processes).
     const keeper = await startKeeper(argv, spec.id, path.join(stateDir, "info"), this.options.readyTimeoutMs ?? 30_000, spawner, launched);
@@ -256,7 +259,12 @@ export class LocalSandboxProvider extends BaseSandboxProvider {
       signalQuietly(keeper.childPid);
       signalQuietly(keeper.pid);
       await waitForExit(keeper.childPid, 10_000);
-      throw new SandboxError("create-failed", spec.id, `cannot reach the sandbox's writable roots: ${messageOf(error)}`, "the runner must be able to open /proc/<pid>/root of its sandboxes (root, no restrictive LSM policy)");
+      throw new SandboxError(
+        "create-failed",
+        spec.id,
+        `cannot reach the sandbox's writable roots: ${messageOf(error)}`,
+        "the runner must be able to open /proc/<pid>/root of its sandboxes (root, no restrictive LSM policy)",
+      );
     }
     return new LocalSandbox({
       id: spec.id,

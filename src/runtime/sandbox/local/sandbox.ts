@@ -105,7 +105,8 @@ export class LocalSandbox extends BaseSandbox {
       const killTree = (pid: number, ended: () => boolean): Promise<void> => killEnterTree(pid, ended, isolateCommands);
       host = startServedProcess(spawner, argv, { env: request.env, stdin: request.stdin, killTree }, sink);
     } else {
-      const killTree = (child: ChildProcess): Promise<void> => killEnterTree(child.pid, () => child.exitCode !== null || child.signalCode !== null, isolateCommands);
+      const killTree = (child: ChildProcess): Promise<void> =>
+        killEnterTree(child.pid, () => child.exitCode !== null || child.signalCode !== null, isolateCommands);
       host = startHostProcess(argv, { env: request.env, stdin: request.stdin, newSession: true, killTree }, sink);
     }
     return {
@@ -124,14 +125,32 @@ export class LocalSandbox extends BaseSandbox {
    */
   protected async killProcesses(): Promise<void> {
     if (this.local.isolateCommands && !this.busy) return;
-    const argv = buildEnterArgv({ targetPid: this.local.keeper.childPid, uid: this.local.uid, gid: this.local.gid, cwd: "/", argv: [], ownPidNamespace: false });
+    const argv = buildEnterArgv({
+      targetPid: this.local.keeper.childPid,
+      uid: this.local.uid,
+      gid: this.local.gid,
+      cwd: "/",
+      argv: [],
+      ownPidNamespace: false,
+    });
     // The init script is replaced by the kill script: it must not be a command of its own to kill.
     const at = argv.indexOf("/bin/sh");
     const enter = [...argv.slice(0, at), "/bin/sh", "-c", KILL_ALL_SCRIPT];
     const r = await runHostCommand(enter, { env: {}, timeoutMs: 30_000 });
     if (r.spawnError !== undefined || r.exitCode !== 0) {
-      if (!(await this.probe())) throw new SandboxError("died", this.id, "the sandbox is no longer running (it ended while its processes were stopped)", "retry the rollout in a new sandbox");
-      throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.spawnError ?? (r.stderr.trim().slice(-300) || `exit status ${r.exitCode}`)}`, this.execHint);
+      if (!(await this.probe()))
+        throw new SandboxError(
+          "died",
+          this.id,
+          "the sandbox is no longer running (it ended while its processes were stopped)",
+          "retry the rollout in a new sandbox",
+        );
+      throw new SandboxError(
+        "exec-failed",
+        this.id,
+        `cannot stop the sandbox's processes: ${r.spawnError ?? (r.stderr.trim().slice(-300) || `exit status ${r.exitCode}`)}`,
+        this.execHint,
+      );
     }
   }
 

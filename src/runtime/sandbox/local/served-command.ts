@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import type { CommandEnd, OutputSink } from "../command.js";
 import type { Spawner } from "./spawner.js";
 
-const enum Frame {
+enum Frame {
   Pid = 0,
   Stdout = 1,
   Stderr = 2,

@@ -72,7 +72,12 @@ export function layOutState(
   }
   if (o.cgroups) {
     const name = groupNameFor(stateDir, o.owner ?? ownerStamp() ?? "");
-    writeFileSync(path.join(stateDir, "cgroups"), Object.values(o.cgroups.parents).map((p) => path.join(p, name)).join("\n") + "\n");
+    writeFileSync(
+      path.join(stateDir, "cgroups"),
+      `${Object.values(o.cgroups.parents)
+        .map((p) => path.join(p, name))
+        .join("\n")}\n`,
+    );
     state.cgroups = createSandboxCgroups(o.cgroups, name, o.limits);
   }
   return state;
@@ -88,7 +93,7 @@ function unmount(dirs: string[]): Promise<void> {
 
 /** Mount points under `stateDir` still mounted on this host. */
 function mountedUnder(stateDir: string): string[] {
-  const prefix = stateDir + "/";
+  const prefix = `${stateDir}/`;
   return readLines("/proc/self/mountinfo")
     .map((line) => (line.split(" ")[4] ?? "").replace(/\\040/g, " "))
     .filter((point) => point.startsWith(prefix));

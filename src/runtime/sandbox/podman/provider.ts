@@ -126,12 +126,22 @@ export class PodmanSandboxProvider extends BaseSandboxProvider {
       }
       const play = await runPodman(playCli, ["kube", "play", "--network", "none", "--replace", manifestPath], this.options.readyTimeoutMs ?? 120_000);
       if (play.code !== 0) {
-        throw new SandboxError("create-failed", spec.id, `podman kube play failed: ${play.stderr.trim() || play.stdout.trim()}`, "check the image (scripts/build-image.sh) and podman's setup");
+        throw new SandboxError(
+          "create-failed",
+          spec.id,
+          `podman kube play failed: ${play.stderr.trim() || play.stdout.trim()}`,
+          "check the image (scripts/build-image.sh) and podman's setup",
+        );
       }
       // kube play applies no pids limit of its own: the pod's group gets the sandbox's.
       const podId = /Pod:\s*\n([0-9a-f]{64})/.exec(play.stdout)?.[1];
       if (!cli.customConf && (!podId || !limitPidsOf(podId, limits.pids))) {
-        throw new SandboxError("create-failed", spec.id, `cannot set the pod's pids limit (pod ${podId ?? "id not reported"})`, "run podman as root with the cgroupfs or systemd cgroup manager, or give a containers.conf of your own");
+        throw new SandboxError(
+          "create-failed",
+          spec.id,
+          `cannot set the pod's pids limit (pod ${podId ?? "id not reported"})`,
+          "run podman as root with the cgroupfs or systemd cgroup manager, or give a containers.conf of your own",
+        );
       }
       const sandbox = new PodmanSandbox({
         id: spec.id,

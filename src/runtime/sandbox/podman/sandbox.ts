@@ -98,7 +98,13 @@ export class PodmanSandbox extends BaseSandbox {
 
   protected async killProcesses(): Promise<void> {
     const r = await runPodman(this.state.cli, ["exec", this.state.container, ...KILL_ALL_REPEATED], 60_000);
-    if (r.code !== 0) throw new SandboxError("exec-failed", this.id, `cannot stop the sandbox's processes: ${r.stderr.trim().slice(-300) || `podman exited ${r.code}`}`, this.execHint);
+    if (r.code !== 0)
+      throw new SandboxError(
+        "exec-failed",
+        this.id,
+        `cannot stop the sandbox's processes: ${r.stderr.trim().slice(-300) || `podman exited ${r.code}`}`,
+        this.execHint,
+      );
   }
 
   protected async stop(): Promise<void> {

@@ -10,9 +10,7 @@ import { describeReadFailure, type ListResult, type WorkspaceReader } from "../w
 export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;
 
 /** What one check concluded. `error` means the verifier itself could not judge (not a task failure). */
-export type CheckOutcome =
-  | { pass: boolean; score: number; reason: string }
-  | { error: { code: string; message: string } };
+export type CheckOutcome = { pass: boolean; score: number; reason: string } | { error: { code: string; message: string } };
 
 export interface CheckDefinition {
   type: string;
@@ -90,7 +88,12 @@ export class CheckContext {
 
   /** "out/a.json does not exist (there is a.json at the workspace root)." */
   async describeMissing(path: string): Promise<string> {
-    const stem = (p: string) => p.split("/").pop()!.replace(/\.[^.]*$/, "").toLowerCase();
+    const stem = (p: string) =>
+      p
+        .split("/")
+        .pop()!
+        .replace(/\.[^.]*$/, "")
+        .toLowerCase();
     const base = path.split("/").pop()!;
     const listing = await this.list();
     // Same name elsewhere first, then the same name with another extension (report.yml for report.yaml).

@@ -14,7 +14,9 @@ interface CellSpec {
 
 function describeRow(cell: CellSpec): string {
   if (cell.row !== undefined) return `row ${cell.row}`;
-  return `the row where ${Object.entries(cell.where ?? {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ")}`;
+  return `the row where ${Object.entries(cell.where ?? {})
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(", ")}`;
 }
 
 function checkCell(cell: CellSpec, header: string[] | null, data: string[][], tolerance: number | undefined): string | null {
@@ -69,10 +71,18 @@ export const csvCheck: CheckDefinition = {
     if (columns) {
       const names = (header ?? []).map((h) => h.trim());
       if (c.exactColumns === true) {
-        assert(JSON.stringify(names) === JSON.stringify(columns) ? null : `the columns are ${formatValue(names, 120)}, expected exactly ${formatValue(columns, 120)}.`);
+        assert(
+          JSON.stringify(names) === JSON.stringify(columns)
+            ? null
+            : `the columns are ${formatValue(names, 120)}, expected exactly ${formatValue(columns, 120)}.`,
+        );
       } else {
         const missing = columns.filter((col) => !names.includes(col));
-        assert(missing.length === 0 ? null : `column${missing.length > 1 ? "s" : ""} ${missing.map((m) => JSON.stringify(m)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing.`);
+        assert(
+          missing.length === 0
+            ? null
+            : `column${missing.length > 1 ? "s" : ""} ${missing.map((m) => JSON.stringify(m)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing.`,
+        );
       }
     }
     const n = data.length;
@@ -82,6 +92,11 @@ export const csvCheck: CheckDefinition = {
     for (const cell of (c.cells as CellSpec[] | undefined) ?? []) assert(checkCell(cell, header, data, c.tolerance as number | undefined));
 
     if (total === 1 && failures.length === 0) return pass(`${path} is well-formed CSV with ${n} data rows.`);
-    return partial(total - failures.length, total, [`${path}: ${failures.slice(0, 3).join(" ")}${failures.length > 3 ? ` (${failures.length - 3} more problems)` : ""}`], `${path} has the expected columns, rows and cells.`);
+    return partial(
+      total - failures.length,
+      total,
+      [`${path}: ${failures.slice(0, 3).join(" ")}${failures.length > 3 ? ` (${failures.length - 3} more problems)` : ""}`],
+      `${path} has the expected columns, rows and cells.`,
+    );
   },
 };

@@ -57,16 +57,29 @@ export const mcpCallCheck: CheckDefinition = {
   async evaluate(c, ctx) {
     const s = specOf(c);
     const calls = ctx.options.mcpCalls;
-    if (!calls) return s.present ? fail(`No MCP call was recorded: the rollout had no MCP servers, so ${name(s)} was never called.`) : pass("The rollout had no MCP servers.");
+    if (!calls)
+      return s.present
+        ? fail(`No MCP call was recorded: the rollout had no MCP servers, so ${name(s)} was never called.`)
+        : pass("The rollout had no MCP servers.");
     const named = calls.filter((x) => x.tool === s.tool && (s.server === undefined || x.server === s.server));
-    const matching = named.filter((x) => succeeded(x) && (s.argumentsInclude === undefined || includes(x.arguments, s.argumentsInclude) || (!s.present && x.truncated?.arguments !== undefined)));
+    const matching = named.filter(
+      (x) =>
+        succeeded(x) && (s.argumentsInclude === undefined || includes(x.arguments, s.argumentsInclude) || (!s.present && x.truncated?.arguments !== undefined)),
+    );
     const args = s.argumentsInclude ? ` with arguments including ${JSON.stringify(s.argumentsInclude)}` : "";
     if (s.present) {
       if (matching.length > 0) return pass(`${name(s)} was called${args} (${matching.length} of ${calls.length} MCP calls).`);
-      if (named.length === 0) return fail(`${name(s)} was never called${calls.length ? ` (MCP calls made: ${[...new Set(calls.map((x) => `${x.server}/${x.tool}`))].join(", ")})` : " (no MCP call at all)"}.`);
+      if (named.length === 0)
+        return fail(
+          `${name(s)} was never called${calls.length ? ` (MCP calls made: ${[...new Set(calls.map((x) => `${x.server}/${x.tool}`))].join(", ")})` : " (no MCP call at all)"}.`,
+        );
       const failed = named.filter((x) => !succeeded(x)).length;
-      return fail(`${name(s)} was called ${named.length} time${named.length === 1 ? "" : "s"}, but none succeeded${args}${failed ? ` (${failed} answered with an error)` : ""}.`);
+      return fail(
+        `${name(s)} was called ${named.length} time${named.length === 1 ? "" : "s"}, but none succeeded${args}${failed ? ` (${failed} answered with an error)` : ""}.`,
+      );
     }
-    return matching.length === 0 ? pass(`${name(s)} was not called${args}.`) : fail(`${name(s)} was called${args} (${matching.length} time${matching.length === 1 ? "" : "s"}), which the task forbids.`);
+    return matching.length === 0
+      ? pass(`${name(s)} was not called${args}.`)
+      : fail(`${name(s)} was called${args} (${matching.length} time${matching.length === 1 ? "" : "s"}), which the task forbids.`);
   },
 };

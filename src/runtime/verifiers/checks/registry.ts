@@ -8,7 +8,16 @@ import { jsonEqualsCheck, structuredChecks } from "./structured-checks.js";
 import { textChecks } from "./text-checks.js";
 import { valueChecks } from "./value-checks.js";
 
-const definitions: CheckDefinition[] = [...fileChecks, ...textChecks, ...structuredChecks, jsonEqualsCheck, csvCheck, ...valueChecks, commandCheck, mcpCallCheck];
+const definitions: CheckDefinition[] = [
+  ...fileChecks,
+  ...textChecks,
+  ...structuredChecks,
+  jsonEqualsCheck,
+  csvCheck,
+  ...valueChecks,
+  commandCheck,
+  mcpCallCheck,
+];
 
 export const CHECKS: ReadonlyMap<string, CheckDefinition> = new Map(definitions.map((d) => [d.type, d]));
 

@@ -44,7 +44,8 @@ async function evaluatePath(c: ResolvedCheck, ctx: CheckContext, format: "json" 
   const matches = evaluateJsonPath(doc.value, parsed);
   const exists = c.exists !== false;
   const at = `${query} in ${path}`;
-  if (!exists) return matches.length === 0 ? pass(`${at} is absent.`) : fail(`${at} exists (${formatValue(parsed.multi ? matches : matches[0])}) but should not.`);
+  if (!exists)
+    return matches.length === 0 ? pass(`${at} is absent.`) : fail(`${at} exists (${formatValue(parsed.multi ? matches : matches[0])}) but should not.`);
   if (matches.length === 0) return fail(`${at} does not exist.`);
   const actual = parsed.multi ? matches : matches[0];
   if (c.length !== undefined) {
