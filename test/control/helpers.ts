@@ -45,6 +45,19 @@ export function editSpec(file: string, edits: [RegExp, string][]): void {
   writeFileSync(file, text);
 }
 
+/** The JSON file a rollout created in its workspace (report.json, …), read back from its workspace diff in the run directory. */
+export function createdJson(runDir: string, rolloutId: string, path: string): any {
+  const diff = JSON.parse(readFileSync(join(runDir, "workspace-diff", `${rolloutId}.json`), "utf8"));
+  const patch: string = diff.files.find((f: { path: string }) => f.path === path).patch;
+  return JSON.parse(
+    patch
+      .split("\n")
+      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
+      .map((l) => l.slice(1))
+      .join("\n"),
+  );
+}
+
 /** The lines of a run's JSONL file (calls.jsonl, rollouts.jsonl, metrics.jsonl); [] when absent. */
 export function jsonl(runDir: string, name: string): any[] {
   if (!existsSync(join(runDir, name))) return [];

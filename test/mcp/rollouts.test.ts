@@ -13,19 +13,12 @@ import { join, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { skipHarness, skipNote } from "../harness/scenario.js";
 import { reins } from "../reins-cli.js";
+import { createdJson } from "../control/helpers.js";
 import { tempDir } from "../temp.js";
 
-/** The report.json a rollout wrote, read back from its workspace diff in the run directory. */
+/** The report.json a rollout wrote. */
 function reportOf(out: string, id: string): Record<string, unknown> {
-  const diff = JSON.parse(readFileSync(join(out, "workspace-diff", `${id}.json`), "utf8"));
-  const patch: string = diff.files.find((f: { path: string }) => f.path === "report.json").patch;
-  return JSON.parse(
-    patch
-      .split("\n")
-      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
-      .map((l) => l.slice(1))
-      .join("\n"),
-  );
+  return createdJson(out, id, "report.json");
 }
 
 function reinsEval(file: string, out: string) {

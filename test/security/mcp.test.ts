@@ -25,6 +25,7 @@ import { CheckContext } from "../../src/runtime/verifiers/checks/context.js";
 import { DirectoryReader } from "../../src/runtime/verifiers/directory-reader.js";
 import { runChecks } from "../../src/runtime/verifiers/run-checks.js";
 import { reins } from "../reins-cli.js";
+import { createdJson } from "../control/helpers.js";
 import { tempDir } from "../temp.js";
 
 /** A plain stdio MCP server (no SDK): `echo` answers its `text` repeated `times` times. Answers end with the id, as the SDK writes them. */
@@ -97,17 +98,9 @@ function reinsEval(file: string, out: string) {
   return { code: r.code, stderr: r.stderr, rollouts };
 }
 
-/** The report.json a rollout wrote, read back from its workspace diff in the run directory. */
+/** The report.json a rollout wrote. */
 function reportOf(out: string, id: string): Record<string, any> {
-  const diff = JSON.parse(readFileSync(join(out, "workspace-diff", `${id}.json`), "utf8"));
-  const patch: string = diff.files.find((f: { path: string }) => f.path === "report.json").patch;
-  return JSON.parse(
-    patch
-      .split("\n")
-      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
-      .map((l) => l.slice(1))
-      .join("\n"),
-  );
+  return createdJson(out, id, "report.json");
 }
 
 function evalSpec(dir: string, o: { mode: string; task: string; attempts: number; timeoutSeconds: number; concurrency: number }): string {
