@@ -1,4 +1,10 @@
+import { existsSync } from "node:fs";
 import { defineConfig } from "vitest/config";
+import { SlowFirstSequencer } from "./test/lanes/sequencer.js";
+import { SLOW_FILES } from "./test/lanes/slow-files.js";
+
+const missing = SLOW_FILES.filter((f) => !existsSync(f));
+if (missing.length > 0) throw new Error(`test/lanes/slow-files.ts names files that do not exist: ${missing.join(", ")}`);
 
 export default defineConfig({
   test: {
@@ -9,5 +15,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: "forks",
     maxWorkers: 2,
+    // The slowest files first (test/lanes/slow-files.ts), so that none of them starts last.
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });

@@ -62,7 +62,14 @@ const shared = ids(createRng(1), prefixLen);
 console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize} (4 layers, d=128, 400 BPE merges); threads ${threads}`);
 
 async function engineStep(prefixCache: boolean): Promise<{ secs: number; prefilled: number; hits: number }> {
-  const e = new OnnxEngine({ type: "onnx", modelPath: modelDir, threads, seed: 1, ...(prefixCache ? { prefixCache: { entries: 16, maxMiB: 512 } } : {}) });
+  const e = new OnnxEngine({
+    type: "onnx",
+    modelPath: modelDir,
+    threads,
+    parallel: 1,
+    seed: 1,
+    ...(prefixCache ? { prefixCache: { entries: 16, maxMiB: 512 } } : {}),
+  });
   await e.ready();
   const instr = Array.from({ length: tasks }, (_, t) => ids(createRng(100 + t), 60));
   const calls = Array.from({ length: tasks * group }, (_, k) => ({ k, task: k % tasks }));
@@ -190,7 +197,7 @@ if (!only || only === "trainer" || only === "context") {
     if (!only || only === "context") {
       console.log("\ncontext length: one prompt (engine: prefill + 32 decoded tokens, greedy; trainer: forward_backward of one row, 32 trained tokens)");
       console.log("| tokens | engine prefill + 32 tokens, s | engine decode, ms/token | trainer forward_backward, s |\n|---|---|---|---|");
-      const e = new OnnxEngine({ type: "onnx", modelPath: modelDir, threads, seed: 1 });
+      const e = new OnnxEngine({ type: "onnx", modelPath: modelDir, threads, parallel: 1, seed: 1 });
       await e.ready();
       for (const n of contexts) {
         const prompt = ids(createRng(n), n - 32);

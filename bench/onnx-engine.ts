@@ -1,11 +1,12 @@
 /**
  * The onnx engine against onnxruntime-node called directly, on the same model and KV-cache graph.
  *
- *   node --import tsx bench/onnx-engine.ts [--tokens 256] [--threads 1] [--concurrency 4]
+ *   node --import tsx bench/onnx-engine.ts [--tokens 256] [--threads 1] [--concurrency 4] [--parallel 2]
  *
  * "direct" is the minimal loop: session.run with the cache, greedy argmax on the last row.
  * The engine runs the same loop plus sampling, logprobs, abort checks and version bookkeeping.
- * Also measured: the engine at temperature 1 and with several generations in flight at once.
+ * Also measured: the engine at temperature 1, and with several generations in flight at once on
+ * one generating thread (parallel 1) and on `--parallel` threads (the default 2).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -24,6 +25,7 @@ function arg(name: string, def: number): number {
 const tokens = arg("tokens", 256);
 const threads = arg("threads", 1);
 const concurrency = arg("concurrency", 4);
+const parallel = arg("parallel", 2);
 const repeats = 5;
 const dir = join(mkdtempSync(join(tmpdir(), "reins-bench-onnx-")), "model");
 const info = JSON.parse(
@@ -89,23 +91,27 @@ async function viaEngine(engine: OnnxEngine, temperature: number, parallel: numb
 }
 
 const session = await ort.InferenceSession.create(join(dir, "model.onnx"), { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: "all" });
-const engine = new OnnxEngine({ type: "onnx", modelPath: dir, threads, seed: 1 });
-await engine.ready();
+const engine = new OnnxEngine({ type: "onnx", modelPath: dir, threads, parallel: 1, seed: 1 });
+const threaded = new OnnxEngine({ type: "onnx", modelPath: dir, threads, parallel, seed: 1 });
+await Promise.all([engine.ready(), threaded.ready()]);
 await direct(session); // warm-up
 await viaEngine(engine, 0, 1);
+await viaEngine(threaded, 1, concurrency);
 const rows: { name: string; secs: number[]; tokens: number }[] = [
   { name: "onnxruntime-node direct, greedy", secs: [], tokens },
   { name: "onnx engine, greedy", secs: [], tokens },
   { name: "onnx engine, temperature 1", secs: [], tokens },
   { name: `onnx engine, ${concurrency} in flight, temperature 1`, secs: [], tokens: tokens * concurrency },
+  { name: `onnx engine, parallel ${parallel}, ${concurrency} in flight, temperature 1`, secs: [], tokens: tokens * concurrency },
 ];
 for (let r = 0; r < repeats; r++) {
   rows[0].secs.push(await direct(session));
   rows[1].secs.push(await viaEngine(engine, 0, 1));
   rows[2].secs.push(await viaEngine(engine, 1, 1));
   rows[3].secs.push(await viaEngine(engine, 1, concurrency));
+  rows[4].secs.push(await viaEngine(threaded, 1, concurrency));
 }
-await engine.close();
+await Promise.all([engine.close(), threaded.close()]);
 await session.release();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`model: ${info.parameters} parameters, vocab ${info.vocabSize}; prompt ${prompt.length} tokens, ${tokens} generated; ORT threads ${threads}`);
@@ -113,5 +119,5 @@ console.log("| run | tokens | seconds (median) | tokens/s |\n|---|---|---|---|")
 const rate = rows.map((r) => r.tokens / median(r.secs));
 rows.forEach((r, i) => console.log(`| ${r.name} | ${r.tokens} | ${median(r.secs).toFixed(3)} | ${rate[i].toFixed(0)} |`));
 console.log(
-  `engine greedy / direct: ${(rate[1] / rate[0]).toFixed(2)}; engine sampling / direct: ${(rate[2] / rate[0]).toFixed(2)}; ${concurrency} in flight / one: ${(rate[3] / rate[2]).toFixed(2)}`,
+  `engine greedy / direct: ${(rate[1] / rate[0]).toFixed(2)}; engine sampling / direct: ${(rate[2] / rate[0]).toFixed(2)}; ${concurrency} in flight / one: ${(rate[3] / rate[2]).toFixed(2)}; parallel ${parallel} / parallel 1, ${concurrency} in flight: ${(rate[4] / rate[3]).toFixed(2)}`,
 );

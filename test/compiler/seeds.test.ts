@@ -21,7 +21,7 @@ function spec(seedLine: string, engineSeed: number): string {
   const file = experiment(dir);
   editSpec(file, [[/\n {2}seed: \d+\n?/, `\n  ${seedLine}\n`]]);
   // The shipped Model leaves the engine's seed to the Experiment; these tests give it one of its own.
-  editSpec(join(dir, "spec", "model.yaml"), [[/ {4}threads: 2\n/, `    threads: 2\n    seed: ${engineSeed}\n`]]);
+  editSpec(join(dir, "spec", "model.yaml"), [[/ {4}threads: 1\n/, `    threads: 1\n    seed: ${engineSeed}\n`]]);
   return file;
 }
 

@@ -22,8 +22,8 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-function engineFor(m: TinyModel, seed = 5): OnnxEngine {
-  return new OnnxEngine({ type: "onnx", modelPath: m.dir, threads: 1, seed });
+function engineFor(m: TinyModel, seed = 5, parallel?: number): OnnxEngine {
+  return new OnnxEngine({ type: "onnx", modelPath: m.dir, threads: 1, seed, ...(parallel ? { parallel } : {}) });
 }
 
 function request(
@@ -160,5 +160,18 @@ describe("onnx engine", () => {
     expect(err).toBeInstanceOf(EngineError);
     expect((err as Error).message).toMatch(/aborted/);
     await e.close();
+  });
+
+  it("generates on several threads at once, each generation as one thread alone would (its stream seeded by the request)", async () => {
+    const one = engineFor(v1, 5, 1);
+    const three = engineFor(v1, 5, 3);
+    // Eight rollouts' calls at once, two calls each: the three threads share them.
+    const reqs = Array.from({ length: 16 }, (_, k) => request({ rolloutId: `r${k % 8}`, seq: k >> 3, maxTokens: 32 }));
+    const [alone, shared] = await Promise.all([Promise.all(reqs.map((r) => one.generate(r))), Promise.all(reqs.map((r) => three.generate(r)))]);
+    expect(shared).toEqual(alone);
+    expect(new Set(alone.map((r) => r.ids.join(","))).size).toBeGreaterThan(1);
+    await Promise.all([one.close(), three.close()]);
+    // A closed engine answers with an EngineError, not a hang.
+    await expect(three.generate(request())).rejects.toBeInstanceOf(EngineError);
   });
 });

@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 function engine(m: TinyModel, prefixCache?: { entries: number; maxMiB: number }): OnnxEngine {
-  const e = new OnnxEngine({ type: "onnx", modelPath: m.dir, threads: 1, seed: 3, ...(prefixCache ? { prefixCache } : {}) });
+  const e = new OnnxEngine({ type: "onnx", modelPath: m.dir, threads: 1, parallel: 1, seed: 3, ...(prefixCache ? { prefixCache } : {}) });
   engines.push(e);
   return e;
 }

@@ -28,7 +28,7 @@ function resolvedModel(dir: string): ResolvedModel {
     stopTokens: ["<|im_end|>"],
     maxContextTokens: 8192,
     sampling: { temperature: 1, topP: 1, maxTokens: 64 },
-    engine: { type: "onnx", modelPath: dir, threads: 1, seed: 0 },
+    engine: { type: "onnx", modelPath: dir, threads: 1, parallel: 1, seed: 0 },
   };
 }
 

@@ -45,6 +45,7 @@ export const UNIT_FILES: readonly string[] = [
   "test/k8s/trainer-job.test.ts",
   "test/mcp/launch-plan-mcp.test.ts",
   "test/lanes/guard.test.ts",
+  "test/lanes/sequencer.test.ts",
   "test/metrics/names.test.ts",
   "test/model/chat-template.test.ts",
   "test/model/output-format.test.ts",

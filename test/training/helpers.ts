@@ -2,7 +2,8 @@
  * Shared test material for the trainer and the onnx engine: a tiny model made at run time by
  * trainers.torch.init_model, random tree-packed batches, and a worker starter.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createInterface } from "node:readline";
 import { join } from "node:path";
 import type { ResolvedAlgorithm } from "../../src/compiler/contract/plan.js";
 import { createRng, type Rng } from "../../src/compiler/contract/rng.js";
@@ -69,6 +70,48 @@ export function runCheck<T>(request: object): T {
     maxBuffer: 64 << 20,
   });
   return JSON.parse(out) as T;
+}
+
+/**
+ * trainers.torch.checks as one long-lived process (`--serve`): a file's requests share one import of
+ * torch (and transformers), answered in order, a JSON line each.
+ */
+export interface ChecksProcess {
+  ask<T>(request: object): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export function startChecks(python: string = PYTHON, env: Record<string, string> = {}): ChecksProcess {
+  const child: ChildProcessWithoutNullStreams = spawn(python, ["-m", "trainers.torch.checks", "--serve"], {
+    cwd: trainerRoot(),
+    env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1", ...env },
+  });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const waiting: { resolve: (v: unknown) => void; reject: (e: Error) => void }[] = [];
+  const ended = new Promise<void>((resolve) => child.on("close", () => resolve()));
+  void ended.then(() => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`trainers.torch.checks ended: ${stderr}`));
+  });
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    const w = waiting.shift();
+    if (!w) return;
+    const out = JSON.parse(line) as { error?: string };
+    if (out.error !== undefined) w.reject(new Error(`trainers.torch.checks: ${out.error}`));
+    else w.resolve(out);
+  });
+  return {
+    ask<T>(request: object): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        waiting.push({ resolve: resolve as (v: unknown) => void, reject });
+        child.stdin.write(`${JSON.stringify(request)}\n`);
+      });
+    },
+    async stop() {
+      child.stdin.end();
+      await ended;
+    },
+  };
 }
 
 export const ALGORITHM: TrainingBatch["algorithm"] = {

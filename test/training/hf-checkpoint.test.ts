@@ -7,10 +7,10 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TrainerError } from "../../src/runtime/training/trainer-error.js";
 import { TrainerWorker, trainerRoot } from "../../src/runtime/training/trainer-process.js";
-import { PYTHON, randomTrees, treeBatch } from "./helpers.js";
+import { PYTHON, randomTrees, startChecks, treeBatch, type ChecksProcess } from "./helpers.js";
 import { tempDir } from "../temp.js";
 
 const SKIP = process.env.REINS_SKIP_SCALE_PYTHON === "1";
@@ -21,19 +21,6 @@ function scalePython(): string {
   const python = execFileSync("bash", ["scripts/install-python.sh", "--print"], { cwd: trainerRoot(), encoding: "utf8" }).trim();
   if (!existsSync(python)) throw new Error(`${python} is missing: run scripts/install-python.sh (or set REINS_SKIP_SCALE_PYTHON=1)`);
   return python;
-}
-
-/** A trainers.torch.checks op (hf_reference.py) run with the scale environment's python. */
-function hf<T>(python: string, request: object): T {
-  const out = execFileSync(python, ["-m", "trainers.torch.checks"], {
-    cwd: trainerRoot(),
-    env: { ...process.env, PYTHONPATH: trainerRoot(), PYTHONDONTWRITEBYTECODE: "1", OMP_NUM_THREADS: "1" },
-    input: JSON.stringify(request),
-    encoding: "utf8",
-    stdio: ["pipe", "pipe", "ignore"],
-    maxBuffer: 64 << 20,
-  });
-  return JSON.parse(out) as T;
 }
 
 interface Reference {
@@ -88,12 +75,17 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
   const ckpt: Record<"untied" | "tied", string> = { untied: "", tied: "" };
   const reference: Partial<Record<"untied" | "tied", Reference>> = {};
 
-  beforeAll(() => {
+  // One process of the scale environment's python answers the file's Hugging Face requests (hf_reference.py).
+  let checks: ChecksProcess;
+  const hf = <T>(_python: string, request: object) => checks.ask<T>(request);
+
+  beforeAll(async () => {
     python = scalePython();
+    checks = startChecks(python, { OMP_NUM_THREADS: "1" });
     const parent = tempDir("reins-hf-");
     for (const variant of ["untied", "tied"] as const) {
       ckpt[variant] = join(parent, variant);
-      const made = hf<{ reference: Reference }>(python, {
+      const made = await hf<{ reference: Reference }>(python, {
         op: "hf-write-tiny",
         out: ckpt[variant],
         seed: variant === "tied" ? 2 : 1,
@@ -104,6 +96,10 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
       reference[variant] = made.reference;
     }
   }, 300_000);
+
+  afterAll(async () => {
+    await checks?.stop();
+  });
 
   it("a sharded bf16 checkpoint written by transformers gives transformers' own logprobs (untied and tied)", async () => {
     for (const variant of ["untied", "tied"] as const) {
@@ -158,7 +154,7 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
   }, 300_000);
 
   it("after a training step save_weights writes the checkpoint's layout in bf16, which transformers loads", async () => {
-    const source = hf<Described>(python, { op: "hf-describe", modelDir: ckpt.untied });
+    const source = await hf<Described>(python, { op: "hf-describe", modelDir: ckpt.untied });
     const before = reference.untied!;
     expect(source.dtypes).toEqual(["BF16"]);
     const w = await start(python, ckpt.untied, 1e-2);
@@ -180,7 +176,7 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     } finally {
       await w.stop();
     }
-    const out = hf<Described>(python, { op: "hf-describe", modelDir: saved });
+    const out = await hf<Described>(python, { op: "hf-describe", modelDir: saved });
     expect(out.files).toEqual(source.files); // the same shards, by name
     expect(out.tensors).toEqual(source.tensors);
     expect(out.dtypes).toEqual(["BF16"]);
@@ -192,7 +188,7 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
       expect(existsSync(join(saved, f))).toBe(true);
     }
 
-    const reloaded = hf<Reference>(python, { op: "hf-logprobs", modelDir: saved, sequences: SEQUENCES });
+    const reloaded = await hf<Reference>(python, { op: "hf-logprobs", modelDir: saved, sequences: SEQUENCES });
     expect(reloaded.missing).toEqual([]);
     expect(reloaded.unexpected).toEqual([]);
     // The bf16 copy is the trained model: its rounding moves logprobs far less than the step did.
@@ -221,10 +217,10 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     } finally {
       await w.stop();
     }
-    const out = hf<Described>(python, { op: "hf-describe", modelDir: saved });
+    const out = await hf<Described>(python, { op: "hf-describe", modelDir: saved });
     expect(out.dtypes).toEqual(["F32"]);
     expect(out.files.length).toBeGreaterThan(2);
-    const ref = hf<Reference>(python, { op: "hf-logprobs", modelDir: saved, sequences: SEQUENCES });
+    const ref = await hf<Reference>(python, { op: "hf-logprobs", modelDir: saved, sequences: SEQUENCES });
     expect(ref.missing).toEqual([]);
     expect(relDiff(ref.logprobs, reference.untied!.logprobs)).toBeLessThan(1e-5);
   }, 300_000);
@@ -237,10 +233,10 @@ describe.skipIf(SKIP)(`Hugging Face Qwen3 checkpoints in the trainer${NOTE}`, ()
     } finally {
       await w.stop();
     }
-    const out = hf<Described>(python, { op: "hf-describe", modelDir: dir });
+    const out = await hf<Described>(python, { op: "hf-describe", modelDir: dir });
     expect(out.tensors).not.toContain("lm_head.weight");
     expect(out.config.tie_word_embeddings).toBe(true);
-    const ref = hf<Reference>(python, { op: "hf-logprobs", modelDir: dir, sequences: SEQUENCES });
+    const ref = await hf<Reference>(python, { op: "hf-logprobs", modelDir: dir, sequences: SEQUENCES });
     const src = reference.tied!;
     expect(ref.missing).toEqual([]);
     // Untrained weights go out in bf16 exactly as they came in.

@@ -11,6 +11,9 @@
       → per case: losses and largest gradient difference, attention in query chunks vs whole
   {"op": "hf-write-tiny" | "hf-logprobs" | "hf-describe", ...}
       → the Hugging Face side of the checkpoint tests (hf_reference.py; needs transformers)
+
+With --serve, one request per line of stdin, each answered by one line of stdout ({"error": ...}
+when it fails), so that a test file imports torch and transformers once, not once per request.
 """
 from __future__ import annotations
 
@@ -118,23 +121,43 @@ def check_chunked_attention(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"cases": results}
 
 
-def main() -> int:
-    req = json.load(sys.stdin)
+def answer(req: Dict[str, Any]) -> Dict[str, Any]:
     op = req.get("op")
     if op == "correction":
-        out = check_correction(req)
-    elif op == "tree-vs-paths":
-        out = check_tree_vs_paths(req)
-    elif op == "prefix-sharing":
-        out = check_prefix_sharing(req)
-    elif op == "chunked-attention":
-        out = check_chunked_attention(req)
-    elif op in ("hf-write-tiny", "hf-logprobs", "hf-describe"):  # need transformers (hf_reference.py)
+        return check_correction(req)
+    if op == "tree-vs-paths":
+        return check_tree_vs_paths(req)
+    if op == "prefix-sharing":
+        return check_prefix_sharing(req)
+    if op == "chunked-attention":
+        return check_chunked_attention(req)
+    if op in ("hf-write-tiny", "hf-logprobs", "hf-describe"):  # need transformers (hf_reference.py)
         from . import hf_reference
-        out = {"hf-write-tiny": hf_reference.write_tiny, "hf-logprobs": hf_reference.reference_logprobs,
-               "hf-describe": hf_reference.describe}[op](req)
-    else:
-        print(f"checks: unknown op {op!r}", file=sys.stderr)
+        return {"hf-write-tiny": hf_reference.write_tiny, "hf-logprobs": hf_reference.reference_logprobs,
+                "hf-describe": hf_reference.describe}[op](req)
+    raise ValueError(f"checks: unknown op {op!r}")
+
+
+def serve() -> int:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            out = answer(json.loads(line))
+        except Exception as e:  # the request's failure, told to the test; the process goes on
+            out = {"error": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def main() -> int:
+    if "--serve" in sys.argv[1:]:
+        return serve()
+    try:
+        out = answer(json.load(sys.stdin))
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
         return 2
     json.dump(out, sys.stdout)
     return 0

@@ -23,7 +23,7 @@ export function register(program: Command): void {
     )
     .option("--target <name>", "the Experiment to run when several are given")
     .option("--concurrency <n>", "rollouts at once (default: the sandbox's concurrency)")
-    .option("--threads <n>", "CPU threads for the engine and the trainer", "2")
+    .option("--threads <n>", "CPU threads for the trainer (the onnx engine has the Model's engine.threads)", "2")
     .option("--json", "print the outcome as JSON on stdout")
     .option("--quiet", "no progress on stderr")
     .option(...PROJECT_ROOT_OPTION)

@@ -100,7 +100,12 @@ export const EngineSpec = z
     z.strictObject({
       type: z.literal("onnx"),
       modelPath: z.string().min(1).describe("ONNX causal LM (log-softmax output)."),
-      threads: PositiveInt.optional(),
+      threads: PositiveInt.optional().describe(
+        "onnxruntime's intra-op threads of each generating thread (default 1): a tiny policy gains nothing from more, and the engine shares the machine with the sandboxes and the trainer.",
+      ),
+      parallel: PositiveInt.optional().describe(
+        "Generations at once (default 2), each on a thread of its own with its own onnxruntime session (the weights loaded once per thread); more wait for a free one. A rollout's calls go to one thread.",
+      ),
       seed: z.number().int().optional(),
       prefixCache: z
         .strictObject({
@@ -109,7 +114,7 @@ export const EngineSpec = z
         })
         .optional()
         .describe(
-          "Reuse the KV of the longest stored token prefix of each prompt (a harness's shared system prompt and tools across a step's rollouts; a call that extends the previous one), per weights version, least recently used evicted. Off when absent: a reused prefix equals a full prefill only up to float rounding, and which prompts hit depends on the order of concurrent calls.",
+          "Reuse the KV of the longest stored token prefix of each prompt (a harness's shared system prompt and tools across a step's rollouts; a call that extends the previous one), per weights version, least recently used evicted; each generating thread (parallel) keeps its own. Off when absent: a reused prefix equals a full prefill only up to float rounding, and which prompts hit depends on the order of concurrent calls.",
         ),
     }),
     z

@@ -22,12 +22,12 @@ import { createJudges } from "../executor/judge.js";
 import type { SandboxProvider } from "../sandbox/provider.js";
 import type { RunStore } from "../store/run-store.js";
 import { TrainerWorker, type TrainerHandle } from "../training/trainer-process.js";
-import { ClusterWorker } from "../k8s/cluster-worker.js";
+import type { ClusterWorker } from "../k8s/cluster-worker.js";
 import { renderRewardCurve } from "./curve.js";
 import type { FidelityReport } from "../trajectories/fidelity.js";
 import { runFidelity } from "./fidelity.js";
 import { localTrainer } from "./local-trainer.js";
-import { startClusterTrainer, type ClusterTrainer } from "../k8s/trainer-cluster.js";
+import type { ClusterTrainer } from "../k8s/trainer-cluster.js";
 import { planRunId, trainerMountPath } from "../k8s/trainer-job.js";
 import { checkResumePaths } from "./checkpoint-paths.js";
 import { LoopError } from "./loop-error.js";
@@ -131,13 +131,16 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
   mkdirSync(trainerOut, { recursive: true });
   // trainer.mode kubernetes: the Job, its Service and the weights claim on the cluster; with worker:
   // cluster the worker is torchrun in the Job's pod (k8s/cluster-worker.ts), else a process here.
+  // Both modules load only then: the Kubernetes client takes a second to import.
   let cluster: ClusterTrainer | undefined;
   let inCluster: ClusterWorker | undefined;
   const worker: TrainerHandle = await closingOnError(sinks, async () => {
     try {
-      if (plan.trainer?.mode === "kubernetes") cluster = await startClusterTrainer(plan, { log, ...(o.signal ? { signal: o.signal } : {}) });
+      if (plan.trainer?.mode === "kubernetes")
+        cluster = await (await import("../k8s/trainer-cluster.js")).startClusterTrainer(plan, { log, ...(o.signal ? { signal: o.signal } : {}) });
       if (cluster && trainer.inCluster) {
         const target = { clients: cluster.clients, namespace: cluster.namespace, pod: cluster.rank0.pod, url: cluster.rank0.url, runDir: cluster.runDir };
+        const { ClusterWorker } = await import("../k8s/cluster-worker.js");
         inCluster = await ClusterWorker.connect(target, policyDir, { log, ...(o.signal ? { signal: o.signal } : {}) });
         log(`trainer: the worker in pod ${cluster.rank0.pod} answers at ${cluster.rank0.url}`);
         return inCluster;
@@ -189,7 +192,6 @@ export async function runExperiment(o: LoopOptions): Promise<RunOutcome> {
         model,
         runDir: store.dir,
         serving,
-        threads,
         ...(external ? { external } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         log,

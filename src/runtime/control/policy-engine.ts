@@ -93,7 +93,6 @@ export interface OpenOptions {
   runDir: string;
   /** What the trainer starts from: the initial policy, or the last checkpoint's weights on resume. */
   serving: { version: string; weightsDir: string };
-  threads: number;
   external?: ReloadingEngine;
   signal?: AbortSignal;
   log?: (line: string) => void;
@@ -104,7 +103,8 @@ export interface OpenOptions {
 export async function openPolicyEngine(o: OpenOptions): Promise<PolicyEngine> {
   const { model, serving } = o;
   if (model.engine.type === "onnx") {
-    const engine = new OnnxEngine({ ...model.engine, modelPath: serving.weightsDir, threads: o.threads });
+    // Its threads are the Model's (engine.threads); `reins run --threads` sizes the trainer.
+    const engine = new OnnxEngine({ ...model.engine, modelPath: serving.weightsDir });
     await engine.ready().catch(async (err) => {
       await engine.close();
       throw new LoopError(

@@ -1,171 +1,136 @@
 /**
- * The `onnx` engine: an ONNX causal LM in-process through onnxruntime-node.
+ * The `onnx` engine: an ONNX causal LM through onnxruntime-node, off reins's event loop.
  *
- * - Graphs: the trainer's KV-cache export (inputs input_ids, attention_mask, position_ids,
- *   past_key_values.{i}.key/value; outputs logprobs + present.{i}.key/value), or any plain causal
- *   LM graph taking input_ids (and optionally attention_mask / position_ids) and returning
- *   `logprobs` or `logits` [B, S, V] (then each step recomputes the whole sequence).
- * - Sampling: temperature, top-p, greedy at temperature 0, with a seeded RNG per call
- *   (sampling.seed, else the engine seed's "sampling" seed of the plan's rollout id, the call's seq
- *   and, from the second try on, the try: contract/seeds.ts).
- * - Logprobs: each returned logprob is the UNTEMPERED model's log-probability of the sampled token
- *   (log-softmax of the raw logits), the quantity the trainer recomputes, so TIS ratios measure
- *   only the engine/trainer mismatch. With temperature ≠ 1 or top-p < 1 the behaviour policy is not
- *   the untempered model and the corrections do not account for that; train at temperature 1.
- * - Weights: `modelPath` (a model directory with model.onnx, or an .onnx file) at start; the
- *   control loop publishes later versions with `reload` (the trainer's save_weights directory).
- * - Hot reload: `reload(version, path)` loads a new session, then swaps it in; a generation that
- *   already started finishes on the session it started with, and each result carries the version
- *   that produced it. A session is released when its last generation ends.
- * - Prefix cache (`prefixCache`, off by default): each loaded version keeps the KV states of recent
- *   prompts and completions (prefix-cache.ts); a prompt prefills only what follows its longest
- *   stored prefix. Never shared across versions: the cache lives and dies with its session.
- *   Reusing a prefix computes the same values as a full prefill up to float rounding (matrix
- *   products of other shapes), and which prompts hit depends on the order of concurrent calls.
+ * onnxruntime-node runs a graph synchronously on the thread that calls it, so generating on the
+ * event loop would hold the proxy, the executor and every other rollout for each token. The engine
+ * instead runs `parallel` threads (default 2), each an OnnxSampler (./onnx-sampler.ts: sampling,
+ * logprobs, the KV cache, the prefix cache) with its own session of the same weights; a generation
+ * runs on one thread from start to end, so its tokens and logprobs are those a single thread gives
+ * (its random stream is seeded by the request, not by the thread).
+ *
+ * - Routing: a rollout's calls go to the thread its first call went to (the least busy then), so a
+ *   later turn finds its prefix in that thread's prefix cache.
+ * - Reload: every thread loads the new version beside the serving one; only when all have it does
+ *   each swap (generations under way finish on the version they started with); when one cannot,
+ *   none swaps and the old version keeps serving.
  */
-import * as ort from "onnxruntime-node";
-import type { ResolvedEngine } from "../../compiler/contract/plan.js";
-import { createRng } from "../../compiler/contract/rng.js";
-import { deriveSeed } from "../../compiler/contract/seeds.js";
-import { fileVersion, locateModel } from "../policy/model-dir.js";
-import { logSoftmax, sampleToken } from "../policy/sampler.js";
-import { PrefixCache, type PrefixCacheLimits, type PrefixCacheStats } from "./prefix-cache.js";
-import { EngineError, type Engine, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
+import { Worker } from "node:worker_threads";
+import { EngineError, type Engine, type EngineErrorKind, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
+import type { PrefixCacheStats } from "./prefix-cache.js";
+import type { OnnxEngineSpec } from "./onnx-sampler.js";
 
-export type OnnxEngineSpec = Extract<ResolvedEngine, { type: "onnx" }>;
+export type { OnnxEngineSpec } from "./onnx-sampler.js";
 
-interface KvLayout {
-  layers: number;
-  kvHeads: number;
-  headDim: number;
+/** What a caller gives: the plan's onnx engine, `parallel` optional (default 2). */
+export type OnnxEngineOptions = Omit<OnnxEngineSpec, "parallel"> & { parallel?: number };
+
+type Reply =
+  | { id: number; t: "chunk"; ids: number[]; logprobs: number[] }
+  | { id: number; t: "ok"; value?: unknown }
+  | { id: number; t: "err"; message: string; kind: EngineErrorKind };
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onChunk?: (c: GenerateChunk) => void;
 }
 
-/** One loaded weights version. */
-class LoadedModel {
+/** One generating thread and the calls waiting on it. */
+class SamplerThread {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private failure: EngineError | null = null;
+  /** Generations under way on this thread. */
   active = 0;
-  retired = false;
-  private released = false;
-  cache: PrefixCache | null = null;
-  constructor(
-    readonly session: ort.InferenceSession,
-    readonly version: string,
-    readonly kv: KvLayout | null,
-    readonly hasMask: boolean,
-    readonly hasPositions: boolean,
-    readonly output: string,
-    readonly maxContext: number,
-  ) {}
 
-  retire(): void {
-    this.retired = true;
-    this.cache?.close();
+  constructor(spec: OnnxEngineSpec) {
+    this.worker = new Worker(new URL("./onnx-worker.mjs", import.meta.url), { workerData: { spec } });
+    this.worker.on("message", (m: Reply) => this.answer(m));
+    this.worker.on("error", (e) => this.fail(`the onnx engine's thread failed: ${e.message}`));
+    this.worker.on("exit", (code) => this.fail(`the onnx engine's thread ended (exit code ${code})`));
   }
 
-  async releaseIfIdle(): Promise<void> {
-    if (this.retired && this.active === 0 && !this.released) {
-      this.released = true;
-      await this.session.release();
+  private answer(m: Reply): void {
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    if (m.t === "chunk") {
+      p.onChunk?.({ ids: m.ids, logprobs: m.logprobs });
+      return;
     }
+    this.pending.delete(m.id);
+    if (m.t === "ok") p.resolve(m.value);
+    else p.reject(new EngineError(m.message, m.kind));
   }
-}
 
-const int64 = (values: number[], dims: number[]) =>
-  new ort.Tensor(
-    "int64",
-    BigInt64Array.from(values, (v) => BigInt(v)),
-    dims,
-  );
-
-/** A shared run of int64 ones for attention masks (grown on demand, never written after fill). */
-let ones = new BigInt64Array(0);
-function onesMask(n: number): ort.Tensor {
-  if (ones.length < n) ones = new BigInt64Array(Math.max(n, 2 * ones.length, 1024)).fill(1n);
-  return new ort.Tensor("int64", ones.subarray(0, n), [1, n]);
-}
-
-async function loadModel(path: string, version: string | undefined, threads: number, prefixCache?: PrefixCacheLimits): Promise<LoadedModel> {
-  let loc: ReturnType<typeof locateModel>;
-  try {
-    loc = locateModel(path);
-  } catch (e) {
-    throw new EngineError((e as Error).message);
+  private fail(message: string): void {
+    this.failure ??= new EngineError(message);
+    for (const p of this.pending.values()) p.reject(this.failure);
+    this.pending.clear();
   }
-  if (!loc) throw new EngineError(`no ONNX model at ${path} (expected a model directory with model.onnx, or an .onnx file)`);
-  if (version && loc.readyVersion && loc.readyVersion !== version) {
-    throw new EngineError(`the weights at ${loc.dir} are version ${loc.readyVersion}, not the requested ${version}`);
-  }
-  let session: ort.InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(loc.onnxPath, {
-      intraOpNumThreads: Math.max(1, threads),
-      interOpNumThreads: 1,
-      graphOptimizationLevel: "all",
+
+  /** Sends one request; resolves with its answer's value. */
+  call<T>(message: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): { id: number; done: Promise<T> } {
+    const id = this.nextId++;
+    const done = new Promise<T>((resolve, reject) => {
+      if (this.failure) return reject(this.failure);
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, ...(onChunk ? { onChunk } : {}) });
+      this.worker.postMessage({ ...message, id });
     });
-  } catch (e) {
-    throw new EngineError(`onnxruntime could not load ${loc.onnxPath}: ${(e as Error).message}`);
+    return { id, done };
   }
-  const names = new Set(session.inputNames);
-  const output = session.outputNames.includes("logprobs") ? "logprobs" : session.outputNames.includes("logits") ? "logits" : "";
-  if (!names.has("input_ids") || !output) {
-    await session.release();
-    throw new EngineError(`${loc.onnxPath} is not a causal LM graph: it needs an input_ids input and a logprobs or logits output`);
+
+  abort(id: number): void {
+    if (!this.failure) this.worker.postMessage({ t: "abort", id });
   }
-  let kv: KvLayout | null = null;
-  if (names.has("past_key_values.0.key")) {
-    const meta = session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
-    const shape = meta?.isTensor ? meta.shape : [];
-    const layers = session.inputNames.filter((n) => /^past_key_values\.\d+\.key$/.test(n)).length;
-    const kvHeads = typeof shape[1] === "number" ? shape[1] : loc.config?.num_key_value_heads;
-    const headDim = typeof shape[3] === "number" ? shape[3] : loc.config?.head_dim;
-    if (!kvHeads || !headDim) {
-      await session.release();
-      throw new EngineError(`${loc.onnxPath} has a KV cache of unknown shape (no static dims, no config.json)`);
-    }
-    kv = { layers, kvHeads, headDim };
+
+  async stop(): Promise<void> {
+    if (!this.failure) await this.call({ t: "close" }).done.catch(() => undefined);
+    this.failure ??= new EngineError("the onnx engine is closed");
+    await this.worker.terminate();
   }
-  if (prefixCache && !kv) {
-    await session.release();
-    throw new EngineError(
-      `${loc.onnxPath} has no KV-cache inputs (past_key_values.*), so its prompts cannot reuse a prefix: remove prefixCache or export the KV-cache graph`,
-    );
-  }
-  const loaded = new LoadedModel(
-    session,
-    version ?? loc.readyVersion ?? fileVersion(loc.onnxPath),
-    kv,
-    names.has("attention_mask"),
-    names.has("position_ids"),
-    output,
-    loc.config?.max_position_embeddings ?? Number.MAX_SAFE_INTEGER,
-  );
-  if (prefixCache && kv) loaded.cache = new PrefixCache(prefixCache, kv);
-  return loaded;
 }
 
 export class OnnxEngine implements Engine {
   readonly type = "onnx";
-  private current: Promise<LoadedModel>;
+  readonly spec: OnnxEngineSpec;
+  private readonly threads: SamplerThread[];
+  /** The thread each rollout's calls go to (its first call's). */
+  private readonly threadOf = new Map<string, SamplerThread>();
+  private serving: Promise<string>;
   private closed = false;
 
-  constructor(readonly spec: OnnxEngineSpec) {
-    this.current = loadModel(spec.modelPath, undefined, spec.threads, spec.prefixCache);
-    this.current.catch(() => undefined); // reported on first use
+  constructor(options: OnnxEngineOptions) {
+    this.spec = { ...options, parallel: Math.max(1, options.parallel ?? 2) };
+    this.threads = Array.from({ length: this.spec.parallel }, () => new SamplerThread(this.spec));
+    this.serving = Promise.all(this.threads.map((t) => t.call<{ version: string }>({ t: "ready" }).done)).then(([first]) => first!.version);
+    this.serving.catch(() => undefined); // reported on first use
   }
 
-  /** Resolves once the first model is loaded (rejects with an EngineError if it cannot be). */
+  /** Resolves once every thread has loaded the first model (rejects with an EngineError if one cannot). */
   async ready(): Promise<{ version: string }> {
-    const m = await this.current;
-    return { version: m.version };
+    return { version: await this.serving };
   }
 
   get weightsVersion(): Promise<string> {
-    return this.current.then((m) => m.version);
+    return this.serving;
   }
 
-  /** The current version's prefix-cache counters (null when the cache is off). */
+  /** The serving version's prefix-cache counters, summed over the threads (null when the cache is off). */
   async prefixCacheStats(): Promise<(PrefixCacheStats & { version: string }) | null> {
-    const m = await this.current;
-    return m.cache ? { ...m.cache.snapshot(), version: m.version } : null;
+    const all = await Promise.all(this.threads.map((t) => t.call<(PrefixCacheStats & { version: string }) | null>({ t: "stats" }).done));
+    if (all.some((s) => s === null)) return null;
+    const stats = all as (PrefixCacheStats & { version: string })[];
+    const sum = (k: keyof PrefixCacheStats) => stats.reduce((n, s) => n + s[k], 0);
+    return {
+      version: stats[0]!.version,
+      lookups: sum("lookups"),
+      hits: sum("hits"),
+      reusedTokens: sum("reusedTokens"),
+      prefilledTokens: sum("prefilledTokens"),
+      entries: sum("entries"),
+      bytes: sum("bytes"),
+    };
   }
 
   async generate(req: GenerateRequest): Promise<GenerateResult> {
@@ -176,145 +141,60 @@ export class OnnxEngine implements Engine {
     return this.run(req, onChunk);
   }
 
-  async reload(version: string, path: string): Promise<void> {
-    if (this.closed) throw new EngineError("the onnx engine is closed");
-    const next = await loadModel(path, version, this.spec.threads, this.spec.prefixCache);
-    const prev = await this.current.catch(() => null);
-    this.current = Promise.resolve(next);
-    if (prev) {
-      prev.retire();
-      await prev.releaseIfIdle();
-    }
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    const m = await this.current.catch(() => null);
-    if (m) {
-      m.retire();
-      await m.releaseIfIdle();
-    }
+  private threadFor(rolloutId: string): SamplerThread {
+    const known = this.threadOf.get(rolloutId);
+    if (known) return known;
+    const least = this.threads.reduce((a, b) => (b.active < a.active ? b : a));
+    // Remember recent rollouts only: a run makes millions of calls over its rollouts.
+    if (this.threadOf.size >= 4096) this.threadOf.delete(this.threadOf.keys().next().value!);
+    this.threadOf.set(rolloutId, least);
+    return least;
   }
 
   private async run(req: GenerateRequest, onChunk?: (c: GenerateChunk) => void): Promise<GenerateResult> {
     if (this.closed) throw new EngineError("the onnx engine is closed");
-    let m = await this.current;
-    while (m.retired) {
-      // swapped out between resolution and here, or closed
-      if (this.closed) throw new EngineError("the onnx engine is closed");
-      m = await this.current;
-    }
-    m.active++;
+    if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
+    const thread = this.threadFor(req.rolloutId);
+    const { signal, ...plain } = req;
+    const { id, done } = thread.call<GenerateResult>({ t: "generate", req: plain }, onChunk);
+    const abort = () => thread.abort(id);
+    signal?.addEventListener("abort", abort, { once: true });
+    thread.active++;
     try {
-      return await this.sample(m, req, onChunk);
+      return await done;
     } finally {
-      m.active--;
-      await m.releaseIfIdle();
+      thread.active--;
+      signal?.removeEventListener("abort", abort);
     }
   }
 
-  private async sample(m: LoadedModel, req: GenerateRequest, onChunk?: (c: GenerateChunk) => void): Promise<GenerateResult> {
-    const { sampling } = req;
-    if (req.promptIds.length === 0) throw new EngineError("the prompt is empty; the onnx engine needs at least one token", "bad-response");
-    const rng = createRng(sampling.seed ?? deriveSeed(this.spec.seed, "sampling", req.rolloutId, req.seq, req.try));
-    const stop = new Set(sampling.stopIds);
-    const ids: number[] = [];
-    const logprobs: number[] = [];
-    let finish: GenerateResult["finish"] = "length";
-    const budget = Math.min(sampling.maxTokens, m.maxContext - req.promptIds.length);
-    let state = m.kv ? emptyPast(m.kv) : null;
-    let hit: { length: number; state: Record<string, ort.Tensor> | null } = { length: 0, state: null };
-    let row: Float32Array;
-    if (m.cache) {
-      // Wait (a few times at most) for prefills in flight that this prompt shares much of.
-      for (let w = 0, p = m.cache.better(req.promptIds); p && w < 4; w++, p = m.cache.better(req.promptIds)) await p;
-      if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
-      hit = m.cache.lookup(req.promptIds);
-      const end = m.cache.begin(req.promptIds);
-      try {
-        row = await this.step(m, req.promptIds.slice(hit.length), hit.length, hit.state ?? state, (s) => (state = s));
-        if (state) m.cache.insert(req.promptIds, state);
-      } finally {
-        end();
-      }
-    } else {
-      row = await this.step(m, req.promptIds, 0, state, (s) => (state = s));
+  async reload(version: string, path: string): Promise<void> {
+    if (this.closed) throw new EngineError("the onnx engine is closed");
+    const prepared = await Promise.allSettled(this.threads.map((t) => t.call({ t: "prepare", version, path }).done));
+    const failed = prepared.find((p): p is PromiseRejectedResult => p.status === "rejected");
+    if (failed) {
+      await Promise.all(this.threads.map((t) => t.call({ t: "discard" }).done.catch(() => undefined)));
+      throw failed.reason;
     }
-    // The ids whose KV `state` holds: the prompt, then each sampled token once it is fed back.
-    const fed = m.cache ? [...req.promptIds] : null;
-    for (let t = 0; t < budget; t++) {
-      if (req.signal?.aborted) throw new EngineError("the generation was aborted by the client");
-      const pick = sampleToken(row, sampling.temperature, sampling.topP, rng);
-      ids.push(pick.id);
-      logprobs.push(pick.logprob);
-      onChunk?.({ ids: [pick.id], logprobs: [pick.logprob] });
-      if (stop.has(pick.id)) {
-        finish = "stop";
-        break;
-      }
-      if (t + 1 >= budget) break;
-      const total = req.promptIds.length + ids.length;
-      fed?.push(pick.id);
-      row = m.kv
-        ? await this.step(m, [pick.id], total - 1, state, (s) => (state = s))
-        : await this.step(m, [...req.promptIds, ...ids], 0, null, () => undefined);
-    }
-    if (fed && state && fed.length > req.promptIds.length) m.cache!.insert(fed, state);
-    return { ids, logprobs, finish, weightsVersion: m.version };
+    await Promise.all(this.threads.map((t) => t.call({ t: "commit" }).done));
+    this.serving = Promise.resolve(version);
   }
 
-  /** Run the graph on `tokens` at positions start.. and return the last position's logprobs. */
-  private async step(
-    m: LoadedModel,
-    tokens: number[],
-    start: number,
-    past: Record<string, ort.Tensor> | null,
-    keep: (s: Record<string, ort.Tensor>) => void,
-  ): Promise<Float32Array> {
-    const s = tokens.length;
-    const feeds: Record<string, ort.Tensor> = { input_ids: int64(tokens, [1, s]) };
-    if (m.hasMask) feeds.attention_mask = onesMask(start + s);
-    if (m.hasPositions)
-      feeds.position_ids = int64(
-        Array.from({ length: s }, (_, i) => start + i),
-        [1, s],
-      );
-    if (past) Object.assign(feeds, past);
-    let out: ort.InferenceSession.ReturnType;
-    try {
-      out = await m.session.run(feeds);
-    } catch (e) {
-      throw new EngineError(`onnxruntime failed on weights ${m.version}: ${(e as Error).message}`);
-    }
-    const lp = out[m.output];
-    const v = lp.dims[2];
-    const data = lp.data as Float32Array;
-    const row = data.subarray((s - 1) * v, s * v);
-    if (m.kv) {
-      const next: Record<string, ort.Tensor> = {};
-      for (let i = 0; i < m.kv.layers; i++) {
-        next[`past_key_values.${i}.key`] = out[`present.${i}.key`];
-        next[`past_key_values.${i}.value`] = out[`present.${i}.value`];
-      }
-      keep(next);
-    }
-    return m.output === "logits" ? logSoftmax(row) : row;
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.threads.map((t) => t.stop()));
   }
-}
-
-function emptyPast(kv: KvLayout): Record<string, ort.Tensor> {
-  const past: Record<string, ort.Tensor> = {};
-  for (let i = 0; i < kv.layers; i++) {
-    for (const k of ["key", "value"]) {
-      past[`past_key_values.${i}.${k}`] = new ort.Tensor("float32", new Float32Array(0), [1, kv.kvHeads, 0, kv.headDim]);
-    }
-  }
-  return past;
 }
 
 /** Registry entry: builds the engine from the model spec; rejects with an EngineError if the model cannot load. */
 export async function createOnnxEngine(spec: OnnxEngineSpec, _ctx?: unknown): Promise<OnnxEngine> {
   const engine = new OnnxEngine(spec);
-  await engine.ready();
+  try {
+    await engine.ready();
+  } catch (e) {
+    await engine.close();
+    throw e;
+  }
   return engine;
 }

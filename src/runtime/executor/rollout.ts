@@ -20,8 +20,9 @@ import type { Judge } from "../verifiers/judge.js";
 import type { VerifierResult } from "../verifiers/verify.js";
 import type { CallRecord, RolloutResult, RolloutStatus } from "../records/index.js";
 import type { RolloutMcp } from "../records/rollout-result.js";
-import { mcpMounts, startRolloutServers, type RolloutServers } from "../mcp/rollout-servers.js";
-import { McpRelayError } from "../mcp/relay.js";
+import { mcpMounts } from "../mcp/mounts.js";
+import { McpRelayError } from "../mcp/relay-error.js";
+import type { RolloutServers } from "../mcp/rollout-servers.js";
 import { snapshotWorkspace, verifySnapshot, type WorkspaceSnapshot } from "./sandbox-reader.js";
 import { readWorkspaceDiff, type WorkspaceDiff } from "./workspace-diff.js";
 
@@ -213,6 +214,8 @@ async function runTry(
       if (!usesModel)
         throw new InfraFailure("McpUnsupportedByHarness", `The harness ${harness.name} calls no model, so it cannot reach MCP servers through the proxy.`);
       t = Date.now();
+      // The MCP SDK loads with the first rollout that has servers, not with every run.
+      const { startRolloutServers } = await import("../mcp/rollout-servers.js");
       servers = await startRolloutServers({
         servers: mcpServers,
         sandbox,

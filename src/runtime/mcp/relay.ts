@@ -34,6 +34,9 @@ import {
   type Kept,
 } from "./limits.js";
 import type { OversizedMessage, ServerProcess } from "./server-process.js";
+import { McpRelayError } from "./relay-error.js";
+
+export { McpRelayError } from "./relay-error.js";
 
 type Message = JSONRPCMessage & {
   id?: string | number;
@@ -58,15 +61,6 @@ interface Pending {
 /** How a server's process ended, for a message: its exit code, its signal, or neither (its sandbox failed). */
 function statusOf(r: ExecResult): string {
   return String(r.exitCode ?? r.signal ?? "no exit status");
-}
-
-export class McpRelayError extends Error {
-  constructor(
-    readonly code: "McpServerUnavailable" | "McpServerCrashed",
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export interface RelayOptions {

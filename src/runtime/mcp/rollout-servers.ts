@@ -5,37 +5,17 @@
  * destroyed), so no state crosses rollouts or tries. Servers shipped with reins run with reins's
  * node from src/runtime/mcp/servers, with reins's node_modules (the MCP SDK) mounted read-only.
  */
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ResolvedMcpServer } from "../../compiler/contract/plan.js";
 import type { McpCallRecord, RolloutMcp } from "../records/rollout-result.js";
-import type { Sandbox, SandboxMount } from "../sandbox/provider.js";
+import type { Sandbox } from "../sandbox/provider.js";
 import { RecordBudget } from "./limits.js";
 import { McpRelay, McpRelayError } from "./relay.js";
 import { ServerProcess } from "./server-process.js";
+import { SHIPPED_SERVERS_DIR } from "./mounts.js";
 
-export const SHIPPED_SERVERS_DIR = fileURLToPath(new URL("./servers/", import.meta.url)).replace(/\/$/, "");
-/** reins's node_modules: the shipped servers import the MCP SDK (and zod) from it. */
-const NODE_MODULES = nodeModulesOf(createRequire(import.meta.url).resolve("@modelcontextprotocol/sdk/server/mcp.js"));
-
-function nodeModulesOf(file: string): string {
-  const at = file.lastIndexOf("/node_modules/");
-  if (at < 0) throw new Error(`bug: the MCP SDK (${file}) is not under a node_modules directory`);
-  return file.slice(0, at + "/node_modules".length);
-}
-
-/** What a sandbox running MCP servers needs mounted (read-only, at the same paths). */
-export function mcpMounts(): SandboxMount[] {
-  const mounts: SandboxMount[] = [
-    { hostPath: SHIPPED_SERVERS_DIR, sandboxPath: SHIPPED_SERVERS_DIR },
-    { hostPath: NODE_MODULES, sandboxPath: NODE_MODULES },
-  ];
-  const nodeDir = dirname(dirname(process.execPath));
-  if (!process.execPath.startsWith("/usr/")) mounts.push({ hostPath: nodeDir, sandboxPath: nodeDir });
-  return mounts;
-}
+export { mcpMounts, SHIPPED_SERVERS_DIR } from "./mounts.js";
 
 /** The server's argv in `box`: a shipped server runs with the node the sandbox has (the host's where mounted, else its image's). */
 export function serverArgv(s: ResolvedMcpServer, box: Pick<Sandbox, "nodePath">): string[] {
