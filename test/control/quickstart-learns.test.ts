@@ -49,5 +49,5 @@ describe("the quickstart", () => {
     } finally {
       await view.close();
     }
-  }, 3_300_000);
+  }, 5_100_000);
 });

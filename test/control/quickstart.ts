@@ -37,7 +37,7 @@ export interface SeedRow {
 export function runSeeds(seeds: readonly number[], edits: [RegExp, string][] = []): { out: string; res: any; rows: SeedRow[] } {
   const dir = tempDir("reins-quickstart-learns-");
   const out = join(dir, "run");
-  const r = reins(["run", quickstartCopy(dir, edits), "--seeds", seeds.join(","), "--out", out, "--json", "--quiet"], { timeout: 3_000_000 });
+  const r = reins(["run", quickstartCopy(dir, edits), "--seeds", seeds.join(","), "--out", out, "--json", "--quiet"], { timeout: 4_800_000 });
   expect(r.code, r.stderr).toBe(0);
   const res = JSON.parse(r.stdout);
   return { out, res, rows: res.seeds as SeedRow[] };
