@@ -197,7 +197,7 @@ export function resolveModel(
                   type: "onnx",
                   modelPath: abs(e.modelPath),
                   threads: e.threads ?? 1,
-                  parallel: e.parallel ?? 2,
+                  parallel: e.parallel ?? 1,
                   seed: e.seed ?? 0,
                   ...(e.prefixCache ? { prefixCache: { entries: e.prefixCache.entries ?? 8, maxMiB: e.prefixCache.maxMiB ?? 256 } } : {}),
                 };

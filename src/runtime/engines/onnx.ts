@@ -2,11 +2,13 @@
  * The `onnx` engine: an ONNX causal LM through onnxruntime-node, off reins's event loop.
  *
  * onnxruntime-node runs a graph synchronously on the thread that calls it, so generating on the
- * event loop would hold the proxy, the executor and every other rollout for each token. The engine
- * instead runs `parallel` threads (default 2), each an OnnxSampler (./onnx-sampler.ts: sampling,
- * logprobs, the KV cache, the prefix cache) with its own session of the same weights; a generation
- * runs on one thread from start to end, so its tokens and logprobs are those a single thread gives
- * (its random stream is seeded by the request, not by the thread).
+ * event loop holds the proxy, the executor and every other rollout for each token. With `parallel`
+ * ≥ 2 the engine runs that many threads of its own, each an OnnxSampler (./onnx-sampler.ts:
+ * sampling, logprobs, the KV cache, the prefix cache) with its own session of the same weights; a
+ * generation runs on one thread from start to end, so its tokens and logprobs are those a single
+ * thread gives (its random stream is seeded by the request, not by the thread). With `parallel: 1`
+ * (the default) one OnnxSampler samples in this process, as a thread would: a thread costs ~1.7 s
+ * of CPU to start (its TypeScript loader and session), which a short run or a test pays each time.
  *
  * - Routing: a rollout's calls go to the thread its first call went to (the least busy then), so a
  *   later turn finds its prefix in that thread's prefix cache.
@@ -17,11 +19,11 @@
 import { Worker } from "node:worker_threads";
 import { EngineError, type Engine, type EngineErrorKind, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 import type { PrefixCacheStats } from "./prefix-cache.js";
-import type { OnnxEngineSpec } from "./onnx-sampler.js";
+import { OnnxSampler, type OnnxEngineSpec } from "./onnx-sampler.js";
 
 export type { OnnxEngineSpec } from "./onnx-sampler.js";
 
-/** What a caller gives: the plan's onnx engine, `parallel` optional (default 2). */
+/** What a caller gives: the plan's onnx engine, `parallel` optional (default 1). */
 export type OnnxEngineOptions = Omit<OnnxEngineSpec, "parallel"> & { parallel?: number };
 
 type Reply =
@@ -35,8 +37,70 @@ interface Pending {
   onChunk?: (c: GenerateChunk) => void;
 }
 
+/** Where generations run: a thread of its own, or this process (parallel 1). */
+interface SamplerPlace {
+  active: number;
+  call<T>(message: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): { id: number; done: Promise<T> };
+  abort(id: number): void;
+  stop(): Promise<void>;
+}
+
+/** An OnnxSampler in this process, answering the messages a thread would. */
+class SamplerHere implements SamplerPlace {
+  private readonly sampler: OnnxSampler;
+  private readonly running = new Map<number, AbortController>();
+  private nextId = 0;
+  active = 0;
+
+  constructor(spec: OnnxEngineSpec) {
+    this.sampler = new OnnxSampler(spec);
+  }
+
+  call<T>(m: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): { id: number; done: Promise<T> } {
+    const id = this.nextId++;
+    return { id, done: this.answer(id, m, onChunk) as Promise<T> };
+  }
+
+  private async answer(id: number, m: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): Promise<unknown> {
+    const s = this.sampler;
+    switch (m.t) {
+      case "ready":
+        return s.ready();
+      case "generate": {
+        const controller = new AbortController();
+        this.running.set(id, controller);
+        try {
+          return await s.generateStream({ ...(m.req as GenerateRequest), signal: controller.signal }, onChunk ?? (() => undefined));
+        } finally {
+          this.running.delete(id);
+        }
+      }
+      case "stats":
+        return s.prefixCacheStats();
+      case "prepare":
+        return s.prepare(m.version as string, m.path as string);
+      case "commit":
+        return s.commit();
+      case "discard":
+        return s.discard();
+      case "close":
+        return s.close();
+      default:
+        throw new Error(`bug: unknown message ${String(m.t)}`);
+    }
+  }
+
+  abort(id: number): void {
+    this.running.get(id)?.abort();
+  }
+
+  async stop(): Promise<void> {
+    await this.sampler.close();
+  }
+}
+
 /** One generating thread and the calls waiting on it. */
-class SamplerThread {
+class SamplerThread implements SamplerPlace {
   private readonly worker: Worker;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
@@ -94,15 +158,16 @@ class SamplerThread {
 export class OnnxEngine implements Engine {
   readonly type = "onnx";
   readonly spec: OnnxEngineSpec;
-  private readonly threads: SamplerThread[];
+  private readonly threads: SamplerPlace[];
   /** The thread each rollout's calls go to (its first call's). */
-  private readonly threadOf = new Map<string, SamplerThread>();
+  private readonly threadOf = new Map<string, SamplerPlace>();
   private serving: Promise<string>;
   private closed = false;
 
   constructor(options: OnnxEngineOptions) {
-    this.spec = { ...options, parallel: Math.max(1, options.parallel ?? 2) };
-    this.threads = Array.from({ length: this.spec.parallel }, () => new SamplerThread(this.spec));
+    this.spec = { ...options, parallel: Math.max(1, options.parallel ?? 1) };
+    this.threads =
+      this.spec.parallel === 1 ? [new SamplerHere(this.spec)] : Array.from({ length: this.spec.parallel }, () => new SamplerThread(this.spec));
     this.serving = Promise.all(this.threads.map((t) => t.call<{ version: string }>({ t: "ready" }).done)).then(([first]) => first!.version);
     this.serving.catch(() => undefined); // reported on first use
   }
@@ -141,7 +206,7 @@ export class OnnxEngine implements Engine {
     return this.run(req, onChunk);
   }
 
-  private threadFor(rolloutId: string): SamplerThread {
+  private threadFor(rolloutId: string): SamplerPlace {
     const known = this.threadOf.get(rolloutId);
     if (known) return known;
     const least = this.threads.reduce((a, b) => (b.active < a.active ? b : a));
