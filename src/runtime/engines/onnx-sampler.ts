@@ -342,3 +342,52 @@ function emptyPast(kv: KvLayout): Record<string, ort.Tensor> {
   }
   return past;
 }
+
+/**
+ * An OnnxSampler behind the engine's messages ({t: "ready" | "generate" | "stats" | "prepare" |
+ * "commit" | "discard" | "close"}, each with its id): what a generating thread (./onnx-worker.mjs)
+ * and the in-process sampler of `parallel: 1` (./onnx.ts) both answer with.
+ */
+export class SamplerHost {
+  private readonly sampler: OnnxSampler;
+  /** Abort controllers of the generations under way, by message id. */
+  private readonly running = new Map<number, AbortController>();
+
+  constructor(spec: OnnxEngineSpec) {
+    this.sampler = new OnnxSampler(spec);
+  }
+
+  async answer(id: number, m: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): Promise<unknown> {
+    const s = this.sampler;
+    switch (m.t) {
+      case "ready":
+        return s.ready();
+      case "generate": {
+        const controller = new AbortController();
+        this.running.set(id, controller);
+        try {
+          return await s.generateStream({ ...(m.req as GenerateRequest), signal: controller.signal }, onChunk ?? (() => undefined));
+        } finally {
+          this.running.delete(id);
+        }
+      }
+      case "stats":
+        return s.prefixCacheStats();
+      case "prepare":
+        return s.prepare(m.version as string, m.path as string);
+      case "commit":
+        return s.commit();
+      case "discard":
+        return s.discard();
+      case "close":
+        return s.close();
+      default:
+        throw new Error(`bug: unknown message ${String(m.t)}`);
+    }
+  }
+
+  /** Aborts the generation of message `id`, if it is under way. */
+  abort(id: number): void {
+    this.running.get(id)?.abort();
+  }
+}

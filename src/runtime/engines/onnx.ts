@@ -19,7 +19,7 @@
 import { Worker } from "node:worker_threads";
 import { EngineError, type Engine, type EngineErrorKind, type GenerateChunk, type GenerateRequest, type GenerateResult } from "./engine.js";
 import type { PrefixCacheStats } from "./prefix-cache.js";
-import { OnnxSampler, type OnnxEngineSpec } from "./onnx-sampler.js";
+import { SamplerHost, type OnnxEngineSpec } from "./onnx-sampler.js";
 
 export type { OnnxEngineSpec } from "./onnx-sampler.js";
 
@@ -45,57 +45,27 @@ interface SamplerPlace {
   stop(): Promise<void>;
 }
 
-/** An OnnxSampler in this process, answering the messages a thread would. */
+/** An OnnxSampler in this process, answering the messages a thread would (the same SamplerHost). */
 class SamplerHere implements SamplerPlace {
-  private readonly sampler: OnnxSampler;
-  private readonly running = new Map<number, AbortController>();
+  private readonly host: SamplerHost;
   private nextId = 0;
   active = 0;
 
   constructor(spec: OnnxEngineSpec) {
-    this.sampler = new OnnxSampler(spec);
+    this.host = new SamplerHost(spec);
   }
 
   call<T>(m: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): { id: number; done: Promise<T> } {
     const id = this.nextId++;
-    return { id, done: this.answer(id, m, onChunk) as Promise<T> };
-  }
-
-  private async answer(id: number, m: Record<string, unknown>, onChunk?: (c: GenerateChunk) => void): Promise<unknown> {
-    const s = this.sampler;
-    switch (m.t) {
-      case "ready":
-        return s.ready();
-      case "generate": {
-        const controller = new AbortController();
-        this.running.set(id, controller);
-        try {
-          return await s.generateStream({ ...(m.req as GenerateRequest), signal: controller.signal }, onChunk ?? (() => undefined));
-        } finally {
-          this.running.delete(id);
-        }
-      }
-      case "stats":
-        return s.prefixCacheStats();
-      case "prepare":
-        return s.prepare(m.version as string, m.path as string);
-      case "commit":
-        return s.commit();
-      case "discard":
-        return s.discard();
-      case "close":
-        return s.close();
-      default:
-        throw new Error(`bug: unknown message ${String(m.t)}`);
-    }
+    return { id, done: this.host.answer(id, m, onChunk) as Promise<T> };
   }
 
   abort(id: number): void {
-    this.running.get(id)?.abort();
+    this.host.abort(id);
   }
 
   async stop(): Promise<void> {
-    await this.sampler.close();
+    await this.host.answer(-1, { t: "close" });
   }
 }
 
@@ -166,8 +136,7 @@ export class OnnxEngine implements Engine {
 
   constructor(options: OnnxEngineOptions) {
     this.spec = { ...options, parallel: Math.max(1, options.parallel ?? 1) };
-    this.threads =
-      this.spec.parallel === 1 ? [new SamplerHere(this.spec)] : Array.from({ length: this.spec.parallel }, () => new SamplerThread(this.spec));
+    this.threads = this.spec.parallel === 1 ? [new SamplerHere(this.spec)] : Array.from({ length: this.spec.parallel }, () => new SamplerThread(this.spec));
     this.serving = Promise.all(this.threads.map((t) => t.call<{ version: string }>({ t: "ready" }).done)).then(([first]) => first!.version);
     this.serving.catch(() => undefined); // reported on first use
   }
