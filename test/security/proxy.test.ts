@@ -310,8 +310,10 @@ describe("the proxy survives its rollouts", () => {
       }
       expect(floodErr).toBe("");
       expect(Math.max(...during)).toBeLessThan(lone + 1000);
-      // Every kind of attack got its answer (the slowest: a prompt tokenized off the loop, ~2 s each).
-      for (let i = 0; i < 100 && !proxy.records("attack-f").some((c) => c.error?.code === "ContextLengthExceeded"); i++)
+      // Every kind of attack got its answer. The slowest is a prompt tokenized off the loop (~2 s
+      // alone), sent by a flood at nice 19: under a loaded suite it may take far longer, and only
+      // that it comes is asserted, not when.
+      for (let i = 0; i < 600 && !proxy.records("attack-f").some((c) => c.error?.code === "ContextLengthExceeded"); i++)
         await new Promise((resolve) => setTimeout(resolve, 200));
     } finally {
       flood.kill("SIGKILL");
@@ -320,7 +322,7 @@ describe("the proxy survives its rollouts", () => {
     const codes = new Set(proxy.records("attack-f").map((c) => c.error?.code));
     for (const code of ["RequestJsonTooComplex", "ToolArgumentsTooLarge", "ContextLengthExceeded", "PromptTooLong"]) expect(codes).toContain(code);
     expect((await post(chatUrl(other), other.apiKey, honestChat)).status).toBe(200);
-  });
+  }, 180_000);
 });
 
 describe("the proxy's limits are Model settings", () => {
