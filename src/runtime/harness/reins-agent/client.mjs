@@ -1,5 +1,7 @@
 // OpenAI chat-completions client of reins-agent: one streamed request, assembled into an assistant
 // message. Retries (same request bytes) on 408/409/429/5xx, network errors and streams that end early.
+import http from "node:http";
+import https from "node:https";
 
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504]);
 
@@ -60,29 +62,57 @@ function fromJson(body) {
   };
 }
 
+/**
+ * POSTs the body: resolves with the response (its headers in), rejects when the endpoint cannot be
+ * reached. node:http rather than fetch: an agent process starts and runs a rollout on about half
+ * the CPU (fetch's undici is compiled on first use, in every process). The whole call, its
+ * streamed body included, is cut after config.requestTimeoutMs.
+ */
+function post(config, bodyText) {
+  const url = new URL(`${config.baseUrl.replace(/\/+$/, "")}/chat/completions`);
+  const headers = { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${config.apiKey}`, "content-length": Buffer.byteLength(bodyText) };
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === "https:" ? https : http).request(url, { method: "POST", headers }, resolve);
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${config.requestTimeoutMs / 1000} s`)), config.requestTimeoutMs);
+    req.on("close", () => clearTimeout(timer));
+    req.on("error", reject);
+    req.end(bodyText);
+  });
+}
+
+/** The response body as text. */
+async function readText(response) {
+  let text = "";
+  response.setEncoding("utf8");
+  for await (const chunk of response) text += chunk;
+  return text;
+}
+
 async function requestOnce(config, bodyText) {
   let response;
   try {
-    response = await fetch(`${config.baseUrl.replace(/\/+$/, "")}/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", authorization: `Bearer ${config.apiKey}` },
-      body: bodyText,
-      signal: AbortSignal.timeout(config.requestTimeoutMs),
-    });
+    response = await post(config, bodyText);
   } catch (e) {
     throw new ModelError(`cannot reach the model endpoint: ${e.cause?.message ?? e.message}`, true);
   }
-  if (!response.ok) {
-    const text = await response.text().catch(() => "");
-    throw new ModelError(`model endpoint answered HTTP ${response.status}: ${text.slice(0, 500)}`, RETRYABLE_STATUS.has(response.status));
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status > 299) {
+    const text = await readText(response).catch(() => "");
+    throw new ModelError(`model endpoint answered HTTP ${status}: ${text.slice(0, 500)}`, RETRYABLE_STATUS.has(status));
   }
-  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
-    return fromJson(await response.json());
+  if (!(response.headers["content-type"] ?? "").includes("text/event-stream")) {
+    let body;
+    try {
+      body = JSON.parse(await readText(response));
+    } catch (e) {
+      throw new ModelError(`the response broke or is not JSON: ${e.message}`, true);
+    }
+    return fromJson(body);
   }
   const state = { content: "", reasoning: "", toolCalls: [], finish: null };
   let done = false;
   try {
-    for await (const data of sseData(response.body)) {
+    for await (const data of sseData(response)) {
       if (data === "[DONE]") { done = true; break; }
       let chunk;
       try { chunk = JSON.parse(data); } catch { throw new ModelError(`unparseable stream chunk: ${data.slice(0, 200)}`, false); }
