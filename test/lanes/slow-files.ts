@@ -7,7 +7,4 @@
  * 1.7× (measured in one CI run, seed 1: 1,121 s against ~650 s when it ran beside lighter files).
  * Files not listed keep vitest's order after these. test/lanes/sequencer.ts reads this list.
  */
-export const SLOW_FILES: readonly string[] = [
-  "test/control/quickstart-learns.test.ts",
-  "test/control/quickstart-broken-lr.test.ts",
-];
+export const SLOW_FILES: readonly string[] = ["test/control/quickstart-learns.test.ts", "test/control/quickstart-broken-lr.test.ts"];

@@ -4,7 +4,7 @@
  * local sandbox.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SnapshotWriter } from "../../src/runtime/sandbox/files/snapshot-writer.js";
@@ -151,6 +151,26 @@ describe("local sandbox copy in and out", () => {
     expect((await reader.list()).files).toEqual(["ok", "out/deep/answer.txt"]);
     expect(await reader.readFile("leak", { maxBytes: 1000 })).toMatchObject({ kind: "outside" });
     await expect(box.copyOut("/etc", fresh("nope"))).rejects.toMatchObject({ kind: "exec-failed" });
+    await box.destroy();
+  });
+
+  it("writes nothing of a workspace past a limit, and says which; one at the limits is copied whole", async () => {
+    const box = await provider.create({ id: "copy-limits", runId: "copy", network: "none" });
+    // 3 directories, 3 files, 1 link: 7 entries, 3 levels deep, the longest path (a/b/c, a/b/z) 5 characters.
+    expect((await box.exec(["sh", "-c", "mkdir -p a/b/c && touch x a/y a/b/z && ln -s x l"])).exitCode).toBe(0);
+    const cases: [CopyLimits, string | undefined][] = [
+      [{ maxEntries: 6 }, "more than 6 entries"],
+      [{ maxDepth: 2 }, "a path deeper than 2 directory levels"],
+      [{ maxPathChars: 4 }, "a path longer than 4 characters"],
+      [{ maxEntries: 7, maxDepth: 3, maxPathChars: 5 }, undefined],
+    ];
+    for (const [limits, why] of cases) {
+      const dir = fresh("limited");
+      const report = await box.copyOut(".", dir, limits);
+      expect(report.incomplete).toBe(why);
+      if (why) expect(readdirSync(dir)).toEqual([]);
+      else expect(report).toMatchObject({ files: 3, directories: 3, symlinks: 1 });
+    }
     await box.destroy();
   });
 

@@ -11,7 +11,7 @@ import { spawn } from "node:child_process";
 import { constants, existsSync } from "node:fs";
 import { chown, lchown, lstat, mkdir, open, readdir, readlink, rm, symlink } from "node:fs/promises";
 import path from "node:path";
-import type { SnapshotWriter } from "./snapshot-writer.js";
+import { limitPassed, type SnapshotWriter, type TreeShape } from "./snapshot-writer.js";
 import type { FileTransport, PreparedExtras, PreparedFile, SandboxPath } from "./transport.js";
 
 export interface Owner {
@@ -173,6 +173,30 @@ async function copyFileOut(abs: string, name: string, into: SnapshotWriter): Pro
   }
 }
 
+/**
+ * The shape of the tree under `start` as a copy would meet it (directories, files and links
+ * counted), surveyed by names alone and given up as soon as a limit is passed: an agent that
+ * leaves 200,001 files costs the host a listing, not 200,000 files written and removed again.
+ */
+async function surveyTree(start: string, limits: SnapshotWriter["limits"]): Promise<TreeShape> {
+  const shape: TreeShape = { entries: 0, depth: 0, pathChars: 0 };
+  const over = () => limitPassed(limits, shape) !== null;
+  const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      if (!(e.isFile() || e.isDirectory() || e.isSymbolicLink())) continue;
+      const name = prefix ? `${prefix}/${e.name}` : e.name;
+      shape.entries++;
+      shape.depth = Math.max(shape.depth, depth);
+      shape.pathChars = Math.max(shape.pathChars, name.length);
+      if (over()) return;
+      if (e.isDirectory()) await walk(path.join(dir, e.name), name, depth + 1);
+      if (over()) return;
+    }
+  };
+  await walk(start, "", 1);
+  return shape;
+}
+
 /** Every entry under base/rel into the writer: directories, files, symlinks as links; the rest skipped. */
 export async function copyTreeOut(base: string, rel: string, into: SnapshotWriter): Promise<void> {
   const start = await insideReal(base, rel);
@@ -192,6 +216,7 @@ export async function copyTreeOut(base: string, rel: string, into: SnapshotWrite
     }
   };
   try {
+    if (into.refuse(await surveyTree(start, into.limits))) return;
     await walk(start, "");
   } catch (e) {
     // The agent's tree, not the host, is at fault: a path the host cannot name stops the copy.

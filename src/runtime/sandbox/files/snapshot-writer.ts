@@ -37,6 +37,21 @@ export function normalizeEntryName(name: string): string | null {
   return parts.join("/");
 }
 
+/** What a copy has met so far: entries placed, the deepest path (segments), the longest (characters). */
+export interface TreeShape {
+  entries: number;
+  depth: number;
+  pathChars: number;
+}
+
+/** The limit a copy of this shape passes, said as the copy's report says it; null when none. */
+export function limitPassed(limits: Required<CopyLimits>, shape: TreeShape): string | null {
+  if (shape.entries > limits.maxEntries) return `more than ${limits.maxEntries} entries`;
+  if (shape.depth > limits.maxDepth) return `a path deeper than ${limits.maxDepth} directory levels`;
+  if (shape.pathChars > limits.maxPathChars) return `a path longer than ${limits.maxPathChars} characters`;
+  return null;
+}
+
 export class SnapshotWriter {
   readonly limits: Required<CopyLimits>;
   private readonly report: CopyReport = { files: 0, directories: 0, symlinks: 0, bytes: 0, truncated: [], skipped: [] };
@@ -70,6 +85,16 @@ export class SnapshotWriter {
   /** Marks the copy as stopped early. */
   stop(why: string): void {
     if (!this.full) this.report.incomplete = why;
+  }
+
+  /**
+   * Stops the copy before anything is written when a tree of this shape (surveyed beforehand, by
+   * a reader that can look cheaply) would pass a limit: true when it did.
+   */
+  refuse(shape: TreeShape): boolean {
+    const over = limitPassed(this.limits, shape);
+    if (over !== null) this.stop(over);
+    return over !== null;
   }
 
   directory(name: string, mode: number): void {
@@ -163,17 +188,10 @@ export class SnapshotWriter {
       return null;
     }
     if (rel === "") return rel;
-    if (++this.entries > this.limits.maxEntries) {
-      this.stop(`more than ${this.limits.maxEntries} entries`);
-      return null;
-    }
     const parts = rel.split("/");
-    if (parts.length > this.limits.maxDepth) {
-      this.stop(`a path deeper than ${this.limits.maxDepth} directory levels`);
-      return null;
-    }
-    if (rel.length > this.limits.maxPathChars) {
-      this.stop(`a path longer than ${this.limits.maxPathChars} characters`);
+    const over = limitPassed(this.limits, { entries: ++this.entries, depth: parts.length, pathChars: rel.length });
+    if (over !== null) {
+      this.stop(over);
       return null;
     }
     for (let i = 1; i < parts.length; i++) {
