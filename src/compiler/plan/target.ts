@@ -11,16 +11,15 @@ import type { TypedDocument } from "../schema/validate.js";
 
 /** An Experiment or Evaluation document with its spec typed by its kind. */
 export type PlanTarget =
-  | { kind: "Experiment"; name: string; doc: TypedDocument; spec: DocumentOf<"Experiment">["spec"] }
-  | { kind: "Evaluation"; name: string; doc: TypedDocument; spec: DocumentOf<"Evaluation">["spec"] };
+  | { kind: "Experiment"; name: string; doc: TypedDocument<"Experiment">; spec: DocumentOf<"Experiment">["spec"] }
+  | { kind: "Evaluation"; name: string; doc: TypedDocument<"Evaluation">; spec: DocumentOf<"Evaluation">["spec"] };
 
 export type At = (...p: (string | number)[]) => SourcePosition;
 
 /** The validated document as a plan target; undefined for another kind. */
 export function targetOf(doc: TypedDocument): PlanTarget | undefined {
-  // validateDocument parsed the document with its kind's schema, so its spec is that schema's output.
-  if (doc.kind === "Experiment") return { kind: "Experiment", name: doc.name, doc, spec: doc.doc.spec as DocumentOf<"Experiment">["spec"] };
-  if (doc.kind === "Evaluation") return { kind: "Evaluation", name: doc.name, doc, spec: doc.doc.spec as DocumentOf<"Evaluation">["spec"] };
+  if (doc.kind === "Experiment") return { kind: "Experiment", name: doc.name, doc, spec: doc.doc.spec };
+  if (doc.kind === "Evaluation") return { kind: "Evaluation", name: doc.name, doc, spec: doc.doc.spec };
   return undefined;
 }
 

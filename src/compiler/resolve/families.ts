@@ -30,12 +30,12 @@ export function newExpansionBudget(tasks = 0): ExpansionBudget {
 }
 
 export function expandFamily(
-  fam: TypedDocument,
+  fam: TypedDocument<"TaskFamily">,
   verifiers: ReadonlyMap<string, ResolvedVerifier>,
   budget: ExpansionBudget = newExpansionBudget(),
 ): Result<ResolvedTask[]> {
   const diagnostics: Diagnostic[] = [];
-  const spec = fam.doc.spec as TaskFamilySpec;
+  const spec: TaskFamilySpec = fam.doc.spec;
   const src = fam.source;
   const famName = fam.name;
   const at = (path: PathSegment[], key = false) => positionAt(src, ["spec", ...path], { key });

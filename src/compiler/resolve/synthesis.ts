@@ -16,8 +16,8 @@ import { positionAt } from "../source/yaml.js";
 import { resolveHostedApi } from "./hosted.js";
 import type { TypedDocument } from "../schema/validate.js";
 
-export function resolveSynthesis(doc: TypedDocument, models: ReadonlyMap<string, Entry<ResolvedModel>>): Result<ResolvedSynthesis | undefined> {
-  const spec = doc.doc.spec as SynthesisSpec;
+export function resolveSynthesis(doc: TypedDocument<"Synthesis">, models: ReadonlyMap<string, Entry<ResolvedModel>>): Result<ResolvedSynthesis | undefined> {
+  const spec: SynthesisSpec = doc.doc.spec;
   const at = (...p: (string | number)[]) => positionAt(doc.source, ["spec", ...p]);
   const diagnostics: Diagnostic[] = [];
   let generator: ResolvedGenerator | undefined;

@@ -34,17 +34,17 @@ export interface World {
   sandboxes: Map<string, Entry<ResolvedSandbox>>;
   trainers: Map<string, Entry<ResolvedTrainer>>;
   verifiers: Map<string, Entry<ResolvedVerifier>>;
-  experiments: TypedDocument[];
-  evaluations: TypedDocument[];
+  experiments: TypedDocument<"Experiment">[];
+  evaluations: TypedDocument<"Evaluation">[];
   /** Synthesis documents (read by `reins synth`, never planned). */
-  syntheses: TypedDocument[];
+  syntheses: TypedDocument<"Synthesis">[];
 }
 
 /** `env`: where the allow-list of interpreters a spec's `python` may name is read (python-path.ts). */
 export function resolveWorld(documents: readonly TypedDocument[], builtins: readonly TypedDocument[] = [], env: PythonEnv = {}): Result<World> {
   const diagnostics: Diagnostic[] = [];
   const byKind = indexByKind(documents, builtins, diagnostics);
-  const docsOf = (k: Kind) => [...(byKind.get(k)?.values() ?? [])];
+  const docsOf = <K extends Kind>(k: K) => [...(byKind.get(k)?.values() ?? [])] as TypedDocument<K>[];
 
   const verifiers = new Map<string, Entry<ResolvedVerifier>>();
   for (const doc of docsOf("Verifier")) {

@@ -1,4 +1,4 @@
-// biome-ignore-all lint/suspicious/noExplicitAny: zod's internal definitions (_zod.def) are untyped, and TypedDocument's spec is narrowed by kind where it is used (plan/target.ts)
+// biome-ignore-all lint/suspicious/noExplicitAny: zod's internal definitions (_zod.def) are untyped
 /**
  * Schema validation of parsed documents: zod issues → diagnostics with positions and did-you-mean.
  * The zod schemas are the single source of truth; the generated JSON Schemas say the same thing
@@ -10,16 +10,17 @@ import { makeDiagnostic, type Diagnostic, type Result } from "../contract/diagno
 import { CODES } from "../contract/codes.js";
 import { positionAt, type PathSegment, type SourceDocument } from "../source/yaml.js";
 import { API_VERSION } from "./common.js";
-import { KINDS, KIND_NAMES, isKind, type Kind } from "./kinds.js";
+import { KINDS, KIND_NAMES, isKind, type DocumentOf, type Kind } from "./kinds.js";
 import { unsupportedField } from "./unsupported.js";
 
-export interface TypedDocument {
-  kind: Kind;
-  name: string;
-  source: SourceDocument;
-  /** The zod output (defaults applied by zod where declared). */
-  doc: { apiVersion: string; kind: Kind; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: any };
-}
+/**
+ * A document that passed its kind's schema: `doc` is that schema's output (defaults applied by zod
+ * where declared), typed by `kind` — narrow on `kind` (or name it: TypedDocument<"Model">) and
+ * `doc.spec` is the kind's spec.
+ */
+export type TypedDocument<K extends Kind = Kind> = {
+  [P in K]: { kind: P; name: string; source: SourceDocument; doc: DocumentOf<P> };
+}[K];
 
 /** Validate one parsed document against its kind's schema. */
 export function validateDocument(src: SourceDocument): Result<TypedDocument | undefined> {
@@ -68,8 +69,9 @@ export function validateDocument(src: SourceDocument): Result<TypedDocument | un
     diagnostics.push(...issuesToDiagnostics(src, schema, parsed.error.issues as unknown as Issue[]));
     return { value: undefined, diagnostics };
   }
-  const doc = parsed.data as TypedDocument["doc"];
-  return { value: { kind, name: doc.metadata.name, source: src, doc }, diagnostics };
+  // The schema of `kind` parsed it: its output is that kind's document.
+  const doc = parsed.data as DocumentOf<typeof kind>;
+  return { value: { kind, name: doc.metadata.name, source: src, doc } as TypedDocument, diagnostics };
 }
 
 interface Issue {
