@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { deriveSeed } from "../../src/compiler/contract/seeds.js";
 import { compilePlan, planForSeed, relocatedPolicy, type Plan } from "../../src/compiler/index.js";
 import { experiment, editSpec } from "../control/helpers.js";
 import { tempDir } from "../temp.js";
@@ -57,11 +58,13 @@ describe("multi-seed plans", () => {
     expect(five.hash).toBe(single.hash);
   });
 
-  it("the seeds differ: task order, rollout seeds, engine seed, hash", () => {
+  it("the seeds differ: task order, every rollout's sampling seeds, engine seed, hash", () => {
     const multi = compiled(spec("seeds: [1, 2]", 7));
     const [a, b] = [planForSeed(multi, 1), planForSeed(multi, 2)];
     expect(sampled(a)).not.toEqual(sampled(b));
-    const seedsOf = (p: Plan) => new Set(p.steps.flatMap((s) => s.rollouts.map((r) => r.seed)));
+    // The seed of each rollout's first call, as the onnx engine derives it from the plan's engine seed.
+    const seedsOf = (p: Plan) =>
+      new Set(p.steps.flatMap((s) => s.rollouts.map((r) => deriveSeed(p.model!.engine.type === "onnx" ? p.model!.engine.seed! : -1, "sampling", r.id, 1, 1))));
     const shared = [...seedsOf(a)].filter((s) => seedsOf(b).has(s));
     expect(shared).toEqual([]);
     expect(a.model!.engine.type === "onnx" && a.model!.engine.seed).toBe(1);
@@ -107,5 +110,5 @@ describe("multi-seed plans", () => {
 });
 
 function canonicalSteps(p: Plan) {
-  return p.steps.map((s) => s.rollouts.map((r) => [r.id, r.task, r.seed]));
+  return p.steps.map((s) => s.rollouts.map((r) => [r.id, r.task, r.harness]));
 }

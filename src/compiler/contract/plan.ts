@@ -338,6 +338,11 @@ export interface PlanPair {
   weight: number;
 }
 
+/**
+ * One rollout. It carries no seed of its own: what it samples is fixed by the onnx engine's seed
+ * (the plan's) and its id — deriveSeed(engine seed, "sampling", id, seq, try) for each call
+ * (contract/seeds.ts) — whatever runs beside it.
+ */
 export interface PlanRollout {
   /** Stable id: "<step>-<pairIndex>-<attempt>" style, unique in the plan. */
   id: string;
@@ -345,11 +350,6 @@ export interface PlanRollout {
   task: string;
   harness: string;
   attempt: number;
-  /**
-   * deriveSeed(plan seed, "rollout", id) (seeds.ts): in the step and plan hashes, but no engine
-   * samples with it — the onnx engine seeds each call from its own seed and the rollout id.
-   */
-  seed: number;
 }
 
 export interface PlanStep {
@@ -362,7 +362,7 @@ export interface PlanStep {
 
 /**
  * What an Experiment's steps are made from before its seed shuffles the task order and the harness
- * mix and seeds the rollouts (plan/schedule.ts). A multi-seed plan carries it, so that each seed's
+ * mix (plan/schedule.ts). A multi-seed plan carries it, so that each seed's
  * plan is re-derived from the plan alone (plan/seeds.ts).
  */
 export interface PlanSchedule {

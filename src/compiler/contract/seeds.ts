@@ -10,7 +10,6 @@
  * | ------------------ | --------------------------- | ----------------------------------------- | ------------------------------ |
  * | `task-order`       | —                           | seedOf("task-order", base)                | plan/schedule.ts               |
  * | `harness-mix`      | step                        | seedOf("harness-mix", base, step)         | plan/harness-mix.ts            |
- * | `rollout`          | rollout id                  | seedOf(base, id)                          | plan/schedule.ts (PlanRollout) |
  * | `family-cell`      | family, cell (canonical), i | seedOf(family, base, cell, i)             | resolve/families.ts            |
  * | `sft-replay-order` | —                           | (base ^ 0x5bd1e995) >>> 0                 | the SFT reference sample       |
  * | `sft-subsets`      | —                           | (base ^ 0x9e3779b9) >>> 0                 | the SFT steps' subsets         |
@@ -26,7 +25,6 @@ import { rng } from "./rng.js";
 export interface SeedParts {
   "task-order": [];
   "harness-mix": [step: number];
-  rollout: [rolloutId: string];
   "family-cell": [family: string, cellKey: string, index: number];
   "sft-replay-order": [];
   "sft-subsets": [];
@@ -40,7 +38,6 @@ export type SeedPurpose = keyof SeedParts;
 const DERIVATIONS: { [P in SeedPurpose]: (base: number, ...parts: SeedParts[P]) => number } = {
   "task-order": (base) => seedOf("task-order", base),
   "harness-mix": (base, step) => seedOf("harness-mix", base, step),
-  rollout: (base, rolloutId) => seedOf(base, rolloutId),
   "family-cell": (base, family, cellKey, index) => seedOf(family, base, cellKey, index),
   "sft-replay-order": (base) => (base ^ 0x5bd1e995) >>> 0,
   "sft-subsets": (base) => (base ^ 0x9e3779b9) >>> 0,

@@ -1,12 +1,13 @@
 /**
  * The steps of a plan (pure): which task × harness pairs each step runs, with deterministic
- * rollout ids and seeds. An Experiment's seed shuffles its training tasks (the task order), deals
- * each step's tasks to the harnesses (harness-mix.ts) and seeds every rollout; held-out
+ * rollout ids. An Experiment's seed shuffles its training tasks (the task order) and deals each
+ * step's tasks to the harnesses (harness-mix.ts); what a rollout samples follows from its id and
+ * the onnx engine's seed (contract/seeds.ts, "sampling"); held-out
  * evaluations run every held-out task through every harness. An Evaluation is one step of every
  * task through every harness. Step hashes are left empty (hashSteps fills them in).
  */
 import type { PlanPair, PlanRollout, PlanSchedule, PlanStep } from "../contract/plan.js";
-import { deriveSeed, seededStream } from "../contract/seeds.js";
+import { seededStream } from "../contract/seeds.js";
 import { dealHarnesses } from "./harness-mix.js";
 import type { PlanTarget, TargetParts } from "./target.js";
 
@@ -33,7 +34,7 @@ export function scheduleTarget(target: PlanTarget, parts: TargetParts): TargetSc
   const harnesses = parts.harnesses.map(({ use }) => ({ name: use.name, weight: use.weight ?? 1, heldOutAttempts: use.heldOutAttempts }));
   if (target.kind === "Evaluation") {
     const attempts = target.spec.attempts ?? 1;
-    return { seed, scheduled: [scheduleEvaluation(parts.selected, harnesses, attempts, seed)], schedule: undefined, attempts };
+    return { seed, scheduled: [scheduleEvaluation(parts.selected, harnesses, attempts)], schedule: undefined, attempts };
   }
   const spec = target.spec;
   const attempts = spec.eval?.attempts ?? 1;
@@ -51,7 +52,7 @@ export function scheduleTarget(target: PlanTarget, parts: TargetParts): TargetSc
 
 /** An Experiment's steps for `seed`: an evaluation before training, the training steps, evaluations after. */
 export function scheduleExperiment(s: PlanSchedule, seed: number): ScheduledSteps {
-  const maker = stepMaker(s.harnesses, seed);
+  const maker = stepMaker(s.harnesses);
   const perStep = Math.min(s.tasksPerStep, s.training.length);
   const order = shuffled(s.training, seed);
   const mix = dealHarnesses(
@@ -74,13 +75,8 @@ export function scheduleExperiment(s: PlanSchedule, seed: number): ScheduledStep
 }
 
 /** An Evaluation's one step: every task through every harness, `attempts` times. */
-export function scheduleEvaluation(
-  tasks: readonly string[],
-  harnesses: readonly { name: string; weight: number }[],
-  attempts: number,
-  seed: number,
-): ScheduledSteps {
-  const maker = stepMaker(harnesses, seed);
+export function scheduleEvaluation(tasks: readonly string[], harnesses: readonly { name: string; weight: number }[], attempts: number): ScheduledSteps {
+  const maker = stepMaker(harnesses);
   maker.make("eval", everyHarness(tasks, harnesses.length), () => attempts);
   return { steps: maker.steps, pairs: maker.pairs };
 }
@@ -90,7 +86,7 @@ function everyHarness(tasks: readonly string[], harnesses: number): [string, num
   return tasks.flatMap((t) => Array.from({ length: harnesses }, (_, hi): [string, number] => [t, hi]));
 }
 
-function stepMaker(harnesses: readonly { name: string; weight: number }[], seed: number) {
+function stepMaker(harnesses: readonly { name: string; weight: number }[]) {
   const pairIndex = new Map<string, number>();
   const pairs: PlanPair[] = [];
   const steps: PlanStep[] = [];
@@ -112,7 +108,7 @@ function stepMaker(harnesses: readonly { name: string; weight: number }[], seed:
       const count = perPair(hi);
       for (let a = 0; a < count; a++) {
         const id = `s${index}-p${p}-a${a}`;
-        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a, seed: deriveSeed(seed, "rollout", id) });
+        rollouts.push({ id, pair: pairs[p]!.id, task, harness: h.name, attempt: a });
       }
     }
     steps.push({ index, kind, rollouts, hash: "" });

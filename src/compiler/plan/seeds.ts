@@ -1,7 +1,7 @@
 /**
  * One seed of a multi-seed plan (pure): the plan the Experiment has with `seed: s`, re-derived from
- * the multi-seed plan alone — its schedule gives the steps again for s (task order, harness mix,
- * rollout seeds), the tasks and judges are those the steps use, the onnx engine samples with s,
+ * the multi-seed plan alone — its schedule gives the steps again for s (task order, harness mix),
+ * the tasks and judges are those the steps use, the onnx engine samples with s,
  * and the steps and the plan are hashed again. Optionally the policy's directory is another one
  * (a policy reins creates gets one per seed). The result is unfinished (no manifests): the runtime
  * finishes it like any compiled plan.

@@ -76,7 +76,7 @@ export function sftRollouts(plan: Plan): { rollouts: PlanRollout[]; scriptOf: Ma
   tasks.forEach((t, i) => {
     for (const h of plan.harnesses.filter((x) => x.dialect && (limited.get(x.name)?.has(i) ?? true))) {
       const id = `sft-${i}-${h.name}`;
-      rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0, seed: 0 });
+      rollouts.push({ id, pair: `${t.name}@${h.name}`, task: t.name, harness: h.name, attempt: 0 });
       const servers = [...(t.mcpServers ?? []), ...(h.mcpServers ?? [])].map((s) => s.name);
       scriptOf.set(id, { key: id, turns: mappedReference(t.reference!, h, servers) });
     }

@@ -81,7 +81,7 @@ export async function runReplays(plan: Plan, o: ReplayOptions): Promise<TaskRepl
   const rollouts: PlanRollout[] = [];
   const scripts = new Map<string, ScriptedTurn[]>();
   const add = (id: string, task: ResolvedTask, h: string, turns?: ScriptedTurn[]) => {
-    rollouts.push({ id, pair: `${task.name}@${h}`, task: task.name, harness: h, attempt: 0, seed: 0 });
+    rollouts.push({ id, pair: `${task.name}@${h}`, task: task.name, harness: h, attempt: 0 });
     if (turns) scripts.set(id, turns);
   };
   const plans = plan.tasks.map((task, i) => {
