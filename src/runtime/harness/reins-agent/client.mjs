@@ -64,8 +64,8 @@ function fromJson(body) {
 
 /**
  * POSTs the body: resolves with the response (its headers in), rejects when the endpoint cannot be
- * reached. node:http rather than fetch: an agent process starts and runs a rollout on about half
- * the CPU (fetch's undici is compiled on first use, in every process). The whole call, its
+ * reached. node:http rather than fetch: an agent process starts and runs a rollout on about a
+ * third of the CPU (fetch's undici is compiled on first use, in every process). The whole call, its
  * streamed body included, is cut after config.requestTimeoutMs.
  */
 function post(config, bodyText) {
